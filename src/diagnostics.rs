@@ -1,0 +1,109 @@
+//! The private diagnostics channel.
+//!
+//! Some facts about a failing server are useful to an operator but must never reach
+//! an ordinary error: the child's (redacted) stderr tail, and the bodies of JSON-RPC
+//! error replies. They go only to a [`DiagnosticObserver`] the host installs
+//! explicitly; without one they are discarded. Values are wrapped in
+//! [`SecretString`] so that printing an event with `{:?}` withholds them.
+//!
+//! An observer is called from the session's tasks: keep it fast and non-blocking,
+//! and bound any history it keeps (each event is bounded, the number of events is not).
+
+use std::fmt;
+use std::sync::Arc;
+
+use secrecy::SecretString;
+
+/// One private diagnostic event.
+#[non_exhaustive]
+pub enum DiagnosticEvent {
+    /// The redacted, whitespace-collapsed, bounded tail of a child's stderr, delivered
+    /// when the session ends (if the child wrote anything).
+    StderrTail {
+        /// The configured server name.
+        server: Arc<str>,
+        /// The tail, at most `maxStderrBytes` bytes of redacted text.
+        tail: SecretString,
+    },
+    /// A JSON-RPC error reply: either one with `id: null` (which cannot be correlated
+    /// and is otherwise dropped) or one answering a request of ours.
+    RemoteError {
+        /// The configured server name.
+        server: Arc<str>,
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The error's `message` text, as the server sent it.
+        message: SecretString,
+        /// The error's `data`, JSON-encoded, if present.
+        data: Option<SecretString>,
+    },
+}
+
+impl DiagnosticEvent {
+    /// A short stable name for the event (`stderr-tail`, `remote-error`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            DiagnosticEvent::StderrTail { .. } => "stderr-tail",
+            DiagnosticEvent::RemoteError { .. } => "remote-error",
+        }
+    }
+}
+
+impl fmt::Debug for DiagnosticEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DiagnosticEvent::StderrTail { server, .. } => f
+                .debug_struct("StderrTail")
+                .field("server", server)
+                .field("tail", &"[REDACTED]")
+                .finish(),
+            DiagnosticEvent::RemoteError { server, code, .. } => f
+                .debug_struct("RemoteError")
+                .field("server", server)
+                .field("code", code)
+                .field("message", &"[REDACTED]")
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// Receives private diagnostics. Install one with
+/// [`ClientBuilder::diagnostics`](crate::ClientBuilder::diagnostics).
+pub trait DiagnosticObserver: Send + Sync + 'static {
+    /// Called once per event, from the session's tasks.
+    fn observe(&self, event: DiagnosticEvent);
+}
+
+/// A cheap, cloneable handle to the (optional) installed observer.
+#[derive(Clone, Default)]
+pub struct Diagnostics(Option<Arc<dyn DiagnosticObserver>>);
+
+impl Diagnostics {
+    /// No observer: every event is discarded.
+    pub fn none() -> Self {
+        Diagnostics(None)
+    }
+
+    /// Wraps an installed observer.
+    pub fn new(observer: Arc<dyn DiagnosticObserver>) -> Self {
+        Diagnostics(Some(observer))
+    }
+
+    /// True when an observer is installed (callers may skip building events otherwise).
+    pub fn is_enabled(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Delivers an event, or drops it when no observer is installed.
+    pub fn emit(&self, event: DiagnosticEvent) {
+        if let Some(observer) = &self.0 {
+            observer.observe(event);
+        }
+    }
+}
+
+impl fmt::Debug for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "Diagnostics(installed)" } else { "Diagnostics(none)" })
+    }
+}

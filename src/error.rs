@@ -1,0 +1,180 @@
+//! The one public error type.
+//!
+//! Modeled on `hyper::Error`: an opaque struct with a stable [`ErrorKind`] and a
+//! message authored by this crate. The wording of messages is **not** a stable
+//! contract; the kind and its snake_case name are.
+//!
+//! Messages never carry process details, a child's stderr, environment values,
+//! bearer tokens, URL userinfo or query strings, or remote error bodies. Those go only
+//! to an explicitly installed [`DiagnosticObserver`](crate::diagnostics::DiagnosticObserver).
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// What went wrong, as a stable, matchable category.
+///
+/// The snake_case names returned by [`ErrorKind::as_str`] are stable and appear in the
+/// CLI's error line (`smthrs-mcp: <kind>: <message>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The server process could not be started.
+    SpawnFailed,
+    /// A handshake step or a request did not finish before its deadline.
+    Timeout,
+    /// The session ended: the scope closed, the child exited, a pipe closed, or the
+    /// HTTP session could not be continued.
+    ConnectionClosed,
+    /// The server (or a caller-supplied option or argument) broke the protocol's
+    /// rules: malformed tagged envelopes, over-long frames, excessive nesting,
+    /// invalid limits.
+    ProtocolError,
+    /// A well-formed reply whose content breaks the catalog or result rules.
+    InvalidResponse,
+    /// `call_tool` named a tool that is not in the frozen catalog.
+    ToolNotFound,
+    /// The egress policy refused a request before it left the process.
+    EgressDenied,
+    /// The HTTP server answered 401 or 403.
+    Unauthorized,
+    /// The HTTP server answered another error status (the body is withheld).
+    HttpStatus,
+    /// A TLS handshake or certificate check failed.
+    Tls,
+    /// The server answered a request with a JSON-RPC error (its body is withheld from
+    /// the message and goes to the diagnostics observer).
+    RemoteError,
+    /// A server file, projection option or builder setting is invalid (a usage error).
+    InvalidConfig,
+    /// A flow invocation failed because its session failed; carries the session
+    /// error's public message.
+    FlowFailed,
+}
+
+impl ErrorKind {
+    /// The stable snake_case name of this kind.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::SpawnFailed => "spawn_failed",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::ConnectionClosed => "connection_closed",
+            ErrorKind::ProtocolError => "protocol_error",
+            ErrorKind::InvalidResponse => "invalid_response",
+            ErrorKind::ToolNotFound => "tool_not_found",
+            ErrorKind::EgressDenied => "egress_denied",
+            ErrorKind::Unauthorized => "unauthorized",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::Tls => "tls",
+            ErrorKind::RemoteError => "remote_error",
+            ErrorKind::InvalidConfig => "invalid_config",
+            ErrorKind::FlowFailed => "flow_failed",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The crate's error: a stable [`ErrorKind`] plus a public message.
+///
+/// `Display` prints the message only; `Debug` prints kind and message. Neither ever
+/// contains secrets (see the module docs). Cloning is cheap, so one terminal error can
+/// be handed to every waiter.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error {
+    kind: ErrorKind,
+    message: Cow<'static, str>,
+}
+
+impl Error {
+    /// Builds an error from a kind and a message authored by this crate.
+    ///
+    /// The message must never include untrusted or secret text.
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The stable category of this error.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The public message (no secrets, no remote bodies, no process details).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// True when a deadline elapsed.
+    pub fn is_timeout(&self) -> bool {
+        self.kind == ErrorKind::Timeout
+    }
+
+    /// True when the session has ended.
+    pub fn is_closed(&self) -> bool {
+        self.kind == ErrorKind::ConnectionClosed
+    }
+
+    pub(crate) fn spawn_failed(msg: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::SpawnFailed, msg)
+    }
+    pub(crate) fn timeout(msg: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::Timeout, msg)
+    }
+    pub(crate) fn closed(msg: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::ConnectionClosed, msg)
+    }
+    pub(crate) fn protocol(msg: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::ProtocolError, msg)
+    }
+    pub(crate) fn invalid_response(msg: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::InvalidResponse, msg)
+    }
+    pub(crate) fn config(msg: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::InvalidConfig, msg)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("kind", &self.kind.as_str())
+            .field("message", &self.message)
+            .finish()
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_stays_two_words() {
+        // kind + Cow<'static, str>: small enough to move around cheaply.
+        assert!(std::mem::size_of::<Error>() <= 32);
+    }
+
+    #[test]
+    fn display_is_message_and_kind_names_are_snake_case() {
+        let e = Error::closed("stdout closed");
+        assert_eq!(e.to_string(), "stdout closed");
+        assert_eq!(e.kind().as_str(), "connection_closed");
+        assert!(format!("{e:?}").contains("connection_closed"));
+    }
+}

@@ -1,0 +1,22 @@
+//! smthrs-mcp: a strict, bounded Model Context Protocol client.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod catalog;
+pub mod config;
+pub mod diagnostics;
+pub mod error;
+pub mod json_bounds;
+pub mod jsonrpc;
+pub mod limits;
+pub mod redact;
+pub mod session;
+pub mod transport;
+
+pub use catalog::{Catalog, Tool};
+pub use diagnostics::{DiagnosticEvent, DiagnosticObserver};
+pub use error::{Error, ErrorKind, Result};
+pub use limits::Limits;
+pub use session::{Client, ClientBuilder, ToolResult};
+pub use transport::stdio::StdioCommand;
+pub use transport::Transport;

@@ -1,0 +1,263 @@
+//! The ten limits that bound an untrusted server.
+//!
+//! Every bound is an option with an exported default constant. Each must be a
+//! positive safe integer (1 ..= 2^53-1); [`Limits::validate`] enforces that before
+//! anything is spawned or connected, failing with `protocol_error` naming the option.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Default for [`Limits::handshake_timeout_ms`]: each `initialize` and `tools/list` exchange.
+pub const DEFAULT_HANDSHAKE_TIMEOUT_MS: u64 = 10_000;
+/// Default for [`Limits::request_timeout_ms`]: each later `tools/call` exchange.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 120_000;
+/// Default for [`Limits::queue_capacity`]: outbound frames waiting to be written.
+pub const DEFAULT_QUEUE_CAPACITY: u64 = 64;
+/// Default for [`Limits::max_frame_bytes`]: one inbound JSON-RPC frame, in UTF-8 bytes.
+pub const DEFAULT_MAX_FRAME_BYTES: u64 = 1_048_576;
+/// Default for [`Limits::max_outbound_frame_bytes`]: one outbound frame, in UTF-8 bytes.
+pub const DEFAULT_MAX_OUTBOUND_FRAME_BYTES: u64 = 1_048_576;
+/// Default for [`Limits::max_tools`]: tools accepted across every catalog page.
+pub const DEFAULT_MAX_TOOLS: u64 = 256;
+/// Default for [`Limits::max_tool_name_bytes`]: UTF-8 bytes in one tool name.
+pub const DEFAULT_MAX_TOOL_NAME_BYTES: u64 = 128;
+/// Default for [`Limits::max_tool_document_bytes`]: one tool's description plus its JSON `inputSchema`.
+pub const DEFAULT_MAX_TOOL_DOCUMENT_BYTES: u64 = 65_536;
+/// Default for [`Limits::max_catalog_pages`]: `tools/list` pages walked.
+pub const DEFAULT_MAX_CATALOG_PAGES: u64 = 32;
+/// Default for [`Limits::max_stderr_bytes`]: child stderr retained as a diagnostic tail.
+pub const DEFAULT_MAX_STDERR_BYTES: u64 = 2048;
+
+/// The largest value any limit may take: JavaScript's `Number.MAX_SAFE_INTEGER`.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Maximum nesting of JSON containers in any message, envelope included. Fixed.
+pub const MAX_JSON_DEPTH: usize = 128;
+
+/// The ten limits, all positive integers. Construct with [`Limits::default`] and
+/// adjust fields; [`Limits::validate`] runs again at connect time.
+///
+/// ```
+/// let mut limits = smthrs_mcp::Limits::default();
+/// limits.max_tools = 512;
+/// limits.max_frame_bytes = 4 * 1024 * 1024;
+/// assert!(limits.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bounds each `initialize` and `tools/list` exchange (ms). Default 10 000.
+    pub handshake_timeout_ms: u64,
+    /// Bounds each later `tools/call` exchange and reply-queue admission (ms). Default 120 000.
+    pub request_timeout_ms: u64,
+    /// Outbound frames waiting to be written (HTTP: in-flight POSTs). Default 64.
+    pub queue_capacity: u64,
+    /// One inbound JSON-RPC frame, in UTF-8 bytes. Default 1 MiB.
+    pub max_frame_bytes: u64,
+    /// One outbound JSON-RPC frame, in UTF-8 bytes. Default 1 MiB.
+    pub max_outbound_frame_bytes: u64,
+    /// Tools accepted across every catalog page; more fails the connection. Default 256.
+    pub max_tools: u64,
+    /// UTF-8 bytes in one tool name. Default 128.
+    pub max_tool_name_bytes: u64,
+    /// UTF-8 bytes of one tool's description plus its JSON-encoded `inputSchema`. Default 64 KiB.
+    pub max_tool_document_bytes: u64,
+    /// `tools/list` pages walked while following a cursor. Default 32.
+    pub max_catalog_pages: u64,
+    /// Redacted child stderr retained as the diagnostic tail. Default 2048.
+    pub max_stderr_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            handshake_timeout_ms: DEFAULT_HANDSHAKE_TIMEOUT_MS,
+            request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
+            queue_capacity: DEFAULT_QUEUE_CAPACITY,
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            max_outbound_frame_bytes: DEFAULT_MAX_OUTBOUND_FRAME_BYTES,
+            max_tools: DEFAULT_MAX_TOOLS,
+            max_tool_name_bytes: DEFAULT_MAX_TOOL_NAME_BYTES,
+            max_tool_document_bytes: DEFAULT_MAX_TOOL_DOCUMENT_BYTES,
+            max_catalog_pages: DEFAULT_MAX_CATALOG_PAGES,
+            max_stderr_bytes: DEFAULT_MAX_STDERR_BYTES,
+        }
+    }
+}
+
+/// The contract's (camelCase) option names, in table order.
+pub const OPTION_NAMES: [&str; 10] = [
+    "handshakeTimeoutMs",
+    "requestTimeoutMs",
+    "queueCapacity",
+    "maxFrameBytes",
+    "maxOutboundFrameBytes",
+    "maxTools",
+    "maxToolNameBytes",
+    "maxToolDocumentBytes",
+    "maxCatalogPages",
+    "maxStderrBytes",
+];
+
+impl Limits {
+    fn fields(&self) -> [u64; 10] {
+        [
+            self.handshake_timeout_ms,
+            self.request_timeout_ms,
+            self.queue_capacity,
+            self.max_frame_bytes,
+            self.max_outbound_frame_bytes,
+            self.max_tools,
+            self.max_tool_name_bytes,
+            self.max_tool_document_bytes,
+            self.max_catalog_pages,
+            self.max_stderr_bytes,
+        ]
+    }
+
+    fn field_mut(&mut self, name: &str) -> Option<&mut u64> {
+        Some(match name {
+            "handshakeTimeoutMs" => &mut self.handshake_timeout_ms,
+            "requestTimeoutMs" => &mut self.request_timeout_ms,
+            "queueCapacity" => &mut self.queue_capacity,
+            "maxFrameBytes" => &mut self.max_frame_bytes,
+            "maxOutboundFrameBytes" => &mut self.max_outbound_frame_bytes,
+            "maxTools" => &mut self.max_tools,
+            "maxToolNameBytes" => &mut self.max_tool_name_bytes,
+            "maxToolDocumentBytes" => &mut self.max_tool_document_bytes,
+            "maxCatalogPages" => &mut self.max_catalog_pages,
+            "maxStderrBytes" => &mut self.max_stderr_bytes,
+            _ => return None,
+        })
+    }
+
+    /// Checks that every limit is a positive safe integer.
+    ///
+    /// Fails with `protocol_error` naming the first offending option.
+    pub fn validate(&self) -> Result<()> {
+        for (name, value) in OPTION_NAMES.iter().zip(self.fields()) {
+            if value == 0 || value > MAX_SAFE_INTEGER {
+                return Err(Error::protocol(format!(
+                    "option {name} must be a positive safe integer"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the option with the contract's camelCase `name` from a JSON value,
+    /// as a stored server entry or database row would carry it.
+    ///
+    /// The value must be a JSON number that is a positive integer no larger than
+    /// 2^53-1 (an integral float such as `5.0` is accepted, as JavaScript would).
+    /// Zero, negative, fractional, oversized and non-numeric values fail with
+    /// `protocol_error` naming the option. Unknown names fail the same way.
+    pub fn set_from_json(&mut self, name: &str, value: &serde_json::Value) -> Result<()> {
+        let parsed = positive_safe_integer(value)
+            .ok_or_else(|| Error::protocol(format!("option {name} must be a positive safe integer")))?;
+        let slot = self
+            .field_mut(name)
+            .ok_or_else(|| Error::protocol(format!("unknown limit option {name}")))?;
+        *slot = parsed;
+        Ok(())
+    }
+
+    /// Builds limits from a JSON object, reading any of the ten camelCase option
+    /// names it contains and ignoring other keys. Absent options keep their defaults.
+    pub fn from_json_object(object: &serde_json::Map<String, serde_json::Value>) -> Result<Self> {
+        let mut limits = Limits::default();
+        for name in OPTION_NAMES {
+            if let Some(value) = object.get(name) {
+                limits.set_from_json(name, value)?;
+            }
+        }
+        Ok(limits)
+    }
+
+    /// [`Limits::handshake_timeout_ms`] as a `Duration`.
+    pub fn handshake_timeout(&self) -> Duration {
+        Duration::from_millis(self.handshake_timeout_ms)
+    }
+
+    /// [`Limits::request_timeout_ms`] as a `Duration`.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+
+    /// A limit as `usize`, saturating on 32-bit targets.
+    pub(crate) fn usize_of(value: u64) -> usize {
+        usize::try_from(value).unwrap_or(usize::MAX)
+    }
+}
+
+/// A JSON number that is a positive integer within the safe range.
+pub(crate) fn positive_safe_integer(value: &serde_json::Value) -> Option<u64> {
+    let number = value.as_number()?;
+    if let Some(n) = number.as_u64() {
+        return (1..=MAX_SAFE_INTEGER).contains(&n).then_some(n);
+    }
+    let f = number.as_f64()?;
+    // Negative integers and fractions are refused; integral floats are JS integers.
+    if f.is_finite() && f.fract() == 0.0 && f >= 1.0 && f <= MAX_SAFE_INTEGER as f64 {
+        Some(f as u64)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_match_the_contract_table() {
+        let d = Limits::default();
+        assert_eq!(d.handshake_timeout_ms, 10_000);
+        assert_eq!(d.request_timeout_ms, 120_000);
+        assert_eq!(d.queue_capacity, 64);
+        assert_eq!(d.max_frame_bytes, 1_048_576);
+        assert_eq!(d.max_outbound_frame_bytes, 1_048_576);
+        assert_eq!(d.max_tools, 256);
+        assert_eq!(d.max_tool_name_bytes, 128);
+        assert_eq!(d.max_tool_document_bytes, 65_536);
+        assert_eq!(d.max_catalog_pages, 32);
+        assert_eq!(d.max_stderr_bytes, 2048);
+        assert!(d.validate().is_ok());
+    }
+
+    #[test]
+    fn every_option_refuses_bad_json_values_by_name() {
+        let bad = [
+            json!(0),
+            json!(-1),
+            json!(1.5),
+            json!(9007199254740992u64),
+            json!(1e300),
+            json!("5"),
+            json!(null),
+        ];
+        for name in OPTION_NAMES {
+            for value in &bad {
+                let mut limits = Limits::default();
+                let err = limits.set_from_json(name, value).unwrap_err();
+                assert_eq!(err.kind(), crate::ErrorKind::ProtocolError);
+                assert!(err.message().contains(name), "{name}: {err}");
+            }
+            let mut limits = Limits::default();
+            limits.set_from_json(name, &json!(7)).unwrap();
+            limits.set_from_json(name, &json!(9007199254740991u64)).unwrap();
+            limits.set_from_json(name, &json!(3.0)).unwrap();
+        }
+    }
+
+    #[test]
+    fn validate_names_zero_and_oversized_fields() {
+        let mut limits = Limits::default();
+        limits.max_catalog_pages = 0;
+        assert!(limits.validate().unwrap_err().message().contains("maxCatalogPages"));
+        let mut limits = Limits::default();
+        limits.queue_capacity = MAX_SAFE_INTEGER + 1;
+        assert!(limits.validate().unwrap_err().message().contains("queueCapacity"));
+    }
+}

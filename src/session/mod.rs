@@ -1,0 +1,5 @@
+//! (being written)
+#![allow(missing_docs)]
+pub struct Client;
+pub struct ClientBuilder;
+pub struct ToolResult;

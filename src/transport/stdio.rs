@@ -1,0 +1,4 @@
+//! (being written)
+/// A command to spawn.
+#[derive(Debug, Clone)]
+pub struct StdioCommand;
