@@ -110,6 +110,16 @@ impl Error {
         &self.message
     }
 
+    /// The same kind with a new message, for hosts that add context (such as the
+    /// server's name). The message must follow the same rule: no secrets, no remote
+    /// bodies, no process details.
+    pub fn with_message(self, message: impl Into<Cow<'static, str>>) -> Self {
+        Error {
+            kind: self.kind,
+            message: message.into(),
+        }
+    }
+
     /// True when a deadline elapsed.
     pub fn is_timeout(&self) -> bool {
         self.kind == ErrorKind::Timeout

@@ -1,1 +1,288 @@
-//! (being written)
+//! JSON-RPC envelopes: inbound classification (noise vs protocol traffic) and the
+//! few outbound frames the engine writes.
+//!
+//! Classification follows "Noise and protocol traffic on stdout" in the contract:
+//! - a blank line, invalid JSON, a scalar, an array, `null`, or an object without an
+//!   own `jsonrpc` key is **noise** and is dropped;
+//! - an object with `jsonrpc` is **protocol traffic**: its version must be exactly
+//!   `"2.0"`; a valid method-bearing envelope without an id is a notification, with
+//!   an id a server request; anything else must be a valid reply with an id and
+//!   exactly one of `result` or `error`. A malformed tagged envelope is a
+//!   `protocol_error`, and the raw frame is never attached to the error.
+//!
+//! The depth bound (128 containers, envelope included) is checked by an iterative
+//! scan before parsing, so a deeply nested frame can neither overflow the stack nor
+//! be mistaken for noise.
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::json_bounds::{parse_value, scan_frame};
+use crate::limits::MAX_JSON_DEPTH;
+
+/// A JSON-RPC id as the server sent it: a string or an integer, echoed exactly.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Id {
+    /// An integer id (kept as its JSON number).
+    Number(serde_json::Number),
+    /// A string id.
+    String(String),
+}
+
+impl Id {
+    fn from_value(value: Value) -> Option<Id> {
+        match value {
+            Value::String(s) => Some(Id::String(s)),
+            Value::Number(n) if n.is_i64() || n.is_u64() => Some(Id::Number(n)),
+            _ => None,
+        }
+    }
+
+    /// The id as a JSON value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Id::Number(n) => Value::Number(n.clone()),
+            Id::String(s) => Value::String(s.clone()),
+        }
+    }
+
+    /// The id as one of our own request ids (non-negative integer), if it is one.
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Id::Number(n) => n.as_u64(),
+            Id::String(_) => None,
+        }
+    }
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    /// The error code.
+    pub code: i64,
+    /// The error message (server-authored: never put it in a public message).
+    pub message: String,
+    /// Optional data (server-authored).
+    pub data: Option<Value>,
+}
+
+/// One classified inbound frame.
+#[derive(Debug, PartialEq)]
+pub enum Inbound {
+    /// Not protocol traffic: dropped.
+    Noise,
+    /// A notification from the server: dropped.
+    Notification {
+        /// Its method.
+        method: String,
+    },
+    /// A request from the server (answered: `ping` with `{}`, others `-32601`).
+    Request {
+        /// Its id, echoed exactly in the reply.
+        id: Id,
+        /// Its method.
+        method: String,
+    },
+    /// A reply to a request.
+    Response {
+        /// The id it answers.
+        id: Id,
+        /// `Ok(result)` or `Err(error)`.
+        outcome: std::result::Result<Value, RpcError>,
+    },
+    /// A valid error reply with `id: null`: goes to diagnostics only.
+    NullIdError(RpcError),
+}
+
+fn malformed(what: &str) -> Error {
+    Error::protocol(format!("malformed JSON-RPC message: {what}"))
+}
+
+/// Classifies one inbound frame.
+///
+/// Returns `Err` (`protocol_error`) only for protocol traffic that breaks the rules;
+/// noise is `Ok(Inbound::Noise)`.
+pub fn classify(frame: &[u8]) -> Result<Inbound> {
+    let scan = scan_frame(frame);
+    if !scan.valid_json || !scan.top_level_object || !scan.has_jsonrpc_key {
+        return Ok(Inbound::Noise);
+    }
+    if scan.max_depth > MAX_JSON_DEPTH {
+        return Err(Error::protocol(format!(
+            "message nests deeper than {MAX_JSON_DEPTH} JSON containers"
+        )));
+    }
+    // Our own iterative parser: no recursion, no serde_json `RawValue` magic key,
+    // lone surrogates and invalid UTF-8 become U+FFFD, and a number that overflows
+    // to infinity is a protocol error.
+    match parse_value(frame)? {
+        Value::Object(object) => classify_object(object),
+        _ => Ok(Inbound::Noise),
+    }
+}
+
+fn classify_object(mut object: Map<String, Value>) -> Result<Inbound> {
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(malformed("jsonrpc must be \"2.0\""));
+    }
+    if let Some(method) = object.remove("method") {
+        let Value::String(method) = method else {
+            return Err(malformed("method must be a string"));
+        };
+        if let Some(params) = object.get("params") {
+            if !params.is_object() && !params.is_array() {
+                return Err(malformed("params must be an object or an array"));
+            }
+        }
+        if object.contains_key("result") || object.contains_key("error") {
+            return Err(malformed("a request carries result or error"));
+        }
+        return match object.remove("id") {
+            None => Ok(Inbound::Notification { method }),
+            Some(id) => match Id::from_value(id) {
+                Some(id) => Ok(Inbound::Request { id, method }),
+                None => Err(malformed("request id must be a string or an integer")),
+            },
+        };
+    }
+    let Some(id) = object.remove("id") else {
+        return Err(malformed("reply without an id"));
+    };
+    let result = object.remove("result");
+    let error = object.remove("error");
+    let outcome = match (result, error) {
+        (Some(result), None) => Ok(result),
+        (None, Some(error)) => Err(parse_error_object(error)?),
+        (Some(_), Some(_)) => return Err(malformed("reply carries both result and error")),
+        (None, None) => return Err(malformed("reply carries neither result nor error")),
+    };
+    if id.is_null() {
+        return match outcome {
+            Err(error) => Ok(Inbound::NullIdError(error)),
+            Ok(_) => Err(malformed("result reply with a null id")),
+        };
+    }
+    let id = Id::from_value(id).ok_or_else(|| malformed("reply id must be a string or an integer"))?;
+    Ok(Inbound::Response { id, outcome })
+}
+
+fn parse_error_object(error: Value) -> Result<RpcError> {
+    let Value::Object(mut error) = error else {
+        return Err(malformed("error must be an object"));
+    };
+    let code = error
+        .get("code")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| malformed("error code must be an integer"))?;
+    let Some(Value::String(message)) = error.remove("message") else {
+        return Err(malformed("error message must be a string"));
+    };
+    Ok(RpcError {
+        code,
+        message,
+        data: error.remove("data"),
+    })
+}
+
+/// `{"jsonrpc":"2.0","id":<id>,"result":{}}`: the answer to `ping`.
+pub fn ping_reply(id: &Id) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id.to_value(), "result": {}})
+}
+
+/// The `-32601 Method not found` answer to an unsupported server request.
+pub fn method_not_found_reply(id: &Id) -> Value {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id.to_value(),
+        "error": {"code": -32601, "message": "Method not found"}
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(frame: &str) -> std::result::Result<Inbound, crate::ErrorKind> {
+        classify(frame.as_bytes()).map_err(|e| e.kind())
+    }
+
+    #[test]
+    fn noise_is_dropped() {
+        for frame in [
+            "",
+            "   ",
+            "not json",
+            "42",
+            "\"text\"",
+            "[1,2]",
+            "[{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}]",
+            "null",
+            "{\"no\":\"jsonrpc\"}",
+            "{\"nested\":{\"jsonrpc\":\"2.0\"}}",
+            "{\"jsonrpc\":\"2.0\"",
+        ] {
+            assert_eq!(kind(frame), Ok(Inbound::Noise), "{frame:?}");
+        }
+    }
+
+    #[test]
+    fn tagged_envelopes_are_classified() {
+        assert_eq!(
+            kind(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#),
+            Ok(Inbound::Notification { method: "notifications/progress".into() })
+        );
+        assert!(matches!(
+            kind(r#"{"jsonrpc":"2.0","id":"p-1","method":"ping"}"#),
+            Ok(Inbound::Request { id: Id::String(s), .. }) if s == "p-1"
+        ));
+        assert!(matches!(
+            kind(r#"{"jsonrpc":"2.0","id":7,"result":{"ok":true}}"#),
+            Ok(Inbound::Response { outcome: Ok(_), .. })
+        ));
+        assert!(matches!(
+            kind(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m","data":[1]}}"#),
+            Ok(Inbound::NullIdError(RpcError { code: -1, .. }))
+        ));
+    }
+
+    #[test]
+    fn malformed_tagged_envelopes_are_protocol_errors() {
+        for frame in [
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":null,"id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":"x","message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":"boom"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","method":7}"#,
+            r#"{"jsonrpc":"2.0","method":"x","params":3}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":1e400}"#,
+        ] {
+            assert_eq!(kind(frame), Err(crate::ErrorKind::ProtocolError), "{frame}");
+        }
+    }
+
+    #[test]
+    fn depth_bound_counts_the_envelope() {
+        let nest = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        // envelope (1) + 127 arrays = 128: accepted.
+        let ok = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"a":{}}}}}"#, nest(126));
+        assert!(matches!(kind(&ok), Ok(Inbound::Response { .. })));
+        let deep = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"a":{}}}}}"#, nest(127));
+        assert_eq!(kind(&deep), Err(crate::ErrorKind::ProtocolError));
+        let very_deep = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#, nest(100_000));
+        assert_eq!(kind(&very_deep), Err(crate::ErrorKind::ProtocolError));
+    }
+
+    #[test]
+    fn replies_echo_ids_exactly() {
+        let id = Id::String("abc".into());
+        assert_eq!(ping_reply(&id)["id"], "abc");
+        let id = Id::Number(serde_json::Number::from(-3));
+        assert_eq!(method_not_found_reply(&id)["error"]["code"], -32601);
+    }
+}

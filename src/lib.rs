@@ -6,8 +6,10 @@ pub mod catalog;
 pub mod config;
 pub mod diagnostics;
 pub mod error;
+pub mod flows;
 pub mod json_bounds;
 pub mod jsonrpc;
+pub mod layer;
 pub mod limits;
 pub mod redact;
 pub mod session;
@@ -20,3 +22,11 @@ pub use limits::Limits;
 pub use session::{Client, ClientBuilder, ToolResult};
 pub use transport::stdio::StdioCommand;
 pub use transport::Transport;
+
+/// The README's examples, compiled as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
+pub use layer::{BearerAuthLayer, EgressGrants, EgressPolicyLayer};
+pub use transport::http::{HttpTransport, HttpTransportBuilder};

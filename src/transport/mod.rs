@@ -9,12 +9,14 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
 
 use crate::diagnostics::Diagnostics;
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 
 pub mod framing;
+pub mod http;
 pub mod stdio;
 
 /// What a transport needs to know from the session that opens it.
@@ -37,18 +39,77 @@ pub enum InboundEvent {
     /// "stdout closed", "exited with code N", or `protocol_error` for an over-long
     /// frame). No event follows it.
     Closed(Error),
+    /// (HTTP) The server answered `404` to a request carrying a session id: the
+    /// session is gone. The transport has forgotten the session id; `failed` is the
+    /// frame whose POST got the 404. The engine re-initialises once, compares the
+    /// catalog, and then re-sends `failed` or ends the session.
+    SessionExpired {
+        /// The outbound frame that was refused.
+        failed: OutboundFrame,
+    },
+}
+
+/// The engine's handle on one outstanding request, given to the transport with its
+/// frame so that a transport can tell whether the reply has arrived (HTTP: whether a
+/// broken SSE stream must be resumed) and fail just that request (HTTP: an error
+/// status answering its POST) without parsing JSON-RPC.
+#[derive(Clone)]
+pub struct RequestHandle {
+    done: CancellationToken,
+    fail: Arc<dyn Fn(Error) + Send + Sync>,
+}
+
+impl RequestHandle {
+    /// Builds a handle: `done` is cancelled by the engine once the request is settled
+    /// (reply routed, failed, or abandoned); `fail` settles it with an error.
+    pub fn new(done: CancellationToken, fail: Arc<dyn Fn(Error) + Send + Sync>) -> Self {
+        RequestHandle { done, fail }
+    }
+
+    /// True once the request is settled; the transport need not deliver more for it.
+    pub fn is_done(&self) -> bool {
+        self.done.is_cancelled()
+    }
+
+    /// Resolves once the request is settled.
+    pub async fn done(&self) {
+        self.done.cancelled().await
+    }
+
+    /// Fails this request only (the session continues).
+    pub fn fail(&self, error: Error) {
+        (self.fail)(error)
+    }
+}
+
+impl std::fmt::Debug for RequestHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestHandle")
+            .field("done", &self.is_done())
+            .finish()
+    }
+}
+
+/// One outbound frame: complete JSON-RPC text without a trailing newline, plus the
+/// engine's handle when the frame is a request expecting a reply.
+#[derive(Debug, Clone)]
+pub struct OutboundFrame {
+    /// The frame's bytes.
+    pub bytes: Bytes,
+    /// Present for requests (not for notifications or replies to the server).
+    pub request: Option<RequestHandle>,
 }
 
 /// The outbound half of an open transport.
 pub trait FrameSink: Send + 'static {
-    /// Writes one complete JSON-RPC frame (without a trailing newline).
+    /// Writes one frame.
     ///
     /// Returns once the frame is handed to the medium. An error is terminal
     /// (for stdio: `connection_closed` "stdin closed").
-    fn send(&mut self, frame: Bytes) -> BoxFuture<'_, Result<()>>;
+    fn send(&mut self, frame: OutboundFrame) -> BoxFuture<'_, Result<()>>;
 
     /// Writes several frames at once; transports that can batch override this.
-    fn send_batch(&mut self, frames: Vec<Bytes>) -> BoxFuture<'_, Result<()>> {
+    fn send_batch(&mut self, frames: Vec<OutboundFrame>) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
             for frame in frames {
                 self.send(frame).await?;

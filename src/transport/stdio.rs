@@ -1,4 +1,417 @@
-//! (being written)
-/// A command to spawn.
-#[derive(Debug, Clone)]
-pub struct StdioCommand;
+//! The stdio transport: a child process speaking newline-delimited JSON-RPC.
+//!
+//! - stdin, stdout and stderr are piped; stdout is read through the bounded
+//!   [`FramedReader`](super::framing::FramedReader).
+//! - stderr is drained continuously into a [`StderrCollector`]: each complete line is
+//!   redacted, then only the redacted text is kept as a bounded tail, which reaches
+//!   nobody but an installed diagnostics observer, once, when the session ends.
+//! - The child's environment is **not** the parent's: it is the allow-list
+//!   [`INHERITED_ENV_VARS`] (plus `LC_*`) taken from the parent, then the entry's
+//!   own `env`, so the host's credentials do not reach every server.
+//! - Terminal events: stdout EOF is `connection_closed` "stdout closed"; a child exit
+//!   is "exited with code N" (or "exited by signal N"); a failed write is
+//!   "stdin closed"; an over-long line is `protocol_error`. When stdout ends because
+//!   the child exited, the exit is reported: the reader waits up to
+//!   [`EXIT_GRACE`] after EOF for the exit status so the more useful event wins.
+//! - Teardown closes stdin, waits up to [`SHUTDOWN_GRACE`] for the child to exit, then
+//!   kills it. The child is also killed if everything is dropped (`kill_on_drop`).
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use secrecy::{ExposeSecret, SecretString};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+
+use super::framing::{Framed, FramedReader};
+use super::{
+    Connection, FrameSink, FrameSource, InboundEvent, OutboundFrame, Shutdown, Transport,
+    TransportContext,
+};
+use crate::diagnostics::{DiagnosticEvent, Diagnostics};
+use crate::error::{Error, Result};
+use crate::limits::Limits;
+use crate::redact::{Redactor, StderrCollector};
+
+/// Parent variables a child inherits (when set). `LC_*` variables are inherited too.
+///
+/// POSIX: `PATH HOME USER LOGNAME SHELL TERM LANG TMPDIR TZ`. Windows equivalents:
+/// `SystemRoot SystemDrive windir ComSpec PATHEXT TEMP TMP USERPROFILE USERNAME
+/// HOMEDRIVE HOMEPATH APPDATA LOCALAPPDATA ProgramData ProgramFiles
+/// ProgramFiles(x86) CommonProgramFiles NUMBER_OF_PROCESSORS PROCESSOR_ARCHITECTURE OS`.
+pub const INHERITED_ENV_VARS: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "TMPDIR",
+    "TZ",
+    "SystemRoot",
+    "SystemDrive",
+    "windir",
+    "ComSpec",
+    "PATHEXT",
+    "TEMP",
+    "TMP",
+    "USERPROFILE",
+    "USERNAME",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "ProgramData",
+    "ProgramFiles",
+    "ProgramFiles(x86)",
+    "CommonProgramFiles",
+    "NUMBER_OF_PROCESSORS",
+    "PROCESSOR_ARCHITECTURE",
+    "OS",
+];
+
+/// After stdout EOF, how long the reader waits for the exit status.
+pub const EXIT_GRACE: Duration = Duration::from_millis(100);
+/// After stdin is closed at teardown, how long the child gets to exit before a kill.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(250);
+/// How long teardown waits for stderr to drain after the child is gone (a grandchild
+/// may hold the pipe open).
+const STDERR_DRAIN_GRACE: Duration = Duration::from_millis(100);
+
+/// How to start a stdio MCP server.
+///
+/// `Debug` prints the program, arguments and environment *names* only; values given
+/// with [`StdioCommand::env`] are kept as secrets and are redacted from stderr.
+///
+/// ```
+/// let cmd = smthrs_mcp::StdioCommand::new("node")
+///     .arg("server.mjs")
+///     .env("API_TOKEN", "s3cr3t-value")
+///     .current_dir("/srv/tools");
+/// assert!(!format!("{cmd:?}").contains("s3cr3t"));
+/// ```
+#[derive(Clone)]
+pub struct StdioCommand {
+    program: OsString,
+    args: Vec<OsString>,
+    env: Vec<(String, SecretString)>,
+    cwd: Option<PathBuf>,
+}
+
+impl StdioCommand {
+    /// A command running `program` (looked up on the child's `PATH`).
+    pub fn new(program: impl Into<OsString>) -> Self {
+        StdioCommand {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
+        }
+    }
+
+    /// Appends one argument.
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Appends arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets one environment variable for the child (on top of the allow-list).
+    /// The value is treated as a secret: redacted from stderr, never printed.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env
+            .push((key.into(), SecretString::from(value.into())));
+        self
+    }
+
+    /// Sets an environment variable from an existing secret.
+    pub fn env_secret(mut self, key: impl Into<String>, value: SecretString) -> Self {
+        self.env.push((key.into(), value));
+        self
+    }
+
+    /// Sets the child's working directory.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    fn build(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command.args(&self.args).env_clear();
+        for (key, value) in std::env::vars_os() {
+            let Some(name) = key.to_str() else { continue };
+            if INHERITED_ENV_VARS.contains(&name) || name.starts_with("LC_") {
+                command.env(&key, value);
+            }
+        }
+        for (key, value) in &self.env {
+            command.env(key, value.expose_secret());
+        }
+        if let Some(cwd) = &self.cwd {
+            command.current_dir(cwd);
+        }
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        command
+    }
+}
+
+impl fmt::Debug for StdioCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioCommand")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field(
+                "env",
+                &self.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            )
+            .field("cwd", &self.cwd)
+            .finish()
+    }
+}
+
+impl Transport for StdioCommand {
+    fn open(self: Box<Self>, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
+        Box::pin(async move { open_stdio(*self, ctx) })
+    }
+}
+
+fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection> {
+    let mut child = command.build().spawn().map_err(|e| {
+        // The io::ErrorKind is generic ("not found", "permission denied"); the
+        // program path and arguments are process details and stay out.
+        Error::spawn_failed(format!(
+            "server \"{}\" could not be started ({})",
+            ctx.server,
+            e.kind()
+        ))
+    })?;
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(Error::spawn_failed(format!(
+            "server \"{}\" could not be started (pipes unavailable)",
+            ctx.server
+        )));
+    };
+
+    let redactor = Redactor::new(command.env.iter().map(|(_, v)| v.expose_secret()));
+    let collector = Arc::new(Mutex::new(StderrCollector::new(
+        redactor,
+        Limits::usize_of(ctx.limits.max_stderr_bytes),
+    )));
+    let stderr_task = tokio::spawn(drain_stderr(stderr, collector.clone()));
+
+    let (exit_tx, exit_rx) = watch::channel(None);
+    let (kill_tx, kill_rx) = tokio::sync::oneshot::channel();
+    let supervisor = tokio::spawn(supervise(child, exit_tx, kill_rx));
+
+    let max_frame = Limits::usize_of(ctx.limits.max_frame_bytes);
+    Ok(Connection {
+        sink: Box::new(StdinSink {
+            stdin: Some(BufWriter::new(stdin)),
+        }),
+        source: Box::new(StdoutSource {
+            reader: FramedReader::new(stdout, max_frame),
+            exit: exit_rx.clone(),
+            max_frame,
+        }),
+        shutdown: Box::new(StdioShutdown {
+            server: ctx.server,
+            diagnostics: ctx.diagnostics,
+            kill: Some(kill_tx),
+            exit: exit_rx,
+            supervisor,
+            stderr_task,
+            collector,
+        }),
+    })
+}
+
+async fn drain_stderr(
+    mut stderr: tokio::process::ChildStderr,
+    collector: Arc<Mutex<StderrCollector>>,
+) {
+    let mut chunk = vec![0u8; 8192];
+    loop {
+        match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => lock(&collector).push(&chunk[..n]),
+        }
+    }
+    lock(&collector).finish();
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Waits for the child to exit, or kills it when asked; publishes the exit status.
+async fn supervise(
+    mut child: Child,
+    exit_tx: watch::Sender<Option<ExitStatus>>,
+    kill_rx: tokio::sync::oneshot::Receiver<()>,
+) {
+    let status = tokio::select! {
+        status = child.wait() => status.ok(),
+        _ = kill_rx => {
+            // Ask nicely first: stdin is already closed by the time we are asked.
+            match tokio::time::timeout(SHUTDOWN_GRACE, child.wait()).await {
+                Ok(status) => status.ok(),
+                Err(_) => {
+                    let _ = child.start_kill();
+                    child.wait().await.ok()
+                }
+            }
+        }
+    };
+    let _ = exit_tx.send(status);
+}
+
+fn exit_message(status: &ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("exited with code {code}");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("exited by signal {signal}");
+        }
+    }
+    "exited".to_string()
+}
+
+struct StdinSink {
+    stdin: Option<BufWriter<ChildStdin>>,
+}
+
+impl StdinSink {
+    async fn write_all(&mut self, frames: &[OutboundFrame]) -> Result<()> {
+        let closed = || Error::closed("stdin closed");
+        let stdin = self.stdin.as_mut().ok_or_else(closed)?;
+        let result = async {
+            for frame in frames {
+                stdin.write_all(&frame.bytes).await?;
+                stdin.write_all(b"\n").await?;
+            }
+            stdin.flush().await
+        }
+        .await;
+        if result.is_err() {
+            self.stdin = None;
+            return Err(closed());
+        }
+        Ok(())
+    }
+}
+
+impl FrameSink for StdinSink {
+    fn send(&mut self, frame: OutboundFrame) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move { self.write_all(std::slice::from_ref(&frame)).await })
+    }
+
+    fn send_batch(&mut self, frames: Vec<OutboundFrame>) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move { self.write_all(&frames).await })
+    }
+}
+
+struct StdoutSource {
+    reader: FramedReader<ChildStdout>,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    max_frame: usize,
+}
+
+impl StdoutSource {
+    async fn next_event(&mut self) -> InboundEvent {
+        match self.reader.next().await {
+            Framed::Frame(bytes) => InboundEvent::Frame(bytes),
+            Framed::TooLong => InboundEvent::Closed(Error::protocol(format!(
+                "inbound frame exceeds maxFrameBytes ({} bytes)",
+                self.max_frame
+            ))),
+            Framed::Eof => {
+                let exit = tokio::time::timeout(
+                    EXIT_GRACE,
+                    self.exit.wait_for(|status| status.is_some()),
+                )
+                .await;
+                let message = match exit {
+                    Ok(Ok(status)) => status.as_ref().map(exit_message),
+                    _ => None,
+                };
+                InboundEvent::Closed(Error::closed(
+                    message.unwrap_or_else(|| "stdout closed".to_string()),
+                ))
+            }
+        }
+    }
+}
+
+impl FrameSource for StdoutSource {
+    fn next(&mut self) -> BoxFuture<'_, InboundEvent> {
+        Box::pin(self.next_event())
+    }
+}
+
+struct StdioShutdown {
+    server: Arc<str>,
+    diagnostics: Diagnostics,
+    kill: Option<tokio::sync::oneshot::Sender<()>>,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    supervisor: tokio::task::JoinHandle<()>,
+    stderr_task: tokio::task::JoinHandle<()>,
+    collector: Arc<Mutex<StderrCollector>>,
+}
+
+impl Shutdown for StdioShutdown {
+    fn shutdown(mut self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            if let Some(kill) = self.kill.take() {
+                let _ = kill.send(());
+            }
+            let _ = self.exit.wait_for(|status| status.is_some()).await;
+            let _ = (&mut self.supervisor).await;
+            let _ = tokio::time::timeout(STDERR_DRAIN_GRACE, &mut self.stderr_task).await;
+            self.stderr_task.abort();
+            let tail = lock(&self.collector).tail().to_string();
+            if !tail.is_empty() {
+                self.diagnostics.emit(DiagnosticEvent::StderrTail {
+                    server: self.server.clone(),
+                    tail: SecretString::from(tail),
+                });
+            }
+        })
+    }
+}
+
+impl Drop for StdioShutdown {
+    fn drop(&mut self) {
+        // Best effort without a runtime: the supervisor owns the child with
+        // kill_on_drop; aborting it drops the child, which kills it.
+        if self.kill.is_some() {
+            self.supervisor.abort();
+        }
+        self.stderr_task.abort();
+    }
+}

@@ -1,0 +1,300 @@
+//! `smthrs-mcp`: the command-line front door (see `cli-contract.md`).
+//!
+//! ```text
+//! smthrs-mcp [--mcp-config PATH] [--diagnostics] <COMMAND> [ARGS]
+//! ```
+//!
+//! Exit status: 0 success (a tool result with `isError: true` is success), 1 a
+//! session or flow failed (last stderr line `smthrs-mcp: <kind>: <message>`), 2 a
+//! usage error (bad flag, bad server file, unset `bearerTokenEnv` variable).
+
+mod demo_server;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use secrecy::ExposeSecret;
+use serde_json::{Map, Value};
+use smthrs_mcp::config::{self, EntryTransport, ServerEntry};
+use smthrs_mcp::flows::{self, FlowCatalog};
+use smthrs_mcp::{Client, DiagnosticEvent, DiagnosticObserver, Error, StdioCommand, Transport};
+
+#[derive(Parser, Debug)]
+#[command(name = "smthrs-mcp", version, about = "A strict, bounded MCP client")]
+struct Cli {
+    /// The server file (a JSON array of entries). Also `SMITHERS_MCP_CONFIG`; the
+    /// flag wins. With neither, no server is configured.
+    #[arg(long = "mcp-config", value_name = "PATH", env = "SMITHERS_MCP_CONFIG", global = true)]
+    mcp_config: Option<PathBuf>,
+
+    /// Install the private diagnostic observer and print its events to stderr,
+    /// one line each, prefixed `diagnostic: `.
+    #[arg(long, global = true)]
+    diagnostics: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Decode and validate the server file; spawn and connect nothing.
+    Check,
+    /// Connect every server, print the composed flow declarations as a JSON array.
+    Tools,
+    /// Connect every server, call one flow, print its result as a JSON object.
+    Call {
+        /// The flow name, e.g. `mcp/<server>/<tool>`.
+        flow: String,
+        /// The arguments, a JSON object.
+        #[arg(long, value_name = "JSON", default_value = "{}")]
+        args: String,
+    },
+    /// Serve the embedded demo MCP server on stdin/stdout.
+    DemoServer,
+}
+
+/// A failure and the exit status it maps to.
+enum Failure {
+    /// Exit 2: names the flag or variable and the path or server.
+    Usage(String),
+    /// Exit 1: `smthrs-mcp: <kind>: <message>`.
+    Session(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Failure::Session(error)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Command::DemoServer = cli.command {
+        return match demo_server::run_stdio() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(1),
+        };
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(_) => {
+            eprintln!("smthrs-mcp: connection_closed: could not start the async runtime");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(message)) => {
+            eprintln!("smthrs-mcp: usage: {message}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Session(error)) => {
+            eprintln!("smthrs-mcp: {}: {}", error.kind(), error);
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    let entries = match &cli.mcp_config {
+        Some(path) => config::load_server_file(path)
+            .map_err(|e| Failure::Usage(format!("--mcp-config {}: {e}", path.display())))?,
+        None => Vec::new(),
+    };
+    for entry in &entries {
+        entry.projection.validate().map_err(|e| {
+            Failure::Usage(format!("server \"{}\": {e}", entry.server))
+        })?;
+    }
+    match cli.command {
+        Command::Check => {
+            println!("ok: {} servers", entries.len());
+            Ok(())
+        }
+        Command::Tools => {
+            let (clients, catalog) = connect_all(&entries, cli.diagnostics).await?;
+            let declarations: Vec<_> = catalog.declarations().collect();
+            let printed = serde_json::to_string_pretty(&declarations)
+                .map_err(|_| Failure::Usage("could not encode declarations".into()));
+            close_all(&clients).await;
+            println!("{}", printed?);
+            Ok(())
+        }
+        Command::Call { flow, args } => {
+            let arguments: Map<String, Value> = match serde_json::from_str(&args) {
+                Ok(Value::Object(map)) => map,
+                _ => return Err(Failure::Usage("--args must be a JSON object".into())),
+            };
+            let (clients, catalog) = connect_all(&entries, cli.diagnostics).await?;
+            let outcome = call(&clients, &catalog, &flow, arguments).await;
+            close_all(&clients).await;
+            let result = outcome?;
+            let printed = serde_json::to_string_pretty(&result)
+                .map_err(|_| Failure::Usage("could not encode the result".into()))?;
+            println!("{printed}");
+            Ok(())
+        }
+        Command::DemoServer => unreachable!("handled before the runtime starts"),
+    }
+}
+
+async fn call(
+    clients: &[Client],
+    catalog: &FlowCatalog,
+    flow: &str,
+    arguments: Map<String, Value>,
+) -> Result<smthrs_mcp::ToolResult, Failure> {
+    let Some(found) = catalog.get(flow) else {
+        // The catalog's own refusal: tool_not_found, nothing invoked.
+        return match catalog.invoke(flow, Map::new()).await {
+            Err(error) => Err(Failure::Session(error)),
+            Ok(_) => Err(Failure::Usage(format!("no flow named {flow:?}"))),
+        };
+    };
+    let declaration = &found.declaration;
+    let client = clients
+        .iter()
+        .find(|c| c.server() == declaration.server)
+        .ok_or_else(|| Failure::Usage(format!("no server for flow {flow:?}")))?;
+    // Call the client directly rather than through the flow invoker so the exit line
+    // carries the session's own kind (timeout, connection_closed, ...).
+    client
+        .call_tool(&declaration.tool, arguments)
+        .await
+        .map_err(|e| Failure::Session(named(&declaration.server, e)))
+}
+
+/// Connects every entry in parallel; any failure takes the run down, naming the server.
+async fn connect_all(
+    entries: &[ServerEntry],
+    diagnostics: bool,
+) -> Result<(Vec<Client>, FlowCatalog), Failure> {
+    let observer: Option<Arc<dyn DiagnosticObserver>> =
+        diagnostics.then(|| Arc::new(PrintDiagnostics) as Arc<dyn DiagnosticObserver>);
+    let mut transports = Vec::with_capacity(entries.len());
+    for entry in entries {
+        transports.push(transport_for(entry)?);
+    }
+    let connects = entries.iter().zip(transports).map(|(entry, transport)| {
+        let mut builder = Client::builder(entry.server.clone()).limits(entry.limits);
+        if let Some(observer) = &observer {
+            builder = builder.diagnostics(observer.clone());
+        }
+        let server = entry.server.clone();
+        async move {
+            builder
+                .connect_boxed(transport)
+                .await
+                .map_err(|e| named(&server, e))
+        }
+    });
+    let results = futures_util::future::join_all(connects).await;
+    let mut clients = Vec::with_capacity(results.len());
+    let mut first_error = None;
+    for result in results {
+        match result {
+            Ok(client) => clients.push(client),
+            Err(error) => {
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    if let Some(error) = first_error {
+        close_all(&clients).await;
+        return Err(Failure::Session(error));
+    }
+    let mut sources = Vec::with_capacity(clients.len());
+    for (client, entry) in clients.iter().zip(entries) {
+        match flows::source_from_client(client, &entry.projection) {
+            Ok(source) => sources.push(source),
+            Err(error) => {
+                close_all(&clients).await;
+                return Err(Failure::Usage(format!("server \"{}\": {error}", entry.server)));
+            }
+        }
+    }
+    match flows::compose(sources) {
+        Ok(catalog) => Ok((clients, catalog)),
+        Err(error) => {
+            close_all(&clients).await;
+            Err(Failure::Usage(format!("--mcp-config: {error}")))
+        }
+    }
+}
+
+fn transport_for(entry: &ServerEntry) -> Result<Box<dyn Transport>, Failure> {
+    match &entry.transport {
+        EntryTransport::Stdio(stdio) => {
+            let mut command = StdioCommand::new(&stdio.command).args(&stdio.args);
+            for (key, value) in &stdio.env {
+                command = command.env_secret(key.clone(), value.clone());
+            }
+            if let Some(cwd) = &stdio.cwd {
+                command = command.current_dir(cwd);
+            }
+            Ok(Box::new(command))
+        }
+        EntryTransport::Http(http) => http_transport(entry, http),
+    }
+}
+
+fn http_transport(
+    entry: &ServerEntry,
+    _http: &config::HttpEntry,
+) -> Result<Box<dyn Transport>, Failure> {
+    Err(Failure::Usage(format!(
+        "server \"{}\": HTTP entries are not supported yet",
+        entry.server
+    )))
+}
+
+async fn close_all(clients: &[Client]) {
+    futures_util::future::join_all(clients.iter().map(Client::close)).await;
+}
+
+/// Prefixes the server name unless the message already names it.
+fn named(server: &str, error: Error) -> Error {
+    if error.message().contains(&format!("server \"{server}\"")) {
+        error
+    } else {
+        let message = format!("server \"{server}\": {}", error.message());
+        error.with_message(message)
+    }
+}
+
+/// Prints private diagnostics to stderr, one line per event.
+struct PrintDiagnostics;
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl DiagnosticObserver for PrintDiagnostics {
+    fn observe(&self, event: DiagnosticEvent) {
+        let line = match &event {
+            DiagnosticEvent::StderrTail { server, tail } => {
+                format!("server \"{server}\": {}", one_line(tail.expose_secret()))
+            }
+            DiagnosticEvent::RemoteError {
+                server,
+                code,
+                message,
+                data,
+            } => {
+                let data = data
+                    .as_ref()
+                    .map(|d| format!(" data: {}", one_line(d.expose_secret())))
+                    .unwrap_or_default();
+                format!(
+                    "server \"{server}\": code {code}: {}{data}",
+                    one_line(message.expose_secret())
+                )
+            }
+            _ => return,
+        };
+        eprintln!("diagnostic: {}: {line}", event.name());
+    }
+}

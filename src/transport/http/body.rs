@@ -1,0 +1,95 @@
+//! Collecting a response body with a hard cap.
+
+use bytes::{Bytes, BytesMut};
+use http::header::CONTENT_LENGTH;
+use http_body_util::BodyExt;
+
+use super::{HttpResponse, ResponseBody};
+use crate::layer::BoxError;
+
+/// Why a bounded collection stopped.
+#[derive(Debug)]
+pub(crate) enum BodyError {
+    /// The body (or its declared `Content-Length`) exceeds the cap.
+    TooLarge,
+    /// The body failed mid-way (connection reset, ...).
+    Broken(BoxError),
+}
+
+/// True when the response declares a `Content-Length` above `max`: it can be refused
+/// before a byte of the body is read.
+pub(crate) fn declared_too_large(response: &HttpResponse, max: usize) -> bool {
+    response
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .is_some_and(|len| len > max as u64)
+}
+
+/// Reads the whole body, failing as soon as more than `max` bytes arrived. At most
+/// `max` bytes are ever buffered (plus the one chunk that crossed the limit, which
+/// is dropped at once).
+pub(crate) async fn collect_bounded(
+    mut body: ResponseBody,
+    max: usize,
+) -> Result<Bytes, BodyError> {
+    let mut first: Option<Bytes> = None;
+    let mut buffer = BytesMut::new();
+    let mut total = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(BodyError::Broken)?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        if data.is_empty() {
+            continue;
+        }
+        total = total.saturating_add(data.len());
+        if total > max {
+            return Err(BodyError::TooLarge);
+        }
+        match first.take() {
+            None if buffer.is_empty() => first = Some(data),
+            None => buffer.extend_from_slice(&data),
+            Some(previous) => {
+                buffer.reserve(previous.len() + data.len());
+                buffer.extend_from_slice(&previous);
+                buffer.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| buffer.freeze()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::stream;
+    use http_body_util::StreamBody;
+
+    fn body_of(chunks: Vec<&'static [u8]>) -> ResponseBody {
+        let frames = chunks
+            .into_iter()
+            .map(|c| Ok::<_, BoxError>(http_body::Frame::data(Bytes::from_static(c))));
+        StreamBody::new(stream::iter(frames)).boxed_unsync()
+    }
+
+    #[tokio::test]
+    async fn collects_within_the_cap() {
+        let got = collect_bounded(body_of(vec![b"ab", b"", b"cd", b"e"]), 5)
+            .await
+            .unwrap();
+        assert_eq!(&got[..], b"abcde");
+        let got = collect_bounded(body_of(vec![b"abc"]), 3).await.unwrap();
+        assert_eq!(&got[..], b"abc");
+        let got = collect_bounded(body_of(vec![]), 3).await.unwrap();
+        assert!(got.is_empty());
+    }
+
+    #[tokio::test]
+    async fn one_byte_over_fails() {
+        let err = collect_bounded(body_of(vec![b"abc", b"def"]), 5).await;
+        assert!(matches!(err, Err(BodyError::TooLarge)));
+    }
+}

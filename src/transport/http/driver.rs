@@ -1,0 +1,763 @@
+//! The open transport: the sink, source and shutdown handed to the engine, and the
+//! tasks behind them (one per POST, one for the optional standalone GET stream).
+//!
+//! Every task selects on one cancellation token (`work`), cancelled by the first
+//! terminal event, by [`Shutdown::shutdown`], or when the sink, source and shutdown
+//! handles have all been dropped. No task outlives the transport.
+
+use std::error::Error as StdError;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use http::header::{CONTENT_TYPE, HeaderName, HeaderValue, LOCATION};
+use http::{Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use super::body::{self, BodyError};
+use super::session::{SentSessionId, SessionState};
+use super::sse::{self, BoundedSse, SSE_FRAMING_ALLOWANCE, SharedCursor, SseByteError};
+use super::{
+    DEFAULT_RETRY, DELETE_TIMEOUT, HttpRequest, HttpResponse, HttpService, MAX_RESUME_ATTEMPTS,
+    MAX_RETRY, ResponseBody, SETTLED_STREAM_GRACE,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::layer::{BoxError, same_origin};
+use crate::limits::Limits;
+use crate::transport::{
+    Connection, FrameSink, FrameSource, InboundEvent, OutboundFrame, RequestHandle, Shutdown,
+};
+
+static LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+/// The largest channel / in-flight bound used, whatever `queueCapacity` says.
+const MAX_QUEUE: usize = 4096;
+
+/// What the transport needs to open.
+pub(crate) struct OpenParams {
+    pub(crate) server: Arc<str>,
+    pub(crate) endpoint: Uri,
+    pub(crate) service: HttpService,
+    pub(crate) session: Arc<SessionState>,
+    pub(crate) limits: Limits,
+    pub(crate) redirects: usize,
+}
+
+/// Opens the transport: nothing is sent until the first frame.
+pub(crate) fn open(params: OpenParams) -> Connection {
+    let queue = Limits::usize_of(params.limits.queue_capacity).clamp(1, MAX_QUEUE);
+    let (tx, rx) = mpsc::channel(queue);
+    let shared = Arc::new(Shared {
+        server: params.server,
+        endpoint: params.endpoint,
+        service: Mutex::new(params.service),
+        session: params.session,
+        max_frame: Limits::usize_of(params.limits.max_frame_bytes),
+        request_timeout: params.limits.request_timeout(),
+        redirects: params.redirects,
+        tx,
+        terminal: OnceLock::new(),
+        work: CancellationToken::new(),
+        standalone: Mutex::new(None),
+        want_standalone: AtomicBool::new(false),
+    });
+    let guard = Arc::new(Guard(shared.clone()));
+    Connection {
+        sink: Box::new(HttpSink {
+            shared: shared.clone(),
+            permits: Arc::new(Semaphore::new(queue)),
+            _guard: guard.clone(),
+        }),
+        source: Box::new(HttpSource {
+            shared: shared.clone(),
+            rx,
+            _guard: guard.clone(),
+        }),
+        shutdown: Box::new(HttpShutdown {
+            shared,
+            _guard: guard,
+        }),
+    }
+}
+
+enum Item {
+    Event(InboundEvent),
+    /// Acknowledged when the source reaches it: every earlier item has been
+    /// returned by `next()` and, since the engine asks for the next event only
+    /// after routing the previous one, routed.
+    Barrier(oneshot::Sender<()>),
+}
+
+struct Shared {
+    server: Arc<str>,
+    endpoint: Uri,
+    service: Mutex<HttpService>,
+    session: Arc<SessionState>,
+    max_frame: usize,
+    request_timeout: Duration,
+    redirects: usize,
+    tx: mpsc::Sender<Item>,
+    terminal: OnceLock<Error>,
+    work: CancellationToken,
+    standalone: Mutex<Option<CancellationToken>>,
+    want_standalone: AtomicBool,
+}
+
+/// Cancels every task once the sink, source and shutdown are all gone.
+struct Guard(Arc<Shared>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.0
+            .terminate(Error::closed("the HTTP transport was dropped"));
+    }
+}
+
+/// How a read of one event stream ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamEnd {
+    /// The server ended the stream.
+    Eof,
+    /// The body failed mid-way: resumable.
+    Broken,
+    /// An event exceeded `maxFrameBytes` (terminal).
+    TooLarge,
+    /// Not UTF-8 or not an event stream (terminal).
+    Malformed,
+    /// The transport is ending.
+    Cancelled,
+}
+
+/// The outcome of a resumption `GET`.
+enum Resume {
+    Stream(ResponseBody),
+    /// A network failure: try again after the retry delay.
+    Retry,
+    /// The server will not resume this stream.
+    Refused(Error),
+    /// Handled (terminal or session expiry already reported).
+    Handled,
+}
+
+impl Shared {
+    fn terminate(&self, error: Error) {
+        let _ = self.terminal.set(error);
+        self.work.cancel();
+    }
+
+    fn terminal_error(&self) -> Error {
+        self.terminal
+            .get()
+            .cloned()
+            .unwrap_or_else(|| Error::closed("the HTTP transport was shut down"))
+    }
+
+    /// Queues an event for the source; false when the transport is ending.
+    async fn deliver(&self, event: InboundEvent) -> bool {
+        tokio::select! {
+            biased;
+            _ = self.work.cancelled() => false,
+            sent = self.tx.send(Item::Event(event)) => sent.is_ok(),
+        }
+    }
+
+    /// Waits until the engine has routed everything queued before this call.
+    async fn barrier(&self) -> bool {
+        let (ack, acked) = oneshot::channel();
+        tokio::select! {
+            biased;
+            _ = self.work.cancelled() => false,
+            done = async {
+                self.tx.send(Item::Barrier(ack)).await.is_ok() && acked.await.is_ok()
+            } => done,
+        }
+    }
+
+    fn service(&self) -> HttpService {
+        self.service
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// One exchange through the stack, following same-origin redirects when allowed.
+    async fn exchange(&self, mut req: HttpRequest) -> std::result::Result<HttpResponse, BoxError> {
+        if self.redirects == 0 {
+            return self.service().oneshot(req).await;
+        }
+        let mut hops = 0;
+        loop {
+            let method = req.method().clone();
+            let uri = req.uri().clone();
+            let headers = req.headers().clone();
+            let body = req.body().clone();
+            let response = self.service().oneshot(req).await?;
+            let status = response.status();
+            let followable = match status.as_u16() {
+                307 | 308 => true,
+                301..=303 => method == Method::GET,
+                _ => false,
+            };
+            if !followable || hops >= self.redirects {
+                return Ok(response);
+            }
+            let Some(next) = redirect_target(&response, &uri) else {
+                return Ok(response);
+            };
+            if !same_origin(&next, &uri) {
+                // Never followed: the request (and its token) stays on its origin.
+                return Ok(response);
+            }
+            hops += 1;
+            let mut next_req = Request::new(body);
+            *next_req.method_mut() = method;
+            *next_req.uri_mut() = next;
+            *next_req.headers_mut() = headers;
+            req = next_req;
+        }
+    }
+
+    /// Maps a stack error to the public error. Errors this crate produced (egress
+    /// denial, invalid session id) pass through; rustls failures are `tls`;
+    /// everything else is `connection_closed`.
+    fn classify(&self, error: &BoxError) -> Error {
+        let server = &self.server;
+        let mut connect = false;
+        let mut current: Option<&(dyn StdError + 'static)> = Some(&**error);
+        while let Some(e) = current {
+            if let Some(ours) = e.downcast_ref::<Error>() {
+                return ours.clone();
+            }
+            if e.downcast_ref::<rustls::Error>().is_some() {
+                return Error::new(
+                    ErrorKind::Tls,
+                    format!("TLS with server \"{server}\" failed (certificate or handshake)"),
+                );
+            }
+            if let Some(client) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
+                connect |= client.is_connect();
+            }
+            if let Some(inner) = e.downcast_ref::<io::Error>().and_then(io::Error::get_ref) {
+                current = Some(inner as &(dyn StdError + 'static));
+                continue;
+            }
+            current = e.source();
+        }
+        if connect {
+            Error::closed(format!("could not connect to server \"{server}\""))
+        } else {
+            Error::closed(format!("the HTTP connection to server \"{server}\" failed"))
+        }
+    }
+
+    fn status_error(&self, status: StatusCode) -> Error {
+        let code = status.as_u16();
+        let note = if status.is_redirection() {
+            " (redirect not followed)"
+        } else {
+            ""
+        };
+        Error::new(
+            ErrorKind::HttpStatus,
+            format!("server \"{}\" answered HTTP {code}{note}", self.server),
+        )
+    }
+
+    fn unauthorized(&self, status: StatusCode) -> Error {
+        Error::new(
+            ErrorKind::Unauthorized,
+            format!(
+                "server \"{}\" refused the request: HTTP {}",
+                self.server,
+                status.as_u16()
+            ),
+        )
+    }
+
+    fn too_large(&self) -> Error {
+        Error::protocol(format!(
+            "server \"{}\" sent a message larger than maxFrameBytes",
+            self.server
+        ))
+    }
+
+    fn malformed_stream(&self) -> Error {
+        Error::protocol(format!(
+            "server \"{}\" sent a malformed event stream",
+            self.server
+        ))
+    }
+
+    /// Reports a 404 to a request that carried `sent`: forgets the session.
+    fn expire_session(&self, sent: &HeaderValue) {
+        self.session.expire(sent);
+        // The standalone stream belongs to the negotiated session: it reopens after
+        // the engine negotiates again.
+        self.want_standalone.store(false, Ordering::SeqCst);
+        if let Some(old) = self
+            .standalone
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            old.cancel();
+        }
+    }
+
+    /// Runs one POST to completion (or until its request settled and the grace
+    /// period passed, or the request timeout for frames without a request).
+    async fn post(self: Arc<Self>, frame: OutboundFrame, permit: OwnedSemaphorePermit) {
+        match frame.request.clone() {
+            Some(handle) => {
+                tokio::select! {
+                    _ = self.post_exchange(frame, permit) => {}
+                    _ = async {
+                        handle.done().await;
+                        tokio::time::sleep(SETTLED_STREAM_GRACE).await;
+                    } => {}
+                }
+            }
+            None => {
+                let _ =
+                    tokio::time::timeout(self.request_timeout, self.post_exchange(frame, permit))
+                        .await;
+            }
+        }
+    }
+
+    /// The permit (one of `queueCapacity`) is held until the response head arrives:
+    /// a response stream that stays open does not block later POSTs (such as the
+    /// reply to a server request that arrived on that very stream).
+    async fn post_exchange(self: &Arc<Self>, frame: OutboundFrame, permit: OwnedSemaphorePermit) {
+        let req = Request::post(self.endpoint.clone())
+            .body(Full::new(frame.bytes.clone()))
+            .expect("a POST to a validated URI");
+        let response = self.exchange(req).await;
+        drop(permit);
+        let response = match response {
+            Ok(response) => response,
+            Err(error) => {
+                let error = self.classify(&error);
+                self.terminate(error);
+                return;
+            }
+        };
+        let status = response.status();
+        let sent = response
+            .extensions()
+            .get::<SentSessionId>()
+            .and_then(|s| s.0.clone());
+        if !status.is_success() {
+            match status.as_u16() {
+                401 | 403 => self.terminate(self.unauthorized(status)),
+                404 if sent.is_some() => {
+                    self.expire_session(sent.as_ref().expect("checked"));
+                    self.deliver(InboundEvent::SessionExpired { failed: frame })
+                        .await;
+                }
+                _ => {
+                    if let Some(handle) = &frame.request {
+                        handle.fail(self.status_error(status));
+                    }
+                }
+            }
+            return;
+        }
+        if self.want_standalone.swap(false, Ordering::SeqCst) {
+            self.start_standalone();
+        }
+        if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
+            return;
+        }
+        match content_type(&response).as_deref() {
+            Some("text/event-stream") => {
+                self.follow_post_stream(response.into_body(), &frame).await;
+            }
+            Some("application/json") | None => {
+                if body::declared_too_large(&response, self.max_frame) {
+                    self.terminate(self.too_large());
+                    return;
+                }
+                match body::collect_bounded(response.into_body(), self.max_frame).await {
+                    Ok(bytes) => {
+                        if !bytes.iter().all(u8::is_ascii_whitespace) {
+                            self.deliver(InboundEvent::Frame(bytes)).await;
+                        }
+                    }
+                    Err(BodyError::TooLarge) => self.terminate(self.too_large()),
+                    Err(BodyError::Broken(error)) => {
+                        let error = self.classify(&error);
+                        self.terminate(error);
+                    }
+                }
+            }
+            Some(_) => {
+                if let Some(handle) = &frame.request {
+                    handle.fail(Error::protocol(format!(
+                        "server \"{}\" answered with an unsupported content type",
+                        self.server
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Reads one event stream, delivering each event's data as a frame.
+    async fn read_events(&self, body: ResponseBody, cursor: &SharedCursor) -> (StreamEnd, usize) {
+        let limit = self.max_frame.saturating_add(SSE_FRAMING_ALLOWANCE);
+        let bytes = BoundedSse::new(body.into_data_stream(), limit, cursor.clone());
+        let mut events = std::pin::pin!(bytes.eventsource());
+        let mut frames = 0;
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = self.work.cancelled() => return (StreamEnd::Cancelled, frames),
+                next = events.next() => next,
+            };
+            match next {
+                None => return (StreamEnd::Eof, frames),
+                Some(Ok(event)) => {
+                    if event.data.is_empty() {
+                        continue;
+                    }
+                    if event.data.len() > self.max_frame {
+                        return (StreamEnd::TooLarge, frames);
+                    }
+                    if !self
+                        .deliver(InboundEvent::Frame(Bytes::from(event.data)))
+                        .await
+                    {
+                        return (StreamEnd::Cancelled, frames);
+                    }
+                    frames += 1;
+                }
+                Some(Err(EventStreamError::Transport(SseByteError::TooLarge))) => {
+                    return (StreamEnd::TooLarge, frames);
+                }
+                Some(Err(EventStreamError::Transport(SseByteError::Body))) => {
+                    return (StreamEnd::Broken, frames);
+                }
+                Some(Err(_)) => return (StreamEnd::Malformed, frames),
+            }
+        }
+    }
+
+    /// Reads the event stream answering a POST; resumes it with `GET` +
+    /// `Last-Event-ID` while its request is unsettled.
+    async fn follow_post_stream(self: &Arc<Self>, body: ResponseBody, frame: &OutboundFrame) {
+        let cursor = SharedCursor::default();
+        let mut body = Some(body);
+        let mut attempts = 0u32;
+        loop {
+            if let Some(body) = body.take() {
+                let (end, frames) = self.read_events(body, &cursor).await;
+                match end {
+                    StreamEnd::TooLarge => return self.terminate(self.too_large()),
+                    StreamEnd::Malformed => return self.terminate(self.malformed_stream()),
+                    StreamEnd::Cancelled => return,
+                    StreamEnd::Eof | StreamEnd::Broken => {}
+                }
+                if frames > 0 {
+                    attempts = 0;
+                }
+            }
+            // A notification's or a reply's stream: nothing to wait for.
+            let Some(handle) = &frame.request else { return };
+            if !self.settle(handle).await {
+                return;
+            }
+            if handle.is_done() {
+                return;
+            }
+            let state = sse::snapshot(&cursor);
+            let Some(last_id) = state.last_event_id else {
+                return handle.fail(Error::closed(format!(
+                    "server \"{}\" ended the response stream before replying",
+                    self.server
+                )));
+            };
+            attempts += 1;
+            if attempts > MAX_RESUME_ATTEMPTS {
+                return handle.fail(Error::closed(format!(
+                    "server \"{}\" ended the response stream before replying; resuming failed",
+                    self.server
+                )));
+            }
+            let delay = retry_delay(state.retry);
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = handle.done() => return,
+            }
+            match self.resume(Some(&last_id), Some(frame)).await {
+                Resume::Stream(next) => body = Some(next),
+                Resume::Retry => {}
+                Resume::Refused(error) => return handle.fail(error),
+                Resume::Handled => return,
+            }
+        }
+    }
+
+    /// Waits until every frame delivered so far was routed (or the request settled).
+    async fn settle(&self, handle: &RequestHandle) -> bool {
+        tokio::select! {
+            routed = self.barrier() => routed,
+            _ = handle.done() => true,
+        }
+    }
+
+    /// `GET` with `Accept: text/event-stream` (and `Last-Event-ID` when given).
+    /// `frame` is the request whose stream is resumed (`None`: the standalone stream).
+    async fn resume(&self, last_id: Option<&str>, frame: Option<&OutboundFrame>) -> Resume {
+        let mut req = Request::get(self.endpoint.clone())
+            .body(Full::new(Bytes::new()))
+            .expect("a GET to a validated URI");
+        if let Some(id) = last_id {
+            match HeaderValue::from_str(id) {
+                Ok(value) => {
+                    req.headers_mut().insert(LAST_EVENT_ID.clone(), value);
+                }
+                Err(_) => {
+                    return Resume::Refused(Error::closed(format!(
+                        "server \"{}\" sent an event id that cannot be replayed",
+                        self.server
+                    )));
+                }
+            }
+        }
+        let response = match self.exchange(req).await {
+            Ok(response) => response,
+            Err(error) => {
+                let error = self.classify(&error);
+                return match error.kind() {
+                    ErrorKind::ConnectionClosed => Resume::Retry,
+                    ErrorKind::EgressDenied if frame.is_none() => Resume::Refused(error),
+                    _ => {
+                        self.terminate(error);
+                        Resume::Handled
+                    }
+                };
+            }
+        };
+        let status = response.status();
+        if status.is_success() {
+            return if content_type(&response).as_deref() == Some("text/event-stream") {
+                Resume::Stream(response.into_body())
+            } else {
+                Resume::Refused(Error::protocol(format!(
+                    "server \"{}\" did not answer GET with an event stream",
+                    self.server
+                )))
+            };
+        }
+        let sent = response
+            .extensions()
+            .get::<SentSessionId>()
+            .and_then(|s| s.0.clone());
+        match (status.as_u16(), frame) {
+            (401 | 403, _) => {
+                self.terminate(self.unauthorized(status));
+                Resume::Handled
+            }
+            (404, Some(frame)) if sent.is_some() => {
+                // The session is gone while a reply was streaming: the request
+                // cannot be completed; the engine re-initialises.
+                if let Some(handle) = &frame.request {
+                    handle.fail(Error::closed(format!(
+                        "server \"{}\" ended the HTTP session before replying",
+                        self.server
+                    )));
+                }
+                self.expire_session(sent.as_ref().expect("checked"));
+                self.deliver(InboundEvent::SessionExpired {
+                    failed: frame.clone(),
+                })
+                .await;
+                Resume::Handled
+            }
+            _ => Resume::Refused(self.status_error(status)),
+        }
+    }
+
+    fn start_standalone(self: &Arc<Self>) {
+        let token = self.work.child_token();
+        if let Some(old) = self
+            .standalone
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(token.clone())
+        {
+            old.cancel();
+        }
+        let shared = self.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = token.cancelled() => {}
+                _ = shared.standalone_stream() => {}
+            }
+        });
+    }
+
+    /// The optional server-to-client stream. A server that does not offer one
+    /// (`400`, `404`, `405`, or anything but an event stream) is left alone quietly;
+    /// a broken or ended stream is reopened after the retry delay, with
+    /// `Last-Event-ID` when the server gave ids, up to `MAX_RESUME_ATTEMPTS` times in a
+    /// row without a delivered message.
+    async fn standalone_stream(&self) {
+        let cursor = SharedCursor::default();
+        let mut attempts = 0u32;
+        loop {
+            let last_id = sse::snapshot(&cursor).last_event_id;
+            match self.resume(last_id.as_deref(), None).await {
+                Resume::Stream(body) => {
+                    let (end, frames) = self.read_events(body, &cursor).await;
+                    match end {
+                        StreamEnd::TooLarge => return self.terminate(self.too_large()),
+                        StreamEnd::Malformed => return self.terminate(self.malformed_stream()),
+                        StreamEnd::Cancelled => return,
+                        StreamEnd::Eof | StreamEnd::Broken => {}
+                    }
+                    if frames > 0 {
+                        attempts = 0;
+                    }
+                }
+                Resume::Retry => {}
+                Resume::Refused(_) | Resume::Handled => return,
+            }
+            attempts += 1;
+            if attempts > MAX_RESUME_ATTEMPTS {
+                return;
+            }
+            tokio::time::sleep(retry_delay(sse::snapshot(&cursor).retry)).await;
+        }
+    }
+
+    /// `DELETE` with the session id, bounded by [`DELETE_TIMEOUT`]; any answer
+    /// (including `405`) or failure is fine.
+    async fn delete_session(&self) {
+        if self.session.id().is_none() {
+            return;
+        }
+        let req = Request::delete(self.endpoint.clone())
+            .body(Full::new(Bytes::new()))
+            .expect("a DELETE to a validated URI");
+        let _ = tokio::time::timeout(DELETE_TIMEOUT, self.exchange(req)).await;
+    }
+}
+
+/// The server's `retry:` value, or the default, capped.
+fn retry_delay(retry: Option<Duration>) -> Duration {
+    retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)
+}
+
+/// The lower-cased media type of a response, without parameters.
+fn content_type(response: &HttpResponse) -> Option<String> {
+    let value = response.headers().get(CONTENT_TYPE)?.to_str().ok()?;
+    let essence = value.split(';').next().unwrap_or("").trim();
+    Some(essence.to_ascii_lowercase())
+}
+
+/// The absolute target of a redirect, resolved against the request URI.
+fn redirect_target(response: &HttpResponse, base: &Uri) -> Option<Uri> {
+    let location = response.headers().get(LOCATION)?.to_str().ok()?;
+    let base = url::Url::parse(&base.to_string()).ok()?;
+    let mut target = base.join(location).ok()?;
+    target.set_fragment(None);
+    if !target.username().is_empty() || target.password().is_some() {
+        return None;
+    }
+    target.as_str().parse().ok()
+}
+
+struct HttpSink {
+    shared: Arc<Shared>,
+    permits: Arc<Semaphore>,
+    _guard: Arc<Guard>,
+}
+
+impl FrameSink for HttpSink {
+    fn send(&mut self, frame: OutboundFrame) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            let shared = &self.shared;
+            if shared.work.is_cancelled() {
+                return Err(shared.terminal_error());
+            }
+            // Bound in-flight POSTs: wait for a slot, then start the POST and return.
+            let permit = tokio::select! {
+                biased;
+                _ = shared.work.cancelled() => return Err(shared.terminal_error()),
+                permit = self.permits.clone().acquire_owned() => {
+                    permit.map_err(|_| shared.terminal_error())?
+                }
+            };
+            let task = shared.clone();
+            tokio::spawn(async move {
+                let work = task.work.clone();
+                tokio::select! {
+                    _ = work.cancelled() => {}
+                    _ = task.post(frame, permit) => {}
+                }
+            });
+            Ok(())
+        })
+    }
+
+    fn protocol_negotiated(&mut self, version: &str) {
+        match self.shared.session.set_version(version) {
+            // The standalone GET stream opens after the next successful POST (the
+            // `notifications/initialized` that completes the handshake).
+            Ok(()) => self.shared.want_standalone.store(true, Ordering::SeqCst),
+            Err(error) => self.shared.terminate(error),
+        }
+    }
+}
+
+struct HttpSource {
+    shared: Arc<Shared>,
+    rx: mpsc::Receiver<Item>,
+    _guard: Arc<Guard>,
+}
+
+impl FrameSource for HttpSource {
+    fn next(&mut self) -> BoxFuture<'_, InboundEvent> {
+        Box::pin(async move {
+            loop {
+                let item = tokio::select! {
+                    biased;
+                    item = self.rx.recv() => item,
+                    _ = self.shared.work.cancelled() => None,
+                };
+                match item {
+                    Some(Item::Event(event)) => return event,
+                    Some(Item::Barrier(ack)) => {
+                        let _ = ack.send(());
+                    }
+                    None => return InboundEvent::Closed(self.shared.terminal_error()),
+                }
+            }
+        })
+    }
+}
+
+struct HttpShutdown {
+    shared: Arc<Shared>,
+    _guard: Arc<Guard>,
+}
+
+impl Shutdown for HttpShutdown {
+    fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let shared = self.shared.clone();
+            shared.terminate(Error::closed("the HTTP transport was shut down"));
+            shared.delete_session().await;
+            drop(self);
+        })
+    }
+}

@@ -1,0 +1,574 @@
+//! The Streamable HTTP transport, as a tower service stack.
+//!
+//! # The stack
+//!
+//! Each outbound frame is one `POST` through this stack (outermost first):
+//!
+//! 1. your own layers, added with [`HttpTransportBuilder::layer`] (the first added is
+//!    the outermost, as with `tower::ServiceBuilder`);
+//! 2. [`EgressPolicyLayer`]: refuses requests no
+//!    `net:<method>:<origin>` grant allows, before anything leaves the process;
+//! 3. [`BearerAuthLayer`]: the bearer token, marked
+//!    sensitive and restricted to the endpoint's origin;
+//! 4. the MCP header/session layer: `Accept`, `Content-Type`, `Mcp-Session-Id`,
+//!    `MCP-Protocol-Version`;
+//! 5. a hyper-util client (built once per transport; keep-alive pooling; HTTP/2 via
+//!    ALPN where the server offers it) over rustls with the `ring` provider.
+//!
+//! The stack's request type is [`HttpRequest`] (`http::Request<Full<Bytes>>`), its
+//! response [`HttpResponse`] (a boxed body), its error [`BoxError`]. Errors this
+//! crate produces travel boxed as [`crate::Error`].
+//!
+//! # What the transport does, and does not
+//!
+//! It moves bytes; the session engine owns JSON-RPC meaning. Response bodies become
+//! inbound frames: an `application/json` body (or one without a content type) is one
+//! frame, each `text/event-stream` event with non-empty `data` is one frame, and
+//! `202`/`204` carry none. Every body and every event is bounded by `maxFrameBytes`.
+//! The source is a bounded channel (`queueCapacity`, at most 4096 events): a reader
+//! that falls behind slows the HTTP reads down. At most `queueCapacity` POSTs are in
+//! flight (sent, response head not yet received);
+//! [`FrameSink::send`](crate::transport::FrameSink::send) waits for a slot, starts
+//! the POST and returns without waiting for the response. A response stream that
+//! stays open does not hold a slot, so the reply to a server request arriving on a
+//! stream can always be sent while that stream is open.
+//!
+//! Streamable HTTP behaviour (MCP 2025-06-18, with 2025-11-25's SSE polling):
+//!
+//! - The session id is captured from the first successful response carrying
+//!   `Mcp-Session-Id` (the `initialize` exchange) and sent on every later `POST`,
+//!   `GET` and `DELETE`. An id that is not visible ASCII (0x21-0x7E) ends the session
+//!   with `protocol_error` and is never echoed.
+//! - After [`FrameSink::protocol_negotiated`](crate::transport::FrameSink::protocol_negotiated),
+//!   every request carries `MCP-Protocol-Version`, and after the next successful POST
+//!   (the `notifications/initialized` completing the handshake) the optional
+//!   standalone `GET` stream is opened; `400`, `404` and `405` mean the server offers
+//!   none, which is fine.
+//! - A response stream that breaks or ends while its request is unsettled, and that
+//!   carried an event id, is resumed: after the server's `retry:` delay (default
+//!   [`DEFAULT_RETRY`], capped at [`MAX_RETRY`]) the transport sends `GET` with
+//!   `Last-Event-ID` and reads on, up to [`MAX_RESUME_ATTEMPTS`] times in a row
+//!   without a delivered message. Without an id, the request fails with
+//!   `connection_closed`.
+//! - A `404` answering a request that carried a session id forgets the session (id
+//!   and version) and reports [`InboundEvent::SessionExpired`](crate::transport::InboundEvent);
+//!   the next response carrying an id starts the new session.
+//! - [`Shutdown::shutdown`](crate::transport::Shutdown::shutdown) stops every task
+//!   and sends `DELETE` with the session id, bounded by [`DELETE_TIMEOUT`] (`405` is
+//!   fine). Dropping the connection's three parts stops every task but sends no
+//!   `DELETE`.
+//!
+//! # Errors
+//!
+//! | what happened | how it is reported | kind |
+//! | --- | --- | --- |
+//! | `401` / `403` | terminal `Closed` | `unauthorized` |
+//! | another error status (`4xx`, `5xx`, unfollowed `3xx`) to a request | that request fails; the body is never read | `http_status` |
+//! | a body or event over `maxFrameBytes`, a malformed event stream, an invalid session id | terminal | `protocol_error` |
+//! | connection refused, reset, DNS failure | terminal | `connection_closed` |
+//! | certificate not trusted, TLS handshake failure | terminal | `tls` |
+//! | no egress grant for the request | terminal, nothing sent | `egress_denied` |
+//! | a response stream that ended before its reply and cannot be resumed | that request fails | `connection_closed` |
+//!
+//! Error statuses answering notifications and replies (no request to fail) are
+//! ignored, except `401`/`403` and the session-expiry `404`. Messages name the
+//! server; they never contain the token, the session id, response bodies, or the
+//! URL's userinfo or query.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use smthrs_mcp::transport::http::HttpTransport;
+//!
+//! # fn main() -> smthrs_mcp::Result<()> {
+//! let transport = HttpTransport::builder("tracker", "https://mcp.tracker.example/mcp")
+//!     .bearer_token_env("TRACKER_MCP_TOKEN")
+//!     .build()?;
+//! # let _ = transport;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use http_body_util::Full;
+use http_body_util::combinators::UnsyncBoxBody;
+use hyper_util::client::proxy::matcher::Matcher;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use secrecy::SecretString;
+use tower::util::BoxCloneService;
+use tower::{Layer, Service, ServiceExt};
+
+use crate::error::{Error, Result};
+use crate::layer::{BearerAuthLayer, BoxError, EgressGrants, EgressPolicyLayer};
+use crate::transport::{Connection, Transport, TransportContext};
+
+mod body;
+mod connector;
+mod driver;
+mod session;
+mod sse;
+
+/// The request type of the HTTP stack.
+pub type HttpRequest = http::Request<Full<Bytes>>;
+/// The response body type of the HTTP stack.
+pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
+/// The response type of the HTTP stack.
+pub type HttpResponse = http::Response<ResponseBody>;
+/// The type-erased service the stack is built from, and what
+/// [`HttpTransportBuilder::layer`] wraps.
+pub type HttpService = BoxCloneService<HttpRequest, HttpResponse, BoxError>;
+
+/// Wait before resuming a stream when the server sent no `retry:` field.
+pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// The longest `retry:` delay honoured; a larger value is capped to this.
+pub const MAX_RETRY: Duration = Duration::from_secs(60);
+/// Consecutive resumption (or standalone-stream reopen) attempts without a
+/// delivered message before giving up.
+pub const MAX_RESUME_ATTEMPTS: u32 = 5;
+/// How long a response stream is still read after its request settled (a server
+/// should close it right after the reply; this bounds one that does not).
+pub const SETTLED_STREAM_GRACE: Duration = Duration::from_secs(5);
+/// The bound on the `DELETE` sent at shutdown.
+pub const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
+
+type LayerFn = Arc<dyn Fn(HttpService) -> HttpService + Send + Sync>;
+
+enum TokenSource {
+    None,
+    Env(String),
+    Value(SecretString),
+}
+
+enum ProxySource {
+    None,
+    Env,
+    Explicit(String),
+}
+
+/// Builds an [`HttpTransport`]. Setters never fail; [`HttpTransportBuilder::build`]
+/// reports the first problem as `invalid_config`.
+#[must_use = "a builder does nothing until build() is called"]
+pub struct HttpTransportBuilder {
+    server: Arc<str>,
+    url: String,
+    token: TokenSource,
+    grants: Option<EgressGrants>,
+    proxy: ProxySource,
+    tls: connector::TlsOptions,
+    redirects: usize,
+    layers: Vec<LayerFn>,
+}
+
+impl HttpTransportBuilder {
+    /// Reads the bearer token from the environment variable `var`, once, in
+    /// [`build`](Self::build). An unset, empty or non-UTF-8 variable is an
+    /// `invalid_config` error naming the server and the variable (never a value).
+    ///
+    /// Default: no token.
+    pub fn bearer_token_env(mut self, var: impl Into<String>) -> Self {
+        self.token = TokenSource::Env(var.into());
+        self
+    }
+
+    /// Uses `token` as the bearer token. Replaces
+    /// [`bearer_token_env`](Self::bearer_token_env).
+    ///
+    /// Default: no token.
+    pub fn bearer_token(mut self, token: SecretString) -> Self {
+        self.token = TokenSource::Value(token);
+        self
+    }
+
+    /// Replaces the egress grants.
+    ///
+    /// Default: exactly `net:get|post|delete:<origin of the URL>` (what the CLI
+    /// uses), so the transport may reach its own endpoint and nothing else.
+    pub fn egress_grants(mut self, grants: EgressGrants) -> Self {
+        self.grants = Some(grants);
+        self
+    }
+
+    /// Honours the proxy environment variables (`HTTPS_PROXY`, `HTTP_PROXY`,
+    /// `ALL_PROXY`, `NO_PROXY`, upper or lower case), read once in
+    /// [`build`](Self::build). `https` endpoints go through a `CONNECT` tunnel, `http`
+    /// endpoints are sent to the proxy in absolute form. Only `http://` proxy URLs
+    /// are supported. The egress policy still checks the real destination.
+    ///
+    /// Default: `false` (the environment's proxies are ignored).
+    pub fn use_env_proxy(mut self, enabled: bool) -> Self {
+        self.proxy = if enabled {
+            ProxySource::Env
+        } else {
+            ProxySource::None
+        };
+        self
+    }
+
+    /// Sends every request through the `http://` proxy at `url` (userinfo, if any,
+    /// becomes `Proxy-Authorization: Basic`). Replaces
+    /// [`use_env_proxy`](Self::use_env_proxy); `NO_PROXY` is not consulted. The
+    /// egress policy still checks the real destination.
+    ///
+    /// Default: no proxy.
+    pub fn proxy(mut self, url: impl Into<String>) -> Self {
+        self.proxy = ProxySource::Explicit(url.into());
+        self
+    }
+
+    /// Trusts `der` (a DER-encoded X.509 certificate) as an additional root.
+    ///
+    /// Default: the system's roots only (or the bundled webpki roots when the
+    /// system store yields none).
+    pub fn add_root_certificate(mut self, der: impl Into<Vec<u8>>) -> Self {
+        self.tls.roots.push(CertificateDer::from(der.into()));
+        self
+    }
+
+    /// When `true`, only the roots added with
+    /// [`add_root_certificate`](Self::add_root_certificate) are trusted (neither the
+    /// system's nor the bundled ones); building an `https` transport then requires
+    /// at least one.
+    ///
+    /// Default: `false`.
+    pub fn tls_roots_only(mut self, only: bool) -> Self {
+        self.tls.roots_only = only;
+        self
+    }
+
+    /// Presents a client certificate: `cert_chain` (DER, leaf first) and its
+    /// private key (`key`: DER-encoded PKCS#8, PKCS#1 or SEC1).
+    ///
+    /// Default: no client certificate.
+    pub fn client_identity(
+        mut self,
+        cert_chain: impl IntoIterator<Item = Vec<u8>>,
+        key: PrivateKeyDer<'static>,
+    ) -> Self {
+        let chain = cert_chain.into_iter().map(CertificateDer::from).collect();
+        self.tls.identity = Some((chain, key));
+        self
+    }
+
+    /// Follows up to `max` redirects that stay on the same origin (scheme, host,
+    /// port): `307`/`308` for every method, `301`/`302`/`303` for `GET` only. A
+    /// redirect to another origin is never followed, so the token never reaches it;
+    /// the request then fails with `http_status`.
+    ///
+    /// Default: `0` (no redirect is followed).
+    pub fn follow_same_origin_redirects(mut self, max: usize) -> Self {
+        self.redirects = max;
+        self
+    }
+
+    /// Adds your own tower layer on top of the stack (above the egress policy).
+    /// The first layer added is the outermost. Its errors are boxed.
+    ///
+    /// Default: no extra layer.
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: Layer<HttpService> + Send + Sync + 'static,
+        L::Service: Service<HttpRequest, Response = HttpResponse> + Clone + Send + 'static,
+        <L::Service as Service<HttpRequest>>::Error: Into<BoxError>,
+        <L::Service as Service<HttpRequest>>::Future: Send + 'static,
+    {
+        self.layers.push(Arc::new(move |inner: HttpService| {
+            BoxCloneService::new(layer.layer(inner).map_err(Into::into))
+        }));
+        self
+    }
+
+    /// Validates the configuration, reads the token, builds the TLS configuration
+    /// and the HTTP client.
+    ///
+    /// Fails with `invalid_config` when the URL is not an absolute `http`/`https`
+    /// URL without userinfo, when the token variable is unset or empty, when a
+    /// certificate or key is invalid, or when the proxy URL is unusable.
+    pub fn build(self) -> Result<HttpTransport> {
+        let server = self.server;
+        let endpoint = parse_endpoint(&server, &self.url)?;
+        let token = match self.token {
+            TokenSource::None => None,
+            TokenSource::Value(token) => Some(token),
+            TokenSource::Env(var) => match std::env::var(&var) {
+                Ok(value) if !value.is_empty() => Some(SecretString::from(value)),
+                _ => {
+                    return Err(Error::config(format!(
+                        "server \"{server}\": environment variable {var} (bearerTokenEnv) is unset or empty"
+                    )));
+                }
+            },
+        };
+        let bearer = token
+            .map(|t| {
+                BearerAuthLayer::new(&t)
+                    .and_then(|l| l.restrict_to_origin(&endpoint))
+                    .map_err(|e| Error::config(format!("server \"{server}\": {e}")))
+            })
+            .transpose()?;
+        let grants = match self.grants {
+            Some(grants) => grants,
+            None => EgressGrants::for_endpoint(&endpoint)
+                .map_err(|e| Error::config(format!("server \"{server}\": {e}")))?,
+        };
+        let proxies = match self.proxy {
+            ProxySource::None => None,
+            ProxySource::Env => Some(Matcher::from_env()),
+            ProxySource::Explicit(url) => Some(parse_proxy(&server, &url)?),
+        };
+        if let Some(proxy) = proxies.as_ref().and_then(|m| m.intercept(&endpoint))
+            && proxy.uri().scheme_str() != Some("http")
+        {
+            return Err(Error::config(format!(
+                "server \"{server}\": only http:// proxies are supported"
+            )));
+        }
+        let needs_roots = endpoint.scheme_str() == Some("https");
+        let tls = connector::tls_config(&server, self.tls, needs_roots)?;
+        let client = BoxCloneService::new(connector::HyperService::new(tls, proxies));
+        Ok(HttpTransport {
+            inner: Arc::new(Prepared {
+                server,
+                endpoint,
+                client: std::sync::Mutex::new(client),
+                bearer,
+                egress: EgressPolicyLayer::new(grants),
+                layers: self.layers,
+                redirects: self.redirects,
+            }),
+        })
+    }
+}
+
+impl fmt::Debug for HttpTransportBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpTransportBuilder")
+            .field("server", &self.server)
+            .field("url", &redacted_url(&self.url))
+            .field(
+                "token",
+                &match &self.token {
+                    TokenSource::None => "none".to_owned(),
+                    TokenSource::Env(var) => format!("from ${var}"),
+                    TokenSource::Value(_) => "[REDACTED]".to_owned(),
+                },
+            )
+            .field("egress_grants", &self.grants)
+            .field(
+                "proxy",
+                &match &self.proxy {
+                    ProxySource::None => "none".to_owned(),
+                    ProxySource::Env => "environment".to_owned(),
+                    ProxySource::Explicit(url) => redacted_url(url),
+                },
+            )
+            .field("extra_roots", &self.tls.roots.len())
+            .field("tls_roots_only", &self.tls.roots_only)
+            .field("client_identity", &self.tls.identity.is_some())
+            .field("follow_same_origin_redirects", &self.redirects)
+            .field("layers", &self.layers.len())
+            .finish()
+    }
+}
+
+/// A Streamable HTTP [`Transport`]. Cheap to clone: clones share the HTTP client
+/// (and its connection pool); each [`Transport::open`] starts a fresh MCP session.
+#[derive(Clone)]
+pub struct HttpTransport {
+    inner: Arc<Prepared>,
+}
+
+struct Prepared {
+    server: Arc<str>,
+    endpoint: http::Uri,
+    /// In a mutex only because `BoxCloneService` is not `Sync`; cloned per open.
+    client: std::sync::Mutex<HttpService>,
+    bearer: Option<BearerAuthLayer>,
+    egress: EgressPolicyLayer,
+    layers: Vec<LayerFn>,
+    redirects: usize,
+}
+
+impl HttpTransport {
+    /// Starts a builder for the server named `server` (used in messages) at `url`
+    /// (the MCP endpoint). See [`HttpTransportBuilder`] for the options and their
+    /// defaults.
+    pub fn builder(server: impl Into<Arc<str>>, url: impl Into<String>) -> HttpTransportBuilder {
+        HttpTransportBuilder {
+            server: server.into(),
+            url: url.into(),
+            token: TokenSource::None,
+            grants: None,
+            proxy: ProxySource::None,
+            tls: connector::TlsOptions::default(),
+            redirects: 0,
+            layers: Vec::new(),
+        }
+    }
+
+    /// The configured server name.
+    pub fn server(&self) -> &str {
+        &self.inner.server
+    }
+
+    /// The egress grants in force.
+    pub fn egress_grants(&self) -> &EgressGrants {
+        self.inner.egress.grants()
+    }
+
+    fn stack(&self, session: Arc<session::SessionState>) -> HttpService {
+        let prepared = &self.inner;
+        let client = prepared
+            .client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let mut service =
+            BoxCloneService::new(session::McpSessionLayer::new(session).layer(client));
+        if let Some(bearer) = &prepared.bearer {
+            service = BoxCloneService::new(bearer.layer(service));
+        }
+        let mut service = BoxCloneService::new(prepared.egress.layer(service));
+        for layer in prepared.layers.iter().rev() {
+            service = layer(service);
+        }
+        service
+    }
+}
+
+impl fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let prepared = &self.inner;
+        f.debug_struct("HttpTransport")
+            .field("server", &prepared.server)
+            .field("url", &redacted_url(&prepared.endpoint.to_string()))
+            .field("token", &prepared.bearer.as_ref().map(|_| "[REDACTED]"))
+            .field("egress_grants", prepared.egress.grants())
+            .field("follow_same_origin_redirects", &prepared.redirects)
+            .field("layers", &prepared.layers.len())
+            .finish()
+    }
+}
+
+impl Transport for HttpTransport {
+    fn open(self: Box<Self>, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
+        Box::pin(async move {
+            ctx.limits.validate()?;
+            let session = Arc::new(session::SessionState::default());
+            let service = self.stack(session.clone());
+            Ok(driver::open(driver::OpenParams {
+                server: ctx.server,
+                endpoint: self.inner.endpoint.clone(),
+                service,
+                session,
+                limits: ctx.limits,
+                redirects: self.inner.redirects,
+            }))
+        })
+    }
+}
+
+fn parse_endpoint(server: &str, raw: &str) -> Result<http::Uri> {
+    let invalid = || {
+        Error::config(format!(
+            "server \"{server}\": url must be an absolute http: or https: URL without user or password"
+        ))
+    };
+    let mut url = url::Url::parse(raw).map_err(|_| invalid())?;
+    if !matches!(url.scheme(), "http" | "https")
+        || url.host_str().is_none_or(str::is_empty)
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return Err(invalid());
+    }
+    url.set_fragment(None);
+    url.as_str().parse().map_err(|_| invalid())
+}
+
+fn parse_proxy(server: &str, raw: &str) -> Result<Matcher> {
+    let invalid = || {
+        Error::config(format!(
+            "server \"{server}\": the proxy must be an absolute http: URL"
+        ))
+    };
+    let url = url::Url::parse(raw).map_err(|_| invalid())?;
+    if url.scheme() != "http" || url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid());
+    }
+    Ok(Matcher::builder().all(raw.to_owned()).build())
+}
+
+/// `scheme://host[:port]/path` of a URL: no userinfo, query or fragment.
+fn redacted_url(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(url) => {
+            let host = url.host_str().unwrap_or("");
+            match url.port() {
+                Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
+                None => format!("{}://{host}{}", url.scheme(), url.path()),
+            }
+        }
+        Err(_) => "[invalid URL]".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_validated_without_echoing_them() {
+        for bad in [
+            "",
+            "not a url",
+            "ftp://h/mcp",
+            "/relative",
+            "https://user:secret-pw@h/mcp",
+            "https://user@h/mcp",
+            "file:///etc/passwd",
+        ] {
+            let err = HttpTransport::builder("srv", bad).build().unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidConfig, "{bad}");
+            assert!(err.message().contains("\"srv\""));
+            assert!(!err.message().contains("secret-pw"));
+        }
+    }
+
+    #[test]
+    fn debug_hides_token_userinfo_and_query() {
+        let builder = HttpTransport::builder("srv", "http://u:pw@h:8080/mcp?key=sekrit#frag")
+            .bearer_token(SecretString::from("tok-value"))
+            .proxy("http://puser:ppass@proxy:3128");
+        let text = format!("{builder:?}");
+        for secret in ["tok-value", "pw", "sekrit", "frag", "ppass", "puser"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        assert!(text.contains("http://h:8080/mcp"), "{text}");
+        let transport = HttpTransport::builder("srv", "http://h:8080/mcp?key=sekrit")
+            .bearer_token(SecretString::from("tok-value"))
+            .build()
+            .unwrap();
+        let text = format!("{transport:?}");
+        assert!(
+            !text.contains("tok-value") && !text.contains("sekrit"),
+            "{text}"
+        );
+        assert!(text.contains("net:get|post|delete:http://h:8080"), "{text}");
+    }
+
+    #[test]
+    fn bad_proxy_urls_are_config_errors() {
+        for bad in ["https://proxy:3128", "socks5://p:1", "nope"] {
+            let err = HttpTransport::builder("srv", "http://h/mcp")
+                .proxy(bad)
+                .build()
+                .unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidConfig, "{bad}");
+        }
+    }
+}

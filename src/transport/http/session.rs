@@ -1,0 +1,236 @@
+//! The MCP header/session layer: the innermost layer of the stack.
+//!
+//! On every request it sets the headers Streamable HTTP requires:
+//!
+//! - `Accept: application/json, text/event-stream` on `POST`, `Accept:
+//!   text/event-stream` on `GET` (unless the request already has an `Accept`);
+//! - `Content-Type: application/json` on `POST`;
+//! - `Mcp-Session-Id` once a session id is known (marked sensitive: 2025-11-25 asks
+//!   clients to treat it as a secret);
+//! - `MCP-Protocol-Version` once the handshake negotiated a version.
+//!
+//! On the way back it captures the session id from the first successful response
+//! carrying one, answering a request that carried none (the `initialize` exchange,
+//! or the re-initialisation after a session expired). An id that is not 1 or more
+//! visible ASCII characters (0x21-0x7E) is refused with `protocol_error` and never
+//! echoed. Every response gets a [`SentSessionId`] extension recording which id its
+//! request carried, so the driver can tell a `404` to a request with a session id.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use futures_util::future::BoxFuture;
+use http::Method;
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
+use tower::{Layer, Service};
+
+use super::{HttpRequest, HttpResponse};
+use crate::error::{Error, Result};
+use crate::layer::BoxError;
+
+/// `Mcp-Session-Id`.
+pub(crate) static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// `MCP-Protocol-Version`.
+pub(crate) static MCP_PROTOCOL_VERSION: HeaderName =
+    HeaderName::from_static("mcp-protocol-version");
+
+const ACCEPT_POST: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+const ACCEPT_SSE: HeaderValue = HeaderValue::from_static("text/event-stream");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// The session id and negotiated version of one open transport.
+#[derive(Default)]
+pub(crate) struct SessionState {
+    id: Mutex<Option<HeaderValue>>,
+    version: Mutex<Option<HeaderValue>>,
+}
+
+impl SessionState {
+    /// The session id, if one was captured.
+    pub(crate) fn id(&self) -> Option<HeaderValue> {
+        self.id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn version(&self) -> Option<HeaderValue> {
+        self.version
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Records the negotiated protocol version; refuses one that is not a valid
+    /// header value (the engine validated it against its supported list already).
+    pub(crate) fn set_version(&self, version: &str) -> Result<()> {
+        let value = HeaderValue::from_str(version)
+            .ok()
+            .filter(|v| is_visible_ascii(v.as_bytes()))
+            .ok_or_else(|| {
+                Error::protocol("the negotiated protocol version is not a valid header value")
+            })?;
+        *self.version.lock().unwrap_or_else(PoisonError::into_inner) = Some(value);
+        Ok(())
+    }
+
+    /// Forgets the session (id and version) if its id is still `sent`: a later
+    /// session captured meanwhile is kept.
+    pub(crate) fn expire(&self, sent: &HeaderValue) {
+        let mut id = self.id.lock().unwrap_or_else(PoisonError::into_inner);
+        if id.as_ref() == Some(sent) {
+            *id = None;
+            *self.version.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        }
+    }
+
+    /// Captures `value` as the session id unless one is already known.
+    fn capture(&self, value: &HeaderValue) -> Result<()> {
+        if !is_visible_ascii(value.as_bytes()) {
+            return Err(Error::protocol(
+                "the server sent an Mcp-Session-Id that is not visible ASCII (0x21-0x7E)",
+            ));
+        }
+        let mut id = self.id.lock().unwrap_or_else(PoisonError::into_inner);
+        if id.is_none() {
+            let mut value = value.clone();
+            value.set_sensitive(true);
+            *id = Some(value);
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for SessionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionState")
+            .field("id", &self.id().map(|_| "[REDACTED]"))
+            .field("version", &self.version())
+            .finish()
+    }
+}
+
+fn is_visible_ascii(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && bytes.iter().all(|b| (0x21..=0x7e).contains(b))
+}
+
+/// Response extension: the session id the request carried (`None` when it carried
+/// none).
+#[derive(Clone, Debug)]
+pub(crate) struct SentSessionId(pub(crate) Option<HeaderValue>);
+
+/// Layer adding the MCP headers and capturing the session id.
+#[derive(Clone, Debug)]
+pub(crate) struct McpSessionLayer {
+    state: Arc<SessionState>,
+}
+
+impl McpSessionLayer {
+    pub(crate) fn new(state: Arc<SessionState>) -> Self {
+        McpSessionLayer { state }
+    }
+}
+
+impl<S> Layer<S> for McpSessionLayer {
+    type Service = McpSession<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        McpSession {
+            inner,
+            state: self.state.clone(),
+        }
+    }
+}
+
+/// Service built by [`McpSessionLayer`].
+#[derive(Clone, Debug)]
+pub(crate) struct McpSession<S> {
+    inner: S,
+    state: Arc<SessionState>,
+}
+
+impl<S> Service<HttpRequest> for McpSession<S>
+where
+    S: Service<HttpRequest, Response = HttpResponse, Error = BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = HttpResponse;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, std::result::Result<HttpResponse, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<std::result::Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: HttpRequest) -> Self::Future {
+        let method = req.method().clone();
+        let sent = self.state.id();
+        let headers = req.headers_mut();
+        if method == Method::POST {
+            headers.entry(ACCEPT).or_insert(ACCEPT_POST);
+            headers.insert(CONTENT_TYPE, JSON);
+        } else if method == Method::GET {
+            headers.entry(ACCEPT).or_insert(ACCEPT_SSE);
+        }
+        match &sent {
+            Some(id) => {
+                headers.insert(MCP_SESSION_ID.clone(), id.clone());
+            }
+            None => {
+                headers.remove(&MCP_SESSION_ID);
+            }
+        }
+        if let Some(version) = self.state.version() {
+            headers.insert(MCP_PROTOCOL_VERSION.clone(), version);
+        }
+        let state = self.state.clone();
+        let future = self.inner.call(req);
+        Box::pin(async move {
+            let mut response = future.await?;
+            if sent.is_none()
+                && response.status().is_success()
+                && let Some(value) = response.headers().get(&MCP_SESSION_ID)
+            {
+                state.capture(value).map_err(|e| Box::new(e) as BoxError)?;
+            }
+            response.extensions_mut().insert(SentSessionId(sent));
+            Ok(response)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_must_be_visible_ascii() {
+        let state = SessionState::default();
+        for bad in [&b""[..], b"a b", b"tab\there", b"caf\xc3\xa9"] {
+            let value = HeaderValue::from_bytes(bad).unwrap();
+            let err = state.capture(&value).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::ProtocolError);
+        }
+        assert!(state.id().is_none());
+        state
+            .capture(&HeaderValue::from_static("abc-123_~!"))
+            .unwrap();
+        state.capture(&HeaderValue::from_static("second")).unwrap();
+        assert_eq!(state.id().unwrap(), "abc-123_~!");
+        assert!(state.id().unwrap().is_sensitive());
+        assert!(!format!("{state:?}").contains("abc"));
+    }
+
+    #[test]
+    fn expire_only_forgets_the_id_that_failed() {
+        let state = SessionState::default();
+        state.capture(&HeaderValue::from_static("one")).unwrap();
+        state.set_version("2025-06-18").unwrap();
+        state.expire(&HeaderValue::from_static("other"));
+        assert!(state.id().is_some());
+        state.expire(&HeaderValue::from_static("one"));
+        assert!(state.id().is_none());
+        assert!(state.version().is_none());
+        assert!(state.set_version("bad version").is_err());
+    }
+}

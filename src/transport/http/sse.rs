@@ -1,0 +1,345 @@
+//! A byte stream adapter that bounds each server-sent event before it reaches the
+//! `eventsource-stream` parser.
+//!
+//! [`BoundedSse`] sits between the response body and the parser. It
+//!
+//! - counts the bytes since the last event boundary (a blank line, with `\n`, `\r`
+//!   or `\r\n` line ends) and fails with [`SseByteError::TooLarge`] as soon as one
+//!   event exceeds its limit, so an endless event fails at the limit instead of
+//!   growing the parser's buffers;
+//! - validates UTF-8 incrementally and fails with [`SseByteError::Malformed`] on an
+//!   invalid sequence (the parser would otherwise keep buffering behind it);
+//! - records, in a shared [`SseCursor`], the last event id (committed at each event
+//!   boundary, as the HTML spec does, including for events without data) and the
+//!   server's `retry:` reconnection time. The parser drops both for data-less events
+//!   such as the "priming" event a server sends before closing a stream on purpose,
+//!   which is exactly the case resumption needs.
+//!
+//! The limit given to [`BoundedSse::new`] is the raw event size: the transport
+//! passes `maxFrameBytes` plus [`SSE_FRAMING_ALLOWANCE`] for field names, `id:` and
+//! `event:` lines, and checks each event's `data` against `maxFrameBytes` exactly.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::Stream;
+
+use crate::layer::BoxError;
+
+/// Raw bytes an event may carry beyond its data: field names, line ends, `id:`,
+/// `event:` and `retry:` lines.
+pub(crate) const SSE_FRAMING_ALLOWANCE: usize = 16 * 1024;
+
+/// The longest `id:` or `retry:` line kept; a longer id cannot be used to resume.
+const MAX_FIELD_LINE: usize = 1024;
+
+/// What a stream told us about resuming it.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct SseCursor {
+    /// The last event id seen at an event boundary (`None`: none, or reset to empty).
+    pub(crate) last_event_id: Option<String>,
+    /// The server's last `retry:` value.
+    pub(crate) retry: Option<Duration>,
+}
+
+/// Shared cursor handle.
+pub(crate) type SharedCursor = Arc<Mutex<SseCursor>>;
+
+pub(crate) fn snapshot(cursor: &SharedCursor) -> SseCursor {
+    cursor
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
+/// Errors of [`BoundedSse`].
+pub(crate) enum SseByteError {
+    /// One event exceeded the limit.
+    TooLarge,
+    /// The bytes are not UTF-8.
+    Malformed,
+    /// The body failed (connection reset, ...): the stream may be resumed.
+    Body,
+}
+
+impl fmt::Debug for SseByteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for SseByteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SseByteError::TooLarge => "event too large",
+            SseByteError::Malformed => "invalid UTF-8",
+            SseByteError::Body => "body error",
+        })
+    }
+}
+
+/// See the [module docs](self).
+pub(crate) struct BoundedSse<S> {
+    inner: S,
+    limit: usize,
+    /// Bytes since the last event boundary.
+    event_bytes: usize,
+    /// The previous byte was `\r` (a following `\n` belongs to the same line end).
+    prev_cr: bool,
+    /// Bytes of the current line (any length).
+    line_len: usize,
+    /// The start of the current line, up to `MAX_FIELD_LINE` bytes.
+    line: Vec<u8>,
+    first_line: bool,
+    /// The spec's "last event ID buffer".
+    id_buffer: Option<String>,
+    /// An incomplete UTF-8 sequence carried over from the previous chunk.
+    utf8_carry: Vec<u8>,
+    cursor: SharedCursor,
+    failed: bool,
+}
+
+impl<S> BoundedSse<S> {
+    /// Bounds `inner`, each event to `limit` raw bytes, reporting ids and `retry`
+    /// into `cursor` (whose current id seeds the id buffer, so a resumed stream keeps
+    /// the id until it sends a new one).
+    pub(crate) fn new(inner: S, limit: usize, cursor: SharedCursor) -> Self {
+        let id_buffer = snapshot(&cursor).last_event_id;
+        BoundedSse {
+            inner,
+            limit,
+            event_bytes: 0,
+            prev_cr: false,
+            line_len: 0,
+            line: Vec::new(),
+            first_line: true,
+            id_buffer,
+            utf8_carry: Vec::new(),
+            cursor,
+            failed: false,
+        }
+    }
+
+    fn scan(&mut self, chunk: &[u8]) -> Result<(), SseByteError> {
+        self.check_utf8(chunk)?;
+        for &b in chunk {
+            self.event_bytes += 1;
+            if self.event_bytes > self.limit {
+                return Err(SseByteError::TooLarge);
+            }
+            match b {
+                b'\n' if self.prev_cr => self.prev_cr = false,
+                b'\n' | b'\r' => {
+                    self.prev_cr = b == b'\r';
+                    self.end_line();
+                }
+                _ => {
+                    self.prev_cr = false;
+                    self.line_len += 1;
+                    if self.line.len() <= MAX_FIELD_LINE {
+                        self.line.push(b);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn end_line(&mut self) {
+        if self.line_len == 0 {
+            // Blank line: the event boundary. Commit the id, as dispatch does.
+            self.event_bytes = 0;
+            let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
+            cursor.last_event_id = self.id_buffer.clone().filter(|id| !id.is_empty());
+        } else {
+            let mut line = &self.line[..];
+            if self.first_line {
+                line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+            }
+            let truncated = self.line_len > self.line.len();
+            let (name, value) = match line.iter().position(|&c| c == b':') {
+                Some(i) => (&line[..i], &line[i + 1..]),
+                None => (line, &b""[..]),
+            };
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            match name {
+                b"id" if !value.contains(&0) => {
+                    self.id_buffer = if truncated {
+                        // Too long to replay: resumption is not possible with it.
+                        Some(String::new())
+                    } else {
+                        Some(String::from_utf8_lossy(value).into_owned())
+                    };
+                }
+                b"retry"
+                    if !truncated && !value.is_empty() && value.iter().all(u8::is_ascii_digit) =>
+                {
+                    let ms = std::str::from_utf8(value)
+                        .ok()
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .unwrap_or(u64::MAX);
+                    self.cursor
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .retry = Some(Duration::from_millis(ms));
+                }
+                _ => {}
+            }
+        }
+        self.first_line = false;
+        self.line.clear();
+        self.line_len = 0;
+    }
+
+    fn check_utf8(&mut self, mut chunk: &[u8]) -> Result<(), SseByteError> {
+        if !self.utf8_carry.is_empty() {
+            let need = match self.utf8_carry[0] {
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                _ => 4,
+            };
+            let take = (need - self.utf8_carry.len()).min(chunk.len());
+            self.utf8_carry.extend_from_slice(&chunk[..take]);
+            chunk = &chunk[take..];
+            if self.utf8_carry.len() < need {
+                return Ok(());
+            }
+            if std::str::from_utf8(&self.utf8_carry).is_err() {
+                return Err(SseByteError::Malformed);
+            }
+            self.utf8_carry.clear();
+        }
+        match std::str::from_utf8(chunk) {
+            Ok(_) => Ok(()),
+            Err(e) if e.error_len().is_none() => {
+                self.utf8_carry.extend_from_slice(&chunk[e.valid_up_to()..]);
+                Ok(())
+            }
+            Err(_) => Err(SseByteError::Malformed),
+        }
+    }
+}
+
+impl<S> Stream for BoundedSse<S>
+where
+    S: Stream<Item = Result<Bytes, BoxError>> + Unpin,
+{
+    type Item = Result<Bytes, SseByteError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.failed {
+            return Poll::Ready(None);
+        }
+        match Pin::new(&mut self.inner).poll_next(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Ready(Some(Err(_))) => {
+                self.failed = true;
+                Poll::Ready(Some(Err(SseByteError::Body)))
+            }
+            Poll::Ready(Some(Ok(chunk))) => match self.scan(&chunk) {
+                Ok(()) => Poll::Ready(Some(Ok(chunk))),
+                Err(e) => {
+                    self.failed = true;
+                    Poll::Ready(Some(Err(e)))
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use eventsource_stream::{EventStreamError, Eventsource};
+    use futures_util::{StreamExt, stream};
+
+    async fn run(
+        chunks: Vec<&'static [u8]>,
+        limit: usize,
+    ) -> (Vec<Result<String, String>>, SseCursor) {
+        let cursor = SharedCursor::default();
+        let input = stream::iter(
+            chunks
+                .into_iter()
+                .map(|c| Ok::<_, BoxError>(Bytes::from_static(c))),
+        );
+        let events = BoundedSse::new(input, limit, cursor.clone()).eventsource();
+        // As the transport does: skip data-less events, stop at the first error.
+        let mut events = std::pin::pin!(events);
+        let mut out = Vec::new();
+        while let Some(item) = events.next().await {
+            match item {
+                Ok(e) if e.data.is_empty() => {}
+                Ok(e) => out.push(Ok(e.data)),
+                Err(EventStreamError::Transport(e)) => {
+                    out.push(Err(e.to_string()));
+                    break;
+                }
+                Err(e) => {
+                    out.push(Err(format!("parser: {e}")));
+                    break;
+                }
+            }
+        }
+        (out, snapshot(&cursor))
+    }
+
+    #[tokio::test]
+    async fn events_across_chunks_and_line_ends() {
+        let (out, cursor) = run(
+            vec![
+                b"id: 1\r\ndata: {\"a\":",
+                b"1}\r",
+                b"\n\r\n",
+                b"data: x\r\rid: 2\n\n",
+            ],
+            64,
+        )
+        .await;
+        assert_eq!(out, vec![Ok("{\"a\":1}".into()), Ok("x".into())]);
+        assert_eq!(cursor.last_event_id.as_deref(), Some("2"));
+    }
+
+    #[tokio::test]
+    async fn a_priming_event_without_data_still_sets_id_and_retry() {
+        let (out, cursor) = run(vec![b"id: p-1\nretry: 50\ndata:\n\n"], 64).await;
+        assert!(out.is_empty());
+        assert_eq!(cursor.last_event_id.as_deref(), Some("p-1"));
+        assert_eq!(cursor.retry, Some(Duration::from_millis(50)));
+    }
+
+    #[tokio::test]
+    async fn an_id_is_committed_only_at_the_boundary() {
+        let (_, cursor) = run(vec![b"id: 1\n\nid: 2\ndata: partial"], 64).await;
+        assert_eq!(cursor.last_event_id.as_deref(), Some("1"));
+        let (_, cursor) = run(vec![b"id: 1\n\nid\n\n"], 64).await;
+        assert_eq!(cursor.last_event_id, None);
+    }
+
+    #[tokio::test]
+    async fn one_event_over_the_limit_fails_but_many_small_ones_do_not() {
+        // 10 bytes per event (including the blank line), limit 10.
+        let (out, _) = run(vec![b"data: abc\n\n", b"data: def\n\n"], 11).await;
+        assert_eq!(out, vec![Ok("abc".into()), Ok("def".into())]);
+        let (out, _) = run(vec![b"data: abcdef"], 11).await;
+        assert_eq!(out, vec![Err("event too large".into())]);
+        // Comments without a blank line never end an event.
+        let (out, _) = run(vec![b": ping\n", b": ping\n", b": ping\n"], 16).await;
+        assert_eq!(out, vec![Err("event too large".into())]);
+    }
+
+    #[tokio::test]
+    async fn invalid_utf8_is_malformed_but_split_characters_are_fine() {
+        let (out, _) = run(vec![b"data: caf\xC3", b"\xA9\n\n"], 64).await;
+        assert_eq!(out, vec![Ok("café".into())]);
+        let (out, _) = run(vec![b"data: \xFF\n\n"], 64).await;
+        assert_eq!(out, vec![Err("invalid UTF-8".into())]);
+        let (out, _) = run(vec![b"data: \xE2\x82", b"A\n\n"], 64).await;
+        assert_eq!(out, vec![Err("invalid UTF-8".into())]);
+    }
+}

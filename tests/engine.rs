@@ -1,0 +1,563 @@
+//! Session-engine rules, each against a real child process (the scripted server).
+//!
+//! Transport-independent rules are written once as `async fn rule(via: Via)` and
+//! instantiated per transport by `engine_tests!`.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use smthrs_mcp::{Client, ClientBuilder, ErrorKind, Limits, StdioCommand};
+use support::*;
+
+/// Which transport a rule runs over.
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    Stdio,
+}
+
+async fn open(via: Via, builder: ClientBuilder, command: StdioCommand) -> smthrs_mcp::Result<Client> {
+    match via {
+        Via::Stdio => builder.connect(command).await,
+    }
+}
+
+fn limits(edit: impl FnOnce(&mut Limits)) -> Limits {
+    let mut limits = Limits::default();
+    edit(&mut limits);
+    limits
+}
+
+fn text_of(result: &smthrs_mcp::ToolResult) -> String {
+    result.content[0]["text"].as_str().unwrap_or_default().to_string()
+}
+
+macro_rules! engine_tests {
+    ($($rule:ident),* $(,)?) => {
+        mod stdio {
+            $(
+                #[tokio::test]
+                async fn $rule() {
+                    super::$rule(super::Via::Stdio).await
+                }
+            )*
+        }
+    };
+}
+
+engine_tests!(
+    handshake_proposes_version_and_identity_then_lists,
+    isError_result_is_success,
+    unknown_tool_is_refused_before_any_frame,
+    stdout_noise_is_dropped,
+    ping_is_answered_with_the_exact_id,
+    unsupported_server_request_gets_method_not_found,
+    replies_to_unknown_ids_are_dropped,
+    null_id_error_goes_to_the_observer_and_keeps_the_session,
+    malformed_envelope_ends_the_session_for_everyone,
+    deep_inbound_message_is_a_protocol_error,
+    deep_outbound_arguments_are_refused_and_the_session_stays_open,
+    oversized_outbound_frame_is_refused_and_the_session_stays_open,
+    infinite_number_is_a_protocol_error,
+    unsupported_protocol_version_is_refused,
+    server_without_tools_is_refused,
+    stalled_initialize_times_out,
+    stalled_tools_list_times_out,
+    timed_out_call_sends_one_cancellation,
+    dropped_call_sends_one_cancellation,
+    initialize_is_never_cancelled,
+    answered_call_is_never_cancelled,
+    catalog_pages_are_walked,
+    catalog_rules_refuse_bad_catalogs,
+    close_records_scope_closed_for_later_calls,
+);
+
+async fn handshake_proposes_version_and_identity_then_lists(via: Via) {
+    let rec = Recording::new();
+    let client = open(via, Client::builder("basic"), rec.attach(scenario("basic")))
+        .await
+        .expect("connect");
+    assert_eq!(client.protocol_version(), "2025-06-18");
+    let names: Vec<&str> = client.catalog().iter().map(|t| t.name()).collect();
+    assert!(names.contains(&"echo") && names.contains(&"add"), "{names:?}");
+    client.close().await;
+    let lines = rec.lines();
+    let init = &lines[0];
+    assert_eq!(init["method"], "initialize");
+    assert_eq!(init["params"]["protocolVersion"], "2025-06-18");
+    assert_eq!(init["params"]["clientInfo"]["name"], "smithers");
+    assert_eq!(init["params"]["clientInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        rec.methods()[..3],
+        ["initialize", "notifications/initialized", "tools/list"]
+    );
+}
+
+#[allow(non_snake_case)]
+async fn isError_result_is_success(via: Via) {
+    let client = open(via, Client::builder("basic"), scenario("basic")).await.unwrap();
+    let result = client.call_tool("fail", args(json!({}))).await.expect("data, not failure");
+    assert!(result.is_error);
+    let result = client.call_tool("echo", args(json!({"text": "hi"}))).await.unwrap();
+    assert!(!result.is_error);
+    assert_eq!(text_of(&result), "hi");
+    client.close().await;
+}
+
+async fn unknown_tool_is_refused_before_any_frame(via: Via) {
+    let rec = Recording::new();
+    let client = open(via, Client::builder("basic"), rec.attach(scenario("basic"))).await.unwrap();
+    let error = client.call_tool("nope", args(json!({}))).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ToolNotFound);
+    client.close().await;
+    assert!(!rec.methods().iter().any(|m| m == "tools/call"));
+}
+
+async fn stdout_noise_is_dropped(via: Via) {
+    let client = open(via, Client::builder("noisy"), scenario("noise")).await.expect("noise is tolerated");
+    let result = client.call_tool("echo", args(json!({"text": "still here"}))).await.unwrap();
+    assert_eq!(text_of(&result), "still here");
+    client.close().await;
+}
+
+async fn ping_is_answered_with_the_exact_id(via: Via) {
+    let client = open(via, Client::builder("ping"), scenario("ping-during-call")).await.unwrap();
+    for tool in ["echo", "add"] {
+        let result = client
+            .call_tool(tool, args(json!({"text": "x", "a": 1, "b": 2})))
+            .await
+            .unwrap();
+        let report: Value = serde_json::from_str(&text_of(&result)).expect("report json");
+        assert_eq!(report["ping"]["exact_id"], true, "{tool}: {report}");
+        assert_eq!(report["ping"]["empty_result"], true, "{tool}: {report}");
+    }
+    client.close().await;
+}
+
+async fn unsupported_server_request_gets_method_not_found(via: Via) {
+    let command = inline(json!({
+        "on_call": {"echo": {"request_first": {"method": "sampling/createMessage", "id": 7}}}
+    }));
+    let client = open(via, Client::builder("req"), command).await.unwrap();
+    let result = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap();
+    let text = text_of(&result);
+    assert!(text.contains("-32601"), "{text}");
+    client.close().await;
+}
+
+async fn replies_to_unknown_ids_are_dropped(via: Via) {
+    let command = inline(json!({
+        "on_call": {"echo": {"raw_lines": [
+            {"jsonrpc": "2.0", "id": 9999, "result": {}},
+            {"jsonrpc": "2.0", "id": "not-ours", "result": {"content": []}},
+            {"jsonrpc": "2.0", "id": 123456, "error": {"code": 1, "message": "x"}}
+        ]}}
+    }));
+    let client = open(via, Client::builder("ids"), command).await.unwrap();
+    let result = client.call_tool("echo", args(json!({"text": "ok"}))).await.unwrap();
+    assert_eq!(text_of(&result), "ok");
+    client.close().await;
+}
+
+async fn null_id_error_goes_to_the_observer_and_keeps_the_session(via: Via) {
+    let observer = Collect::new();
+    let client = open(
+        via,
+        Client::builder("nullid").diagnostics(observer.clone()),
+        scenario("null-id-error"),
+    )
+    .await
+    .unwrap();
+    let result = client.call_tool("echo", args(json!({"text": "after"}))).await.unwrap();
+    assert_eq!(text_of(&result), "after");
+    let events = observer.events();
+    assert!(
+        events.iter().any(|(name, text)| name == "remote-error" && text.contains("uncorrelated failure")),
+        "{events:?}"
+    );
+    assert!(client.terminal_error().is_none());
+    client.close().await;
+}
+
+async fn malformed_envelope_ends_the_session_for_everyone(via: Via) {
+    let command = inline(json!({
+        "on_call": {"echo": {"reply_raw": "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{},\"error\":{\"code\":1,\"message\":\"MARKER-7731\"}}"}}
+    }));
+    let client = open(via, Client::builder("bad"), command).await.unwrap();
+    let error = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError);
+    assert!(!error.to_string().contains("MARKER-7731"), "raw frame leaked: {error}");
+    let later = client.call_tool("add", args(json!({"a": 1, "b": 2}))).await.unwrap_err();
+    assert_eq!(later, error, "later calls get the same terminal error");
+    client.close().await;
+    assert_eq!(client.terminal_error(), Some(error));
+}
+
+fn nest(depth: usize) -> String {
+    format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+async fn deep_inbound_message_is_a_protocol_error(via: Via) {
+    // envelope(1) + result(2) + content array (3) + 126 more = 129 containers.
+    let raw = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":\"$ID\",\"result\":{{\"content\":{}}}}}",
+        nest(127)
+    );
+    let command = inline(json!({"on_call": {"echo": {"reply_raw": raw}}}));
+    let client = open(via, Client::builder("deep"), command).await.unwrap();
+    let error = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
+    client.close().await;
+}
+
+async fn deep_outbound_arguments_are_refused_and_the_session_stays_open(via: Via) {
+    let rec = Recording::new();
+    let client = open(via, Client::builder("deep"), rec.attach(scenario("basic"))).await.unwrap();
+    // Root object is container 3: 125 more levels reach exactly 128.
+    let mut ok = json!(1);
+    for _ in 0..125 {
+        ok = json!([ok]);
+    }
+    client.call_tool("echo", args(json!({"text": "ok", "deep": ok.clone()}))).await.expect("128 is allowed");
+    let too_deep = json!({"text": "x", "deep": [ok]});
+    let error = client.call_tool("echo", args(too_deep)).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError);
+    let result = client.call_tool("echo", args(json!({"text": "alive"}))).await.unwrap();
+    assert_eq!(text_of(&result), "alive");
+    client.close().await;
+    let calls = rec.methods().iter().filter(|m| *m == "tools/call").count();
+    assert_eq!(calls, 2, "the refused call sent nothing");
+}
+
+async fn oversized_outbound_frame_is_refused_and_the_session_stays_open(via: Via) {
+    let rec = Recording::new();
+    let builder = Client::builder("big").limits(limits(|l| l.max_outbound_frame_bytes = 4096));
+    let client = open(via, builder, rec.attach(scenario("basic"))).await.unwrap();
+    // Escapes count: 1500 quotes encode as 3000 bytes, plus protocol overhead.
+    let error = client
+        .call_tool("echo", args(json!({"text": "\"".repeat(2100)})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError);
+    let result = client.call_tool("echo", args(json!({"text": "small"}))).await.unwrap();
+    assert_eq!(text_of(&result), "small");
+    client.close().await;
+    assert_eq!(rec.methods().iter().filter(|m| *m == "tools/call").count(), 1);
+}
+
+async fn infinite_number_is_a_protocol_error(via: Via) {
+    let raw = "{\"jsonrpc\":\"2.0\",\"id\":\"$ID\",\"result\":{\"content\":[],\"n\":1e400}}";
+    let command = inline(json!({"on_call": {"echo": {"reply_raw": raw}}}));
+    let client = open(via, Client::builder("inf"), command).await.unwrap();
+    let error = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError);
+    client.close().await;
+}
+
+async fn unsupported_protocol_version_is_refused(via: Via) {
+    let error = open(via, Client::builder("old"), inline(json!({"protocolVersion": "2023-01-01"})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError);
+}
+
+async fn server_without_tools_is_refused(via: Via) {
+    let error = open(via, Client::builder("notools"), scenario("no-tools-capability"))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError);
+}
+
+async fn stalled_initialize_times_out(via: Via) {
+    let builder = Client::builder("stall").limits(limits(|l| l.handshake_timeout_ms = 300));
+    let error = open(via, builder, scenario("stalled-handshake")).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout);
+}
+
+async fn stalled_tools_list_times_out(via: Via) {
+    let builder = Client::builder("stall").limits(limits(|l| l.handshake_timeout_ms = 300));
+    let error = open(via, builder, scenario("stalled-tools-list")).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout);
+}
+
+fn cancelled_ids(rec: &Recording) -> Vec<Value> {
+    rec.lines()
+        .into_iter()
+        .filter(|l| l["method"] == "notifications/cancelled")
+        .map(|l| l["params"]["requestId"].clone())
+        .collect()
+}
+
+fn call_ids(rec: &Recording) -> Vec<Value> {
+    rec.lines()
+        .into_iter()
+        .filter(|l| l["method"] == "tools/call")
+        .map(|l| l["id"].clone())
+        .collect()
+}
+
+async fn wait_for(mut check: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn timed_out_call_sends_one_cancellation(via: Via) {
+    let rec = Recording::new();
+    let builder = Client::builder("slow").limits(limits(|l| l.request_timeout_ms = 200));
+    let client = open(via, builder, rec.attach(scenario("basic"))).await.unwrap();
+    let error = client.call_tool("slow", args(json!({"ms": 2000}))).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout);
+    wait_for(|| !cancelled_ids(&rec).is_empty()).await;
+    assert_eq!(cancelled_ids(&rec), call_ids(&rec), "one cancellation naming the call");
+    assert!(client.terminal_error().is_none(), "a timeout does not end the session");
+    client.close().await;
+}
+
+async fn dropped_call_sends_one_cancellation(via: Via) {
+    let rec = Recording::new();
+    let client = open(via, Client::builder("slow"), rec.attach(scenario("basic"))).await.unwrap();
+    let call = client.call_tool("slow", args(json!({"ms": 2000})));
+    // Drop the call once it has been written.
+    let _ = tokio::time::timeout(Duration::from_millis(200), call).await;
+    wait_for(|| !cancelled_ids(&rec).is_empty()).await;
+    assert_eq!(cancelled_ids(&rec), call_ids(&rec));
+    client.close().await;
+}
+
+async fn initialize_is_never_cancelled(via: Via) {
+    let rec = Recording::new();
+    let builder = Client::builder("stall").limits(limits(|l| l.handshake_timeout_ms = 200));
+    let _ = open(via, builder, rec.attach(scenario("stalled-handshake"))).await.unwrap_err();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(rec.methods(), ["initialize"]);
+}
+
+async fn answered_call_is_never_cancelled(via: Via) {
+    let rec = Recording::new();
+    let client = open(via, Client::builder("basic"), rec.attach(scenario("basic"))).await.unwrap();
+    client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap();
+    let _ = client.call_tool("nope", args(json!({}))).await;
+    client.close().await;
+    assert!(cancelled_ids(&rec).is_empty());
+}
+
+async fn catalog_pages_are_walked(via: Via) {
+    let rec = Recording::new();
+    let client = open(via, Client::builder("paged"), rec.attach(scenario("paged-catalog"))).await.unwrap();
+    assert!(client.catalog().len() >= 2);
+    let lists = rec.methods().iter().filter(|m| *m == "tools/list").count();
+    assert!(lists >= 2, "followed nextCursor");
+    client.close().await;
+}
+
+async fn catalog_rules_refuse_bad_catalogs(via: Via) {
+    for (name, edit) in [
+        ("bad-name-slash", None),
+        ("bad-name-invisible", None),
+        ("duplicate-names", None),
+        ("bad-input-schema", None),
+        ("huge-tool-document", None),
+        ("repeated-cursor", None),
+        ("endless-pages", None),
+        ("too-many-tools", Some(4u64)),
+    ] {
+        let builder = Client::builder(name).limits(limits(|l| {
+            if let Some(max) = edit {
+                l.max_tools = max;
+            }
+        }));
+        let error = open(via, builder, scenario(name)).await.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{name}: {error}");
+    }
+}
+
+async fn close_records_scope_closed_for_later_calls(via: Via) {
+    let client = open(via, Client::builder("basic"), scenario("basic")).await.unwrap();
+    let pending = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call_tool("slow", args(json!({"ms": 5000}))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    client.close().await;
+    let error = pending.await.unwrap().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ConnectionClosed);
+    assert_eq!(error.to_string(), "connection scope closed");
+    let later = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    assert_eq!(later, error);
+}
+
+// ---- stdio-only rules: process exit, pipes, environment, stderr ----
+
+#[tokio::test]
+async fn child_exit_fails_pending_and_later_calls_with_its_code() {
+    let client = Client::builder("exit").connect(scenario("exit-on-call")).await.unwrap();
+    let error = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ConnectionClosed);
+    assert_eq!(error.to_string(), "exited with code 7");
+    let later = client.call_tool("add", args(json!({"a": 1, "b": 1}))).await.unwrap_err();
+    assert_eq!(later, error);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn stdout_eof_is_stdout_closed() {
+    let client = Client::builder("eof")
+        .connect(scenario("close-stdout-after-initialized"))
+        .await
+        .unwrap();
+    let error = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ConnectionClosed);
+    assert_eq!(error.to_string(), "stdout closed");
+}
+
+#[tokio::test]
+async fn closed_stdin_is_stdin_closed() {
+    let client = Client::builder("stdin").connect(scenario("close-stdin")).await.unwrap();
+    // The first write after the server closed its stdin fails with EPIPE.
+    let mut error = None;
+    for _ in 0..20 {
+        match client.call_tool("echo", args(json!({"text": "x"}))).await {
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+            Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    let error = error.expect("writes must fail");
+    assert_eq!(error.kind(), ErrorKind::ConnectionClosed);
+    assert_eq!(error.to_string(), "stdin closed");
+}
+
+#[tokio::test]
+async fn spawn_failure_is_spawn_failed_without_process_details() {
+    let error = Client::builder("missing")
+        .connect(StdioCommand::new("/nonexistent/secret-path/server").arg("--token=abc"))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::SpawnFailed);
+    let shown = format!("{error} {error:?}");
+    assert!(!shown.contains("secret-path") && !shown.contains("abc"), "{shown}");
+}
+
+#[tokio::test]
+async fn invalid_limits_fail_before_anything_is_spawned() {
+    let rec = Recording::new();
+    let mut bad = Limits::default();
+    bad.max_tools = 0;
+    let error = Client::builder("x")
+        .limits(bad)
+        .connect(rec.attach(scenario("basic")))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError);
+    assert!(error.to_string().contains("maxTools"));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!rec.path().exists(), "nothing was spawned");
+}
+
+#[tokio::test]
+async fn child_environment_is_the_allow_list_plus_entry_env() {
+    let client = Client::builder("env")
+        .connect(scenario("print-env").env("GIVEN_VAR", "given-value"))
+        .await
+        .unwrap();
+    let result = client.call_tool("env", args(json!({}))).await.unwrap();
+    let env: serde_json::Map<String, Value> = serde_json::from_str(&text_of(&result)).unwrap();
+    assert_eq!(env["GIVEN_VAR"], "given-value");
+    for key in env.keys() {
+        let allowed = smthrs_mcp::transport::stdio::INHERITED_ENV_VARS.contains(&key.as_str())
+            || key.starts_with("LC_")
+            || key == "GIVEN_VAR";
+        assert!(allowed, "child inherited {key}");
+    }
+    // cargo sets CARGO_* for the test process: none may reach the child.
+    assert!(std::env::var("CARGO_PKG_NAME").is_ok());
+    assert!(!env.contains_key("CARGO_PKG_NAME"));
+    client.close().await;
+}
+
+#[tokio::test]
+async fn stderr_secrets_reach_only_the_observer_and_redacted() {
+    let observer = Collect::new();
+    let client = Client::builder("leaky")
+        .diagnostics(observer.clone())
+        .connect(scenario("stderr-secrets").env("GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_SECRETSECRETSECRETSECRETSECRET1234"))
+        .await
+        .unwrap();
+    let error = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    assert_eq!(error.to_string(), "exited with code 1");
+    client.close().await;
+    let events = observer.events();
+    let tails: Vec<&String> = events.iter().filter(|(n, _)| n == "stderr-tail").map(|(_, t)| t).collect();
+    assert_eq!(tails.len(), 1, "{events:?}");
+    for secret in ["ghp_SECRETSECRETSECRETSECRETSECRET1234", "sk-live-SECRETSECRETSECRET", "SECRETSECRET"] {
+        assert!(!tails[0].contains(secret), "tail leaked {secret}: {}", tails[0]);
+        assert!(!format!("{error} {error:?}").contains(secret));
+    }
+    assert!(tails[0].contains("REDACTED"), "{}", tails[0]);
+}
+
+#[tokio::test]
+async fn blocked_outbound_queue_times_out_instead_of_hanging() {
+    let builder = Client::builder("stuck").limits(limits(|l| {
+        l.queue_capacity = 1;
+        l.request_timeout_ms = 500;
+    }));
+    let client = builder.connect(scenario("stop-reading-stdin")).await.unwrap();
+    // Large frames fill the pipe (64 KiB on Linux), then the one-slot queue.
+    let big = "x".repeat(200_000);
+    let mut calls = Vec::new();
+    for _ in 0..4 {
+        let client = client.clone();
+        let big = big.clone();
+        calls.push(tokio::spawn(async move { client.call_tool("echo", args(json!({"text": big}))).await }));
+    }
+    for call in calls {
+        let error = call.await.unwrap().unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
+    }
+    client.close().await;
+}
+
+#[tokio::test]
+async fn flood_without_newline_is_a_protocol_error() {
+    let builder = Client::builder("flood").limits(limits(|l| l.max_frame_bytes = 64 * 1024));
+    let error = builder.connect(scenario("flood-stdout")).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
+    assert!(error.to_string().contains("maxFrameBytes"));
+}
+
+/// Processes whose command line mentions `needle` (Linux /proc scan).
+#[cfg(target_os = "linux")]
+fn processes_mentioning(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|cmd| String::from_utf8_lossy(cmd).contains(needle))
+        .count()
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn dropping_the_last_handle_ends_the_child() {
+    let rec = Recording::new();
+    let needle = rec.path().to_string_lossy().to_string();
+    let client = Client::builder("drop")
+        .connect(rec.attach(inline(json!({"ignore_stdin_eof": true}))))
+        .await
+        .unwrap();
+    assert_eq!(processes_mentioning(&needle), 1);
+    drop(client);
+    // Teardown closes stdin, waits SHUTDOWN_GRACE for an exit that this server
+    // refuses, then kills it.
+    wait_for(|| processes_mentioning(&needle) == 0).await;
+    assert_eq!(processes_mentioning(&needle), 0);
+}

@@ -1,0 +1,112 @@
+//! Shared helpers for integration tests: the scripted server, recording, observers.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use secrecy::ExposeSecret;
+use serde_json::{Map, Value};
+use smthrs_mcp::{DiagnosticEvent, DiagnosticObserver, StdioCommand};
+
+/// Path of the scripted test server binary.
+pub fn scripted_server() -> &'static str {
+    env!("CARGO_BIN_EXE_smthrs-mcp-scripted-server")
+}
+
+/// Path of a scenario file under `testdata/scenarios/`.
+pub fn scenario_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/scenarios")
+        .join(format!("{name}.json"))
+}
+
+/// A command running the scripted server with a named scenario.
+pub fn scenario(name: &str) -> StdioCommand {
+    StdioCommand::new(scripted_server()).arg(scenario_path(name))
+}
+
+/// A command running the scripted server with an inline scenario.
+pub fn inline(json: Value) -> StdioCommand {
+    StdioCommand::new(scripted_server()).arg(json.to_string())
+}
+
+/// A record file the scripted server appends every received line to.
+pub struct Recording {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Recording {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("record.jsonl");
+        Recording { _dir: dir, path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Adds `--record PATH` to a command.
+    pub fn attach(&self, command: StdioCommand) -> StdioCommand {
+        command.arg("--record").arg(&self.path)
+    }
+
+    /// Every line received so far, parsed where possible.
+    pub fn lines(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    pub fn methods(&self) -> Vec<String> {
+        self.lines()
+            .iter()
+            .filter_map(|v| v.get("method").and_then(Value::as_str).map(String::from))
+            .collect()
+    }
+}
+
+/// An observer that keeps every event as plain text (test only).
+#[derive(Default)]
+pub struct Collect(pub Mutex<Vec<(String, String)>>);
+
+impl DiagnosticObserver for Collect {
+    fn observe(&self, event: DiagnosticEvent) {
+        let text = match &event {
+            DiagnosticEvent::StderrTail { tail, .. } => tail.expose_secret().to_string(),
+            DiagnosticEvent::RemoteError {
+                code,
+                message,
+                data,
+                ..
+            } => format!(
+                "{code} {} {}",
+                message.expose_secret(),
+                data.as_ref().map(|d| d.expose_secret().to_string()).unwrap_or_default()
+            ),
+            _ => String::new(),
+        };
+        self.0.lock().unwrap().push((event.name().to_string(), text));
+    }
+}
+
+impl Collect {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Collect::default())
+    }
+    pub fn events(&self) -> Vec<(String, String)> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// Builds an argument object from a JSON literal.
+pub fn args(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => panic!("arguments must be an object"),
+    }
+}
+pub mod http_bridge;

@@ -1,0 +1,1429 @@
+//! `smthrs-mcp-scripted-server`: a real MCP stdio server whose behaviour comes
+//! from a scenario, able to misbehave one chosen way at a time.
+//!
+//! ```text
+//! smthrs-mcp-scripted-server [SCENARIO] [--record PATH]
+//! ```
+//!
+//! `SCENARIO` is a path to a JSON file, or inline JSON when it starts with `{`;
+//! without it the server is well behaved. `--record PATH` appends every line
+//! received from the client to `PATH` (it overrides the scenario's `record`).
+//! The scenario format is documented in `testdata/scenarios/README.md`.
+//!
+//! The server uses blocking std I/O: the main thread reads stdin, records and
+//! dispatches each line; calls that must wait (a delay, the `slow` tool, a
+//! server-to-client request) run on their own thread so the reader keeps
+//! reading (and recording `notifications/cancelled`, routing pongs) meanwhile.
+//! Every message is written through one buffered writer and flushed at once.
+//!
+//! This binary deliberately depends only on `std` and `serde_json`, never on
+//! the library it tests, so it builds even when the library does not.
+
+use serde_json::json;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufWriter, Write};
+use std::process;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+/// Chunk size used when flooding stdout or stderr.
+const FLOOD_CHUNK: usize = 64 * 1024;
+
+/// Default time a server-to-client request waits for the client's answer.
+const DEFAULT_REPLY_WAIT_MS: u64 = 5_000;
+
+/// Exit status used when the command line or the scenario is unusable.
+const USAGE_EXIT: i32 = 2;
+
+fn main() {
+    let (scenario_arg, record_arg) = match parse_args(std::env::args().skip(1)) {
+        Ok(parsed) => parsed,
+        Err(message) => usage_exit(&message),
+    };
+    let scenario_json = match scenario_arg {
+        None => Value::Object(Map::new()),
+        Some(arg) => match load_scenario_json(&arg) {
+            Ok(value) => value,
+            Err(message) => usage_exit(&message),
+        },
+    };
+    let mut scenario = match Scenario::from_json(&scenario_json) {
+        Ok(scenario) => scenario,
+        Err(message) => usage_exit(&format!("invalid scenario: {message}")),
+    };
+    if record_arg.is_some() {
+        scenario.record = record_arg;
+    }
+    let record = match &scenario.record {
+        None => None,
+        Some(path) => match OpenOptions::new().create(true).append(true).open(path) {
+            Ok(file) => Some(file),
+            Err(err) => usage_exit(&format!("cannot open record file {path}: {err}")),
+        },
+    };
+
+    spawn_orphan_watchdog();
+    write_startup_stderr(&scenario);
+
+    let shared = Arc::new(Shared::new(&scenario));
+    let server = Server {
+        scenario: Arc::new(scenario),
+        shared,
+        record,
+        call_counts: HashMap::new(),
+        list_calls: 0,
+        ready_fired: false,
+        stdin_closed: false,
+    };
+    server.run();
+}
+
+/// Prints a usage problem to stderr and exits with [`USAGE_EXIT`].
+fn usage_exit(message: &str) -> ! {
+    eprintln!("smthrs-mcp-scripted-server: {message}");
+    eprintln!("usage: smthrs-mcp-scripted-server [SCENARIO.json | '{{...}}'] [--record PATH]");
+    process::exit(USAGE_EXIT)
+}
+
+/// Splits the command line into the scenario argument and the `--record` path.
+fn parse_args(
+    args: impl Iterator<Item = String>,
+) -> Result<(Option<String>, Option<String>), String> {
+    let mut scenario = None;
+    let mut record = None;
+    let mut args = args;
+    while let Some(arg) = args.next() {
+        if arg == "--record" {
+            record = Some(args.next().ok_or("--record needs a path")?);
+        } else if let Some(path) = arg.strip_prefix("--record=") {
+            record = Some(path.to_owned());
+        } else if scenario.is_none() {
+            scenario = Some(arg);
+        } else {
+            return Err(format!("unexpected argument {arg:?}"));
+        }
+    }
+    Ok((scenario, record))
+}
+
+/// Reads the scenario: inline JSON when the argument starts with `{`, else a file.
+fn load_scenario_json(arg: &str) -> Result<Value, String> {
+    let text = if arg.trim_start().starts_with('{') {
+        arg.to_owned()
+    } else {
+        std::fs::read_to_string(arg).map_err(|err| format!("cannot read scenario {arg}: {err}"))?
+    };
+    serde_json::from_str(&text).map_err(|err| format!("scenario {arg} is not JSON: {err}"))
+}
+
+/// Exits quietly when the parent process goes away, so a server that stopped
+/// reading stdin (or ignores EOF) never outlives the client that spawned it.
+fn spawn_orphan_watchdog() {
+    #[cfg(unix)]
+    {
+        let parent = std::os::unix::process::parent_id();
+        thread::spawn(move || watch_parent(parent));
+    }
+}
+
+/// Polls the parent id every 200 ms and exits once it changes.
+#[cfg(unix)]
+fn watch_parent(parent: u32) {
+    while std::os::unix::process::parent_id() == parent {
+        thread::sleep(Duration::from_millis(200));
+    }
+    process::exit(0)
+}
+
+/// Writes the scenario's startup stderr: `stderr_lines`, then the flood.
+fn write_startup_stderr(scenario: &Scenario) {
+    let stderr = io::stderr();
+    let mut err = stderr.lock();
+    for line in &scenario.stderr_lines {
+        let _ = writeln!(err, "{line}");
+    }
+    let mut remaining = scenario.stderr_flood_bytes;
+    if remaining > 0 {
+        let mut chunk = vec![b'e'; FLOOD_CHUNK];
+        if !scenario.stderr_flood_no_newline {
+            for (index, byte) in chunk.iter_mut().enumerate() {
+                if index % 1024 == 1023 {
+                    *byte = b'\n';
+                }
+            }
+        }
+        while remaining > 0 {
+            let len = remaining.min(FLOOD_CHUNK as u64) as usize;
+            if err.write_all(&chunk[..len]).is_err() {
+                break;
+            }
+            remaining -= len as u64;
+        }
+    }
+    let _ = err.flush();
+}
+
+/// A raw line from the scenario, written verbatim except for the `$ID` token.
+///
+/// A scenario string is kept as is and `$ID` inside it becomes the JSON of the
+/// current request id (`3` or `"abc"`). Any other JSON value is serialised
+/// compactly and a string value exactly `"$ID"` becomes the request id.
+#[derive(Clone, Debug)]
+struct Template {
+    /// The line without its newline.
+    text: String,
+    /// The placeholder to substitute, when the line contains one.
+    placeholder: Option<&'static str>,
+}
+
+impl Template {
+    /// Builds a template from a scenario value (string or any JSON value).
+    fn from_json(value: &Value) -> Template {
+        let (text, token) = match value {
+            Value::String(text) => (text.clone(), "$ID"),
+            other => (other.to_string(), "\"$ID\""),
+        };
+        let placeholder = text.contains(token).then_some(token);
+        Template { text, placeholder }
+    }
+
+    /// Renders the line for the request whose id is `id`.
+    fn render(&self, id: &Value) -> Cow<'_, str> {
+        match self.placeholder {
+            None => Cow::Borrowed(&self.text),
+            Some(token) => Cow::Owned(self.text.replace(token, &id.to_string())),
+        }
+    }
+}
+
+/// What the server does with a request (`initialize`, `tools/list`).
+#[derive(Clone, Debug)]
+enum Behaviour {
+    /// Answer normally.
+    Normal,
+    /// Read the request and never answer it.
+    NeverReply,
+    /// Exit the process with this status instead of answering.
+    Exit(i32),
+    /// Write this line verbatim instead of the reply.
+    Raw(Template),
+    /// Answer with this JSON-RPC error object (any shape).
+    Error(Value),
+}
+
+impl Behaviour {
+    /// Decodes `"normal" | "never_reply" | "exit" | {"exit":n} | {"raw":..} | {"error":..}`.
+    fn from_json(field: &str, value: Option<&Value>) -> Result<Behaviour, String> {
+        let Some(value) = value else {
+            return Ok(Behaviour::Normal);
+        };
+        match value {
+            Value::String(s) if s == "normal" => Ok(Behaviour::Normal),
+            Value::String(s) if s == "never_reply" => Ok(Behaviour::NeverReply),
+            Value::String(s) if s == "exit" => Ok(Behaviour::Exit(1)),
+            Value::Object(map) if map.len() == 1 => {
+                let (key, inner) = map.iter().next().expect("one entry");
+                match key.as_str() {
+                    "raw" => Ok(Behaviour::Raw(Template::from_json(inner))),
+                    "error" => Ok(Behaviour::Error(inner.clone())),
+                    "exit" => Ok(Behaviour::Exit(as_i32(inner).ok_or_else(|| {
+                        format!("{field}.exit must be an integer exit status")
+                    })?)),
+                    _ => Err(format!("{field}: unknown behaviour {key:?}")),
+                }
+            }
+            _ => Err(format!(
+                "{field} must be \"normal\", \"never_reply\", \"exit\", {{\"exit\":n}}, {{\"raw\":..}} or {{\"error\":..}}"
+            )),
+        }
+    }
+}
+
+/// When the `*_after_initialized` actions fire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadyOn {
+    /// Right after the last `tools/list` page (one without `nextCursor`) is written.
+    Catalog,
+    /// Right after `notifications/initialized` is received.
+    Initialized,
+}
+
+/// A server-to-client request sent before answering a tool call.
+#[derive(Clone, Debug)]
+struct ServerRequest {
+    /// The request's method (`ping`, `sampling/createMessage`, ...).
+    method: String,
+    /// The exact id sent (string or integer, or anything a test wants).
+    id: Value,
+    /// Optional params object.
+    params: Option<Value>,
+    /// How long to wait for the client's answer.
+    timeout_ms: u64,
+}
+
+impl ServerRequest {
+    /// Decodes `{"method":..,"id":..,"params"?:..,"timeout_ms"?:..}`.
+    fn from_json(field: &str, value: &Value, default_method: &str) -> Result<Self, String> {
+        let map = value
+            .as_object()
+            .ok_or_else(|| format!("{field} must be an object"))?;
+        let method = match map.get("method") {
+            None => default_method.to_owned(),
+            Some(Value::String(m)) => m.clone(),
+            Some(_) => return Err(format!("{field}.method must be a string")),
+        };
+        Ok(ServerRequest {
+            method,
+            id: map.get("id").cloned().unwrap_or(json!(1)),
+            params: map.get("params").cloned(),
+            timeout_ms: map
+                .get("timeout_ms")
+                .and_then(Value::as_u64)
+                .unwrap_or(DEFAULT_REPLY_WAIT_MS),
+        })
+    }
+}
+
+/// How one `tools/call` of a given tool is scripted (`on_call` entry).
+#[derive(Clone, Debug, Default)]
+struct CallScript {
+    /// Text written to stderr when the call is read.
+    stderr: Option<String>,
+    /// Sleep before doing anything else (on a worker thread).
+    delay_ms: u64,
+    /// Raw lines written before the reply.
+    raw_lines: Vec<Template>,
+    /// A `ping` sent to the client first; its answer is reported in the result.
+    ping_first: Option<ServerRequest>,
+    /// Other requests sent to the client first; their answers are reported.
+    request_first: Vec<ServerRequest>,
+    /// Bytes written to stdout without a newline before anything else is written.
+    flood_bytes: u64,
+    /// Exit with this status instead of answering.
+    exit_code: Option<i32>,
+    /// Close stdout (fd 1) instead of answering, and stay alive.
+    close_stdout: bool,
+    /// Close stdin (fd 0) once this call has been read, and stay alive.
+    close_stdin: bool,
+    /// Stop reading stdin once this call has been read, and stay alive.
+    stop_reading_stdin: bool,
+    /// Never answer.
+    no_reply: bool,
+    /// Write this line instead of the reply.
+    reply_raw: Option<Template>,
+    /// Answer with this id instead of the request's (`null` allowed).
+    reply_id: Option<Value>,
+    /// Answer with this JSON-RPC error object.
+    error: Option<Value>,
+    /// Answer with this result object instead of the tool's own.
+    result: Option<Value>,
+    /// Answer with a text result of this many `x` bytes.
+    text_bytes: Option<u64>,
+}
+
+impl CallScript {
+    /// Decodes one `on_call` entry.
+    fn from_json(field: &str, value: &Value) -> Result<CallScript, String> {
+        let map = value
+            .as_object()
+            .ok_or_else(|| format!("{field} must be an object"))?;
+        let mut script = CallScript::default();
+        for (key, inner) in map {
+            let name = format!("{field}.{key}");
+            match key.as_str() {
+                "stderr" => script.stderr = Some(as_string(&name, inner)?),
+                "delay_ms" => script.delay_ms = as_u64(&name, inner)?,
+                "raw_lines" => script.raw_lines = templates(&name, inner)?,
+                "ping_first" => {
+                    script.ping_first = Some(ServerRequest::from_json(&name, inner, "ping")?)
+                }
+                "request_first" => {
+                    let items = match inner {
+                        Value::Array(items) => items.iter().collect(),
+                        other => vec![other],
+                    };
+                    for item in items {
+                        script.request_first.push(ServerRequest::from_json(
+                            &name,
+                            item,
+                            "sampling/createMessage",
+                        )?);
+                    }
+                }
+                "flood_bytes" => script.flood_bytes = as_u64(&name, inner)?,
+                "exit_code" => {
+                    script.exit_code =
+                        Some(as_i32(inner).ok_or_else(|| format!("{name} must be an integer"))?)
+                }
+                "close_stdout" => script.close_stdout = as_bool(&name, inner)?,
+                "close_stdin" => script.close_stdin = as_bool(&name, inner)?,
+                "stop_reading_stdin" => script.stop_reading_stdin = as_bool(&name, inner)?,
+                "no_reply" => script.no_reply = as_bool(&name, inner)?,
+                "reply_raw" => script.reply_raw = Some(Template::from_json(inner)),
+                "reply_id" => script.reply_id = Some(inner.clone()),
+                "error" => script.error = Some(inner.clone()),
+                "result" => script.result = Some(inner.clone()),
+                "text_bytes" => script.text_bytes = Some(as_u64(&name, inner)?),
+                _ => return Err(format!("unknown field {name}")),
+            }
+        }
+        Ok(script)
+    }
+
+    /// Whether the call must run on its own thread (it sleeps or waits).
+    fn waits(&self) -> bool {
+        self.delay_ms > 0 || self.ping_first.is_some() || !self.request_first.is_empty()
+    }
+}
+
+/// A decoded scenario. Every field is optional in the JSON; see the README.
+#[derive(Debug)]
+struct Scenario {
+    /// `protocolVersion` to answer (any JSON); `None` echoes the client's proposal.
+    protocol_version: Option<Value>,
+    /// `capabilities` to answer (any JSON).
+    capabilities: Value,
+    /// `serverInfo` to answer (any JSON).
+    server_info: Value,
+    /// Optional `instructions` to answer.
+    instructions: Option<Value>,
+    /// A whole `initialize` result replacing the generated one.
+    initialize_result: Option<Value>,
+    /// What to do with `initialize`.
+    initialize: Behaviour,
+    /// Sleep before answering `initialize`.
+    initialize_delay_ms: u64,
+    /// Lines written before the `initialize` reply.
+    before_initialize_reply: Vec<Template>,
+    /// Lines written before every reply.
+    noise: Vec<Template>,
+    /// The single-page catalog (raw JSON, any shape).
+    tools: Value,
+    /// Raw `tools/list` results, one per call, the last repeated.
+    pages: Option<Vec<Value>>,
+    /// Answer every `tools/list` with a fresh cursor.
+    endless_pages: bool,
+    /// Tools on each endless page.
+    endless_tools_per_page: u64,
+    /// What to do with `tools/list`.
+    tools_list: Behaviour,
+    /// Sleep before answering each `tools/list`.
+    tools_list_delay_ms: u64,
+    /// Scripts per tool name; the i-th call uses entry i (the last repeats).
+    on_call: HashMap<String, Vec<Arc<CallScript>>>,
+    /// Lines written to stderr at startup.
+    stderr_lines: Vec<String>,
+    /// Bytes written to stderr at startup.
+    stderr_flood_bytes: u64,
+    /// Flood stderr without newlines.
+    stderr_flood_no_newline: bool,
+    /// Bytes written to stdout without a newline in place of the `initialize` reply.
+    flood_stdout_bytes: u64,
+    /// Byte used for stdout floods.
+    flood_byte: u8,
+    /// At the ready point, stop reading stdin but stay alive.
+    stop_reading_stdin_after_initialized: bool,
+    /// At the ready point, close stdout but keep reading stdin.
+    close_stdout_after_initialized: bool,
+    /// At the ready point, close stdin and stay alive.
+    close_stdin_after_initialized: bool,
+    /// At the ready point, exit with this status.
+    exit_after_initialized: Option<i32>,
+    /// Which event is the ready point.
+    ready_on: ReadyOn,
+    /// File where every received line is appended.
+    record: Option<String>,
+    /// Serve the `env` tool.
+    print_env: bool,
+    /// Do not answer a call after `notifications/cancelled` named it.
+    honor_cancel: bool,
+    /// Stay alive after stdin reaches EOF.
+    ignore_stdin_eof: bool,
+    /// Names callable without an `on_call` entry (builtins and catalog names).
+    known_tools: HashSet<String>,
+}
+
+impl Scenario {
+    /// Decodes and checks a scenario object; the error names the bad field.
+    fn from_json(value: &Value) -> Result<Scenario, String> {
+        const FIELDS: &[&str] = &[
+            "description",
+            "protocolVersion",
+            "capabilities",
+            "serverInfo",
+            "instructions",
+            "initialize_result",
+            "initialize",
+            "initialize_delay_ms",
+            "before_initialize_reply",
+            "noise",
+            "tools",
+            "pages",
+            "endless_pages",
+            "endless_tools_per_page",
+            "tools_list",
+            "tools_list_delay_ms",
+            "on_call",
+            "stderr_lines",
+            "stderr_flood_bytes",
+            "stderr_flood_no_newline",
+            "flood_stdout_bytes",
+            "flood_byte",
+            "stop_reading_stdin_after_initialized",
+            "close_stdout_after_initialized",
+            "close_stdin",
+            "close_stdin_after_initialized",
+            "exit_after_initialized",
+            "ready_on",
+            "record",
+            "print_env",
+            "honor_cancel",
+            "ignore_stdin_eof",
+        ];
+        let map = value
+            .as_object()
+            .ok_or("the scenario must be a JSON object")?;
+        if let Some(unknown) = map.keys().find(|key| !FIELDS.contains(&key.as_str())) {
+            return Err(format!("unknown field {unknown:?}"));
+        }
+        let get_u64 = |key: &str| map.get(key).map_or(Ok(0), |v| as_u64(key, v));
+        let get_bool = |key: &str| map.get(key).map_or(Ok(false), |v| as_bool(key, v));
+        let get_lines = |key: &str| map.get(key).map_or(Ok(Vec::new()), |v| templates(key, v));
+
+        let print_env = get_bool("print_env")?;
+        let tools = match map.get("tools") {
+            Some(tools) => tools.clone(),
+            None => default_tools(print_env),
+        };
+        let pages = match map.get("pages") {
+            None => None,
+            Some(Value::Array(pages)) if !pages.is_empty() => Some(pages.clone()),
+            Some(_) => return Err("pages must be a non-empty array".into()),
+        };
+
+        let mut on_call = HashMap::new();
+        if let Some(entries) = map.get("on_call") {
+            let entries = entries.as_object().ok_or("on_call must be an object")?;
+            for (tool, entry) in entries {
+                let field = format!("on_call.{tool}");
+                let scripts = match entry {
+                    Value::Array(items) if !items.is_empty() => items
+                        .iter()
+                        .map(|item| CallScript::from_json(&field, item).map(Arc::new))
+                        .collect::<Result<Vec<_>, _>>()?,
+                    Value::Array(_) => return Err(format!("{field} must not be empty")),
+                    other => vec![Arc::new(CallScript::from_json(&field, other)?)],
+                };
+                on_call.insert(tool.clone(), scripts);
+            }
+        }
+
+        let mut known_tools: HashSet<String> = BUILTIN_TOOLS
+            .iter()
+            .map(|name| (*name).to_owned())
+            .collect();
+        if print_env {
+            known_tools.insert("env".into());
+        }
+        collect_tool_names(&tools, &mut known_tools);
+        for page in pages.iter().flatten() {
+            collect_tool_names(page.get("tools").unwrap_or(&Value::Null), &mut known_tools);
+        }
+
+        let ready_on = match map.get("ready_on").and_then(Value::as_str) {
+            None | Some("catalog") => ReadyOn::Catalog,
+            Some("initialized") => ReadyOn::Initialized,
+            Some(other) => return Err(format!("ready_on: unknown value {other:?}")),
+        };
+        let stderr_lines = match map.get("stderr_lines") {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| as_string("stderr_lines[]", item))
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err("stderr_lines must be an array of strings".into()),
+        };
+        let flood_byte = match map.get("flood_byte") {
+            None => b'a',
+            Some(Value::String(s)) if s.len() == 1 => s.as_bytes()[0],
+            Some(_) => return Err("flood_byte must be a one-byte string".into()),
+        };
+        let exit_after_initialized = match map.get("exit_after_initialized") {
+            None => None,
+            Some(v) => Some(as_i32(v).ok_or("exit_after_initialized must be an integer")?),
+        };
+
+        Ok(Scenario {
+            protocol_version: map.get("protocolVersion").cloned(),
+            capabilities: map
+                .get("capabilities")
+                .cloned()
+                .unwrap_or_else(|| json!({"tools": {}})),
+            server_info: map.get("serverInfo").cloned().unwrap_or_else(
+                || json!({"name": "smthrs-mcp-scripted-server", "version": "0.1.0"}),
+            ),
+            instructions: map.get("instructions").cloned(),
+            initialize_result: map.get("initialize_result").cloned(),
+            initialize: Behaviour::from_json("initialize", map.get("initialize"))?,
+            initialize_delay_ms: get_u64("initialize_delay_ms")?,
+            before_initialize_reply: get_lines("before_initialize_reply")?,
+            noise: get_lines("noise")?,
+            tools,
+            pages,
+            endless_pages: get_bool("endless_pages")?,
+            endless_tools_per_page: get_u64("endless_tools_per_page")?,
+            tools_list: Behaviour::from_json("tools_list", map.get("tools_list"))?,
+            tools_list_delay_ms: get_u64("tools_list_delay_ms")?,
+            on_call,
+            stderr_lines,
+            stderr_flood_bytes: get_u64("stderr_flood_bytes")?,
+            stderr_flood_no_newline: get_bool("stderr_flood_no_newline")?,
+            flood_stdout_bytes: get_u64("flood_stdout_bytes")?,
+            flood_byte,
+            stop_reading_stdin_after_initialized: get_bool("stop_reading_stdin_after_initialized")?,
+            close_stdout_after_initialized: get_bool("close_stdout_after_initialized")?,
+            close_stdin_after_initialized: get_bool("close_stdin")?
+                || get_bool("close_stdin_after_initialized")?,
+            exit_after_initialized,
+            ready_on,
+            record: match map.get("record") {
+                None => None,
+                Some(v) => Some(as_string("record", v)?),
+            },
+            print_env,
+            honor_cancel: get_bool("honor_cancel")?,
+            ignore_stdin_eof: get_bool("ignore_stdin_eof")?,
+            known_tools,
+        })
+    }
+}
+
+/// Adds the `name` of every object in a raw `tools` array to `names`.
+fn collect_tool_names(tools: &Value, names: &mut HashSet<String>) {
+    for tool in tools.as_array().into_iter().flatten() {
+        if let Some(name) = tool.get("name").and_then(Value::as_str) {
+            names.insert(name.to_owned());
+        }
+    }
+}
+
+/// Decodes a list of raw lines.
+fn templates(field: &str, value: &Value) -> Result<Vec<Template>, String> {
+    match value {
+        Value::Array(items) => Ok(items.iter().map(Template::from_json).collect()),
+        _ => Err(format!("{field} must be an array of lines")),
+    }
+}
+
+/// Reads a non-negative integer field.
+fn as_u64(field: &str, value: &Value) -> Result<u64, String> {
+    value
+        .as_u64()
+        .ok_or_else(|| format!("{field} must be a non-negative integer"))
+}
+
+/// Reads a boolean field.
+fn as_bool(field: &str, value: &Value) -> Result<bool, String> {
+    value
+        .as_bool()
+        .ok_or_else(|| format!("{field} must be a boolean"))
+}
+
+/// Reads a string field.
+fn as_string(field: &str, value: &Value) -> Result<String, String> {
+    value
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{field} must be a string"))
+}
+
+/// Reads an exit status.
+fn as_i32(value: &Value) -> Option<i32> {
+    value.as_i64().and_then(|n| i32::try_from(n).ok())
+}
+
+/// The tools always callable, whatever the catalog says.
+const BUILTIN_TOOLS: &[&str] = &["echo", "add", "fail", "slow", "exit", "stderr", "cwd"];
+
+/// The default catalog: the builtin tools, plus `env` when `print_env` is set.
+fn default_tools(print_env: bool) -> Value {
+    let tool = |name: &str, description: &str, properties: Value, required: &[&str]| {
+        json!({
+            "name": name,
+            "description": description,
+            "inputSchema": {"type": "object", "properties": properties, "required": required},
+        })
+    };
+    let mut tools = vec![
+        tool(
+            "echo",
+            "Returns its `text` argument.",
+            json!({"text": {"type": "string"}}),
+            &["text"],
+        ),
+        tool(
+            "add",
+            "Adds two numbers.",
+            json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+            &["a", "b"],
+        ),
+        tool(
+            "fail",
+            "Always returns a tool result with isError: true.",
+            json!({"text": {"type": "string"}}),
+            &[],
+        ),
+        tool(
+            "slow",
+            "Sleeps `ms` milliseconds (default 1000), then answers.",
+            json!({"ms": {"type": "integer", "minimum": 0}}),
+            &[],
+        ),
+        tool(
+            "exit",
+            "Exits the server process with status `code` (default 1) without answering.",
+            json!({"code": {"type": "integer"}}),
+            &[],
+        ),
+        tool(
+            "stderr",
+            "Writes `text` to the server's stderr, then answers.",
+            json!({"text": {"type": "string"}}),
+            &["text"],
+        ),
+        tool(
+            "cwd",
+            "Returns the server's current directory.",
+            json!({}),
+            &[],
+        ),
+    ];
+    if print_env {
+        tools.push(tool(
+            "env",
+            "Returns the server's whole environment as a JSON object.",
+            json!({}),
+            &[],
+        ));
+    }
+    Value::Array(tools)
+}
+
+/// State shared by the reader thread and the call worker threads.
+struct Shared {
+    /// The only stdout writer; each message is flushed whole.
+    out: Mutex<BufWriter<io::Stdout>>,
+    /// Set once fd 1 is closed, so nothing is written to a reused descriptor.
+    stdout_closed: AtomicBool,
+    /// Lines written before every reply.
+    noise: Vec<Template>,
+    /// Server-to-client requests waiting for the client's answer.
+    pending: Mutex<Vec<(Value, mpsc::Sender<Value>)>>,
+    /// Keys ([`id_key`]) of requests named by `notifications/cancelled`.
+    cancelled: Mutex<HashSet<String>>,
+    /// Byte used for stdout floods.
+    flood_byte: u8,
+}
+
+impl Shared {
+    /// Creates the shared state for a scenario.
+    fn new(scenario: &Scenario) -> Shared {
+        Shared {
+            out: Mutex::new(BufWriter::with_capacity(64 * 1024, io::stdout())),
+            stdout_closed: AtomicBool::new(false),
+            noise: scenario.noise.clone(),
+            pending: Mutex::new(Vec::new()),
+            cancelled: Mutex::new(HashSet::new()),
+            flood_byte: scenario.flood_byte,
+        }
+    }
+
+    /// Locks the writer, tolerating a poisoned lock.
+    fn lock_out(&self) -> std::sync::MutexGuard<'_, BufWriter<io::Stdout>> {
+        self.out.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Writes raw lines (each followed by `\n`) and flushes; errors are ignored.
+    fn write_lines<'a>(&self, lines: impl IntoIterator<Item = Cow<'a, str>>) {
+        let mut out = self.lock_out();
+        if self.stdout_closed.load(Ordering::SeqCst) {
+            return;
+        }
+        for line in lines {
+            let _ = out.write_all(line.as_bytes());
+            let _ = out.write_all(b"\n");
+        }
+        let _ = out.flush();
+    }
+
+    /// Writes the noise lines, then `reply` (a line verbatim), and flushes.
+    fn reply_raw(&self, reply: &str) {
+        let noise = self.noise.iter().map(|t| t.render(&Value::Null));
+        self.write_lines(noise.chain(std::iter::once(Cow::Borrowed(reply))));
+    }
+
+    /// Writes the noise lines, then `message` serialised, and flushes.
+    fn reply(&self, message: &Value) {
+        let mut out = self.lock_out();
+        if self.stdout_closed.load(Ordering::SeqCst) {
+            return;
+        }
+        for line in &self.noise {
+            let _ = out.write_all(line.render(&Value::Null).as_bytes());
+            let _ = out.write_all(b"\n");
+        }
+        let _ = serde_json::to_writer(&mut *out, message);
+        let _ = out.write_all(b"\n");
+        let _ = out.flush();
+    }
+
+    /// Answers request `id` with `result`.
+    fn reply_result(&self, id: Value, result: Value) {
+        self.reply(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    /// Answers request `id` with a JSON-RPC error object (any shape).
+    fn reply_error(&self, id: Value, error: Value) {
+        self.reply(&json!({"jsonrpc": "2.0", "id": id, "error": error}));
+    }
+
+    /// Writes `bytes` bytes without a newline, in 64 KiB chunks; stops on error.
+    fn flood(&self, bytes: u64) {
+        let chunk = vec![self.flood_byte; FLOOD_CHUNK];
+        let mut out = self.lock_out();
+        if self.stdout_closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut remaining = bytes;
+        while remaining > 0 {
+            let len = remaining.min(FLOOD_CHUNK as u64) as usize;
+            if out.write_all(&chunk[..len]).is_err() {
+                return;
+            }
+            remaining -= len as u64;
+        }
+        let _ = out.flush();
+    }
+
+    /// Flushes and closes stdout (fd 1); later writes are skipped.
+    fn close_stdout(&self) {
+        let mut out = self.lock_out();
+        let _ = out.flush();
+        if !self.stdout_closed.swap(true, Ordering::SeqCst) {
+            close_fd(1);
+        }
+    }
+
+    /// Flushes stdout and exits with `code`.
+    fn exit(&self, code: i32) -> ! {
+        let _ = self.lock_out().flush();
+        process::exit(code)
+    }
+
+    /// Sends a request to the client and waits for its answer (`None` on timeout).
+    fn ask_client(&self, request: &ServerRequest) -> Option<Value> {
+        let (tx, rx) = mpsc::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .push((request.id.clone(), tx));
+        let mut message = json!({"jsonrpc": "2.0", "id": request.id, "method": request.method});
+        if let Some(params) = &request.params {
+            message["params"] = params.clone();
+        }
+        self.write_lines([Cow::Owned(message.to_string())]);
+        let answer = rx
+            .recv_timeout(Duration::from_millis(request.timeout_ms))
+            .ok();
+        if answer.is_none() {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.retain(|(id, _)| id != &request.id);
+        }
+        answer
+    }
+
+    /// Routes a response from the client to the request waiting for it: an exact
+    /// id match first, then a loose one (`"7"` for `7`) so a wrong id type is
+    /// reported instead of timing out. Unmatched responses are dropped.
+    fn route_response(&self, message: Value) {
+        let Some(id) = message.get("id") else { return };
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let index = pending.iter().position(|(sent, _)| sent == id).or_else(|| {
+            let key = id_key(id);
+            pending.iter().position(|(sent, _)| id_key(sent) == key)
+        });
+        if let Some(index) = index {
+            let (_, tx) = pending.swap_remove(index);
+            let _ = tx.send(message);
+        }
+    }
+
+    /// Whether `notifications/cancelled` named request `id`.
+    fn is_cancelled(&self, id: &Value) -> bool {
+        self.cancelled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&id_key(id))
+    }
+}
+
+/// A loose key for an id: a string's content, or any other value's JSON.
+fn id_key(id: &Value) -> String {
+    match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Closes a standard descriptor so the peer sees EOF (fd 1) or EPIPE (fd 0).
+fn close_fd(fd: i32) {
+    #[cfg(unix)]
+    {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        // SAFETY: fd 0 and 1 are open for the whole life of the process and are
+        // only closed here, once (guarded by the callers). Nothing else holds
+        // them as an `OwnedFd`, and every later std use of them goes through
+        // `Stdin`/`Stdout`, which this binary no longer touches afterwards.
+        drop(unsafe { OwnedFd::from_raw_fd(fd) });
+    }
+    #[cfg(not(unix))]
+    let _ = fd;
+}
+
+/// What the reader loop does after handling a message.
+enum Flow {
+    /// Keep reading.
+    Continue,
+    /// Stop reading stdin, stay alive.
+    StopReading,
+    /// Close stdin, stay alive.
+    CloseStdin,
+}
+
+/// The reader side of the server: owns stdin, the record file and counters.
+struct Server {
+    /// The scenario being played.
+    scenario: Arc<Scenario>,
+    /// State shared with call workers.
+    shared: Arc<Shared>,
+    /// Where received lines are appended.
+    record: Option<File>,
+    /// `tools/call` count per tool name, to pick `on_call` entries.
+    call_counts: HashMap<String, usize>,
+    /// Number of `tools/list` calls answered so far.
+    list_calls: usize,
+    /// Whether the ready-point actions already ran.
+    ready_fired: bool,
+    /// Whether fd 0 was already closed.
+    stdin_closed: bool,
+}
+
+impl Server {
+    /// Reads stdin until EOF (or until the scenario stops reading).
+    fn run(mut self) {
+        let stdin = io::stdin();
+        let mut reader = stdin.lock();
+        let mut buf = Vec::with_capacity(8 * 1024);
+        let flow = loop {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) => break None,
+                Ok(_) => {}
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break None,
+            }
+            let mut line = buf.as_slice();
+            if let Some(rest) = line.strip_suffix(b"\n") {
+                line = rest;
+            }
+            if let Some(rest) = line.strip_suffix(b"\r") {
+                line = rest;
+            }
+            if let Some(file) = &mut self.record {
+                let mut entry = Vec::with_capacity(line.len() + 1);
+                entry.extend_from_slice(line);
+                entry.push(b'\n');
+                let _ = file.write_all(&entry);
+            }
+            let Ok(message) = parse_line(line) else {
+                continue;
+            };
+            match self.handle(message) {
+                Flow::Continue => {}
+                other => break Some(other),
+            }
+        };
+        drop(reader);
+        match flow {
+            None if !self.scenario.ignore_stdin_eof => self.shared.exit(0),
+            None | Some(Flow::StopReading) | Some(Flow::Continue) => {}
+            Some(Flow::CloseStdin) => self.close_stdin(),
+        }
+        // Stay alive (the watchdog ends the process when the client goes away).
+        loop {
+            thread::park();
+        }
+    }
+
+    /// Classifies one parsed message and dispatches it.
+    fn handle(&mut self, message: Value) -> Flow {
+        let Value::Object(mut map) = message else {
+            return Flow::Continue;
+        };
+        let method = match map.remove("method") {
+            Some(Value::String(method)) => Some(method),
+            Some(_) => return Flow::Continue,
+            None => None,
+        };
+        let params = map.remove("params").unwrap_or(Value::Null);
+        match (method, map.remove("id")) {
+            (Some(method), Some(id)) => self.request(&method, id, params),
+            (Some(method), None) => self.notification(&method, &params),
+            (None, Some(id)) => {
+                map.insert("id".into(), id);
+                self.shared.route_response(Value::Object(map));
+                Flow::Continue
+            }
+            (None, None) => Flow::Continue,
+        }
+    }
+
+    /// Handles a notification from the client.
+    fn notification(&mut self, method: &str, params: &Value) -> Flow {
+        match method {
+            "notifications/cancelled" => {
+                if let Some(id) = params.get("requestId") {
+                    let mut cancelled = self
+                        .shared
+                        .cancelled
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner());
+                    cancelled.insert(id_key(id));
+                }
+                Flow::Continue
+            }
+            "notifications/initialized" if self.scenario.ready_on == ReadyOn::Initialized => {
+                self.ready()
+            }
+            _ => Flow::Continue,
+        }
+    }
+
+    /// Handles a request from the client.
+    fn request(&mut self, method: &str, id: Value, params: Value) -> Flow {
+        match method {
+            "initialize" => {
+                self.initialize(id, &params);
+                Flow::Continue
+            }
+            "ping" => {
+                self.shared.reply_result(id, json!({}));
+                Flow::Continue
+            }
+            "tools/list" => self.tools_list(id),
+            "tools/call" => self.tools_call(id, params),
+            _ => {
+                self.shared
+                    .reply_error(id, json!({"code": -32601, "message": "Method not found"}));
+                Flow::Continue
+            }
+        }
+    }
+
+    /// Closes stdin (fd 0) once; the caller must never read stdin again.
+    fn close_stdin(&mut self) {
+        if !self.stdin_closed {
+            self.stdin_closed = true;
+            close_fd(0);
+        }
+    }
+
+    /// Runs the ready-point actions once.
+    fn ready(&mut self) -> Flow {
+        if self.ready_fired {
+            return Flow::Continue;
+        }
+        self.ready_fired = true;
+        let scenario = Arc::clone(&self.scenario);
+        if let Some(code) = scenario.exit_after_initialized {
+            self.shared.exit(code);
+        }
+        if scenario.close_stdout_after_initialized {
+            self.shared.close_stdout();
+        }
+        if scenario.close_stdin_after_initialized {
+            self.close_stdin();
+            Flow::CloseStdin
+        } else if scenario.stop_reading_stdin_after_initialized {
+            Flow::StopReading
+        } else {
+            Flow::Continue
+        }
+    }
+
+    /// Answers `initialize` as the scenario says.
+    fn initialize(&mut self, id: Value, params: &Value) {
+        let scenario = Arc::clone(&self.scenario);
+        if scenario.initialize_delay_ms > 0 {
+            thread::sleep(Duration::from_millis(scenario.initialize_delay_ms));
+        }
+        self.shared.write_lines(
+            scenario
+                .before_initialize_reply
+                .iter()
+                .map(|line| line.render(&id)),
+        );
+        if scenario.flood_stdout_bytes > 0 {
+            self.shared.flood(scenario.flood_stdout_bytes);
+            return;
+        }
+        match &scenario.initialize {
+            Behaviour::Normal => {
+                let result = match &scenario.initialize_result {
+                    Some(result) => result.clone(),
+                    None => {
+                        let version = scenario.protocol_version.clone().unwrap_or_else(|| {
+                            params
+                                .get("protocolVersion")
+                                .cloned()
+                                .unwrap_or_else(|| json!("2025-06-18"))
+                        });
+                        let mut result = json!({
+                            "protocolVersion": version,
+                            "capabilities": scenario.capabilities,
+                            "serverInfo": scenario.server_info,
+                        });
+                        if let Some(instructions) = &scenario.instructions {
+                            result["instructions"] = instructions.clone();
+                        }
+                        result
+                    }
+                };
+                self.shared.reply_result(id, result);
+            }
+            other => self.misbehave(other, id),
+        }
+    }
+
+    /// Applies a non-normal [`Behaviour`] to request `id`.
+    fn misbehave(&self, behaviour: &Behaviour, id: Value) {
+        match behaviour {
+            Behaviour::Normal | Behaviour::NeverReply => {}
+            Behaviour::Exit(code) => self.shared.exit(*code),
+            Behaviour::Raw(line) => self.shared.reply_raw(&line.render(&id)),
+            Behaviour::Error(error) => self.shared.reply_error(id, error.clone()),
+        }
+    }
+
+    /// Answers `tools/list` with the next page.
+    fn tools_list(&mut self, id: Value) -> Flow {
+        let scenario = Arc::clone(&self.scenario);
+        if scenario.tools_list_delay_ms > 0 {
+            thread::sleep(Duration::from_millis(scenario.tools_list_delay_ms));
+        }
+        if !matches!(scenario.tools_list, Behaviour::Normal) {
+            self.misbehave(&scenario.tools_list, id);
+            return Flow::Continue;
+        }
+        let index = self.list_calls;
+        self.list_calls += 1;
+        let result = if scenario.endless_pages {
+            let tools: Vec<Value> = (0..scenario.endless_tools_per_page)
+                .map(|n| {
+                    json!({
+                        "name": format!("page{index}_tool{n}"),
+                        "description": "A tool from an endless catalog.",
+                        "inputSchema": {"type": "object", "properties": {}},
+                    })
+                })
+                .collect();
+            json!({"tools": tools, "nextCursor": format!("cursor-{}", index + 1)})
+        } else if let Some(pages) = &scenario.pages {
+            pages[index.min(pages.len() - 1)].clone()
+        } else {
+            json!({"tools": scenario.tools})
+        };
+        let ready = scenario.ready_on == ReadyOn::Catalog
+            && result.get("nextCursor").is_none_or(Value::is_null);
+        if ready && scenario.close_stdin_after_initialized {
+            // Closed before the last page is written, so every write the client
+            // makes once connected fails deterministically with EPIPE.
+            self.close_stdin();
+        }
+        self.shared.reply_result(id, result);
+        if !ready {
+            return Flow::Continue;
+        }
+        self.ready()
+    }
+
+    /// Answers `tools/call`, inline or on a worker thread when it must wait.
+    fn tools_call(&mut self, id: Value, params: Value) -> Flow {
+        let Value::Object(mut params) = params else {
+            self.shared.reply_error(
+                id,
+                json!({"code": -32602, "message": "tools/call params must be an object"}),
+            );
+            return Flow::Continue;
+        };
+        let Some(Value::String(name)) = params.remove("name") else {
+            self.shared
+                .reply_error(id, json!({"code": -32602, "message": "missing tool name"}));
+            return Flow::Continue;
+        };
+        let arguments = params.remove("arguments").unwrap_or_else(|| json!({}));
+        let script = self.scenario.on_call.get(&name).map(|scripts| {
+            let count = self.call_counts.entry(name.clone()).or_insert(0);
+            let script = Arc::clone(&scripts[(*count).min(scripts.len() - 1)]);
+            *count += 1;
+            script
+        });
+        if script.is_none() && !self.scenario.known_tools.contains(&name) {
+            self.shared.reply_error(
+                id,
+                json!({"code": -32602, "message": format!("Unknown tool: {name}")}),
+            );
+            return Flow::Continue;
+        }
+        if let Some(text) = script.as_ref().and_then(|s| s.stderr.as_ref()) {
+            let _ = writeln!(io::stderr(), "{text}");
+        }
+        let flow = match &script {
+            Some(s) if s.close_stdin => {
+                // Closed before answering, so the client's next write fails.
+                self.close_stdin();
+                Flow::CloseStdin
+            }
+            Some(s) if s.stop_reading_stdin => Flow::StopReading,
+            _ => Flow::Continue,
+        };
+        let call = Call {
+            shared: Arc::clone(&self.shared),
+            scenario: Arc::clone(&self.scenario),
+            id,
+            name,
+            arguments,
+            script,
+        };
+        if call.name == "slow" || call.script.as_ref().is_some_and(|s| s.waits()) {
+            thread::spawn(move || call.run());
+        } else {
+            call.run();
+        }
+        flow
+    }
+}
+
+/// One `tools/call` being answered.
+struct Call {
+    /// Shared writer and routing state.
+    shared: Arc<Shared>,
+    /// The scenario (for `print_env` and `honor_cancel`).
+    scenario: Arc<Scenario>,
+    /// The request id.
+    id: Value,
+    /// The tool name.
+    name: String,
+    /// The tool arguments (`{}` when absent).
+    arguments: Value,
+    /// The `on_call` script for this call, if any.
+    script: Option<Arc<CallScript>>,
+}
+
+impl Call {
+    /// Plays the script, then answers (or not).
+    fn run(self) {
+        let shared = &self.shared;
+        let mut report = Map::new();
+        if let Some(script) = &self.script {
+            if script.delay_ms > 0 {
+                thread::sleep(Duration::from_millis(script.delay_ms));
+            }
+            if script.flood_bytes > 0 {
+                shared.flood(script.flood_bytes);
+            }
+            shared.write_lines(script.raw_lines.iter().map(|line| line.render(&self.id)));
+            if let Some(ping) = &script.ping_first {
+                report.insert("ping".into(), ping_report(ping, shared.ask_client(ping)));
+            }
+            if !script.request_first.is_empty() {
+                let answers = script
+                    .request_first
+                    .iter()
+                    .map(|request| request_report(request, shared.ask_client(request)))
+                    .collect();
+                report.insert("requests".into(), Value::Array(answers));
+            }
+            if let Some(code) = script.exit_code {
+                shared.exit(code);
+            }
+            if script.close_stdout {
+                shared.close_stdout();
+                return;
+            }
+            if script.no_reply {
+                return;
+            }
+        }
+        let script = self.script.as_deref();
+        let cancelled = || self.scenario.honor_cancel && shared.is_cancelled(&self.id);
+        if let Some(line) = script.and_then(|s| s.reply_raw.as_ref()) {
+            if !cancelled() {
+                shared.reply_raw(&line.render(&self.id));
+            }
+            return;
+        }
+        let id = match script.and_then(|s| s.reply_id.clone()) {
+            Some(id) => id,
+            None => self.id.clone(),
+        };
+        if let Some(error) = script.and_then(|s| s.error.clone()) {
+            if !cancelled() {
+                shared.reply_error(id, error);
+            }
+            return;
+        }
+        let result = match script {
+            Some(CallScript {
+                result: Some(result),
+                ..
+            }) => Some(result.clone()),
+            Some(CallScript {
+                text_bytes: Some(n),
+                ..
+            }) => Some(text_result("x".repeat(*n as usize), false)),
+            _ if !report.is_empty() => Some(text_result(Value::Object(report).to_string(), false)),
+            _ => self.builtin(),
+        };
+        match result {
+            Some(result) if !cancelled() => shared.reply_result(id, result),
+            _ => {}
+        }
+    }
+
+    /// The builtin behaviour of the tool; `None` means do not answer.
+    fn builtin(&self) -> Option<Value> {
+        let args = &self.arguments;
+        let text_arg = || match args.get("text") {
+            Some(Value::String(text)) => text.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        Some(match self.name.as_str() {
+            "echo" => text_result(text_arg(), false),
+            "add" => match (args.get("a"), args.get("b")) {
+                (Some(Value::Number(a)), Some(Value::Number(b))) => {
+                    let sum = match (a.as_i64(), b.as_i64()) {
+                        (Some(a), Some(b)) => a.checked_add(b).map(Value::from),
+                        _ => None,
+                    }
+                    .unwrap_or_else(|| {
+                        Value::from(a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0))
+                    });
+                    let mut result = text_result(sum.to_string(), false);
+                    result["structuredContent"] = json!({"sum": sum});
+                    result
+                }
+                _ => text_result("add needs numbers a and b".into(), true),
+            },
+            "fail" => {
+                let text = match args.get("text") {
+                    Some(_) => text_arg(),
+                    None => "requested failure".into(),
+                };
+                text_result(text, true)
+            }
+            "slow" => {
+                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(1000);
+                thread::sleep(Duration::from_millis(ms));
+                text_result(format!("slept {ms} ms"), false)
+            }
+            "exit" => {
+                let code = args.get("code").and_then(as_i32).unwrap_or(1);
+                self.shared.exit(code)
+            }
+            "stderr" => {
+                let text = text_arg();
+                let _ = writeln!(io::stderr(), "{text}");
+                text_result(format!("wrote {} bytes to stderr", text.len() + 1), false)
+            }
+            "cwd" => {
+                let dir = std::env::current_dir()
+                    .map(|dir| dir.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                text_result(dir, false)
+            }
+            "env" if self.scenario.print_env => {
+                let env: Map<String, Value> = std::env::vars_os()
+                    .map(|(key, value)| {
+                        (
+                            key.to_string_lossy().into_owned(),
+                            Value::String(value.to_string_lossy().into_owned()),
+                        )
+                    })
+                    .collect();
+                text_result(Value::Object(env).to_string(), false)
+            }
+            _ => {
+                let call = json!({"tool": self.name, "arguments": args});
+                text_result(call.to_string(), false)
+            }
+        })
+    }
+}
+
+/// A tool result with one text block.
+fn text_result(text: String, is_error: bool) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": is_error})
+}
+
+/// Describes the client's answer to a server `ping`.
+fn ping_report(ping: &ServerRequest, answer: Option<Value>) -> Value {
+    let exact_id = answer.as_ref().and_then(|a| a.get("id")) == Some(&ping.id);
+    let empty_result = answer.as_ref().and_then(|a| a.get("result")) == Some(&json!({}));
+    let no_error = answer.as_ref().is_some_and(|a| a.get("error").is_none());
+    let jsonrpc = answer.as_ref().and_then(|a| a.get("jsonrpc")) == Some(&json!("2.0"));
+    json!({
+        "sent_id": ping.id,
+        "answered": answer.is_some(),
+        "exact_id": exact_id,
+        "empty_result": empty_result,
+        "ok": exact_id && empty_result && no_error && jsonrpc,
+        "reply": answer,
+    })
+}
+
+/// Describes the client's answer to another server request.
+fn request_report(request: &ServerRequest, answer: Option<Value>) -> Value {
+    let exact_id = answer.as_ref().and_then(|a| a.get("id")) == Some(&request.id);
+    let error_code = answer
+        .as_ref()
+        .and_then(|a| a.get("error"))
+        .and_then(|e| e.get("code"))
+        .cloned();
+    json!({
+        "method": request.method,
+        "sent_id": request.id,
+        "answered": answer.is_some(),
+        "exact_id": exact_id,
+        "error_code": error_code,
+        "reply": answer,
+    })
+}
+
+/// Parses one client line. The client may legally send 128 nested containers,
+/// one more than serde_json's default recursion limit allows.
+fn parse_line(line: &[u8]) -> serde_json::Result<Value> {
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_slice(line);
+    de.disable_recursion_limit();
+    let value = Value::deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
