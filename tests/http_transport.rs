@@ -1072,6 +1072,45 @@ async fn an_untrusted_certificate_is_a_tls_error() {
 }
 
 #[tokio::test]
+async fn a_client_certificate_is_presented_when_configured() {
+    let pki = TestPki::new();
+    let config = pki.server_config_requiring_client_auth();
+    let server = TestServer::start_tls(|_| async { json(REPLY) }, config).await;
+
+    // Without an identity the server refuses the handshake.
+    let transport = HttpTransport::builder("test", server.url())
+        .add_root_certificate(pki.ca_der.clone())
+        .tls_roots_only(true)
+        .build()
+        .unwrap();
+    let Connection {
+        mut sink,
+        mut source,
+        ..
+    } = open_with(transport, Limits::default()).await;
+    sink.send(request(PING, &Pending::new())).await.unwrap();
+    // TLS 1.3: the server's fatal alert arrives after our side of the handshake.
+    let error = closed(&mut source).await;
+    assert_eq!(error.kind(), ErrorKind::Tls, "{error:?}");
+    assert!(server.requests().is_empty());
+
+    let (cert, key) = pki.client_identity();
+    let transport = HttpTransport::builder("test", server.url())
+        .add_root_certificate(pki.ca_der.clone())
+        .tls_roots_only(true)
+        .client_identity([cert], key)
+        .build()
+        .unwrap();
+    let Connection {
+        mut sink,
+        mut source,
+        ..
+    } = open_with(transport, Limits::default()).await;
+    sink.send(request(PING, &Pending::new())).await.unwrap();
+    assert_eq!(next_frame(&mut source).await, REPLY);
+}
+
+#[tokio::test]
 async fn https_goes_through_a_connect_tunnel_and_egress_checks_the_destination() {
     let pki = TestPki::new();
     let server = TestServer::start_tls(|_| async { json(REPLY) }, pki.server_config).await;

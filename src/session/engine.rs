@@ -56,6 +56,20 @@ pub(crate) struct Shared {
     /// Cancelled once, when the terminal error is recorded.
     pub(crate) ended: CancellationToken,
     queue: mpsc::Sender<Queued>,
+    /// The frozen catalog, once the handshake has produced it (the HTTP 404
+    /// re-initialise compares a new catalog with it).
+    pub(crate) catalog: OnceLock<Arc<crate::catalog::Catalog>>,
+    reinit: Mutex<Reinit>,
+}
+
+/// The one-shot HTTP session re-initialise.
+enum Reinit {
+    /// Not needed so far.
+    Idle,
+    /// Running; frames refused meanwhile wait to be re-sent.
+    Running(Vec<OutboundFrame>),
+    /// Done once: a later expiry ends the session.
+    Done,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -78,6 +92,8 @@ impl Shared {
             terminal: OnceLock::new(),
             ended: CancellationToken::new(),
             queue,
+            catalog: OnceLock::new(),
+            reinit: Mutex::new(Reinit::Idle),
         });
         (shared, rx)
     }
@@ -328,6 +344,60 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// HTTP `404` to a request carrying a session id: re-initialise once without the
+    /// id (the transport has dropped it), compare the new catalog's declarations
+    /// with the frozen one, and re-send the refused frames if they are identical;
+    /// otherwise the session ends with `connection_closed`.
+    fn session_expired(self: &Arc<Self>, failed: OutboundFrame) -> Result<()> {
+        let mut reinit = lock(&self.reinit);
+        match &mut *reinit {
+            Reinit::Running(waiting) => {
+                waiting.push(failed);
+                Ok(())
+            }
+            Reinit::Done => Err(Error::closed(format!(
+                "server \"{}\" ended the HTTP session again after a re-initialise",
+                self.server
+            ))),
+            Reinit::Idle => {
+                if self.catalog.get().is_none() {
+                    return Err(Error::closed(format!(
+                        "server \"{}\" ended the HTTP session during the handshake",
+                        self.server
+                    )));
+                }
+                *reinit = Reinit::Running(vec![failed]);
+                let shared = self.clone();
+                tokio::spawn(async move {
+                    let outcome = super::reinitialize(&shared).await;
+                    let waiting = match std::mem::replace(&mut *lock(&shared.reinit), Reinit::Done)
+                    {
+                        Reinit::Running(waiting) => waiting,
+                        _ => Vec::new(),
+                    };
+                    if let Err(error) = outcome {
+                        shared.terminate(error);
+                        return;
+                    }
+                    for frame in waiting {
+                        if frame.request.as_ref().is_some_and(RequestHandle::is_done) {
+                            continue;
+                        }
+                        let deadline = Instant::now() + shared.limits.request_timeout();
+                        let item = Queued::Frame { frame, state: None };
+                        if let Err(error) = shared.admit(item, deadline).await {
+                            shared.terminate(error);
+                            return;
+                        }
+                    }
+                });
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Settles a request's fate when its caller stops waiting (reply, timeout, drop).
 struct RequestGuard {
     shared: Arc<Shared>,
@@ -436,9 +506,11 @@ pub(crate) async fn run_reader(shared: Arc<Shared>, mut source: Box<dyn FrameSou
                 shared.terminate(error);
                 return;
             }
-            InboundEvent::SessionExpired { .. } => {
-                shared.terminate(Error::closed("the server ended the HTTP session"));
-                return;
+            InboundEvent::SessionExpired { failed } => {
+                if let Err(error) = shared.session_expired(failed) {
+                    shared.terminate(error);
+                    return;
+                }
             }
         }
     }

@@ -168,9 +168,11 @@ impl ClientBuilder {
         });
         match handshake(&inner.shared).await {
             Ok((catalog, protocol_version)) => {
+                let catalog = Arc::new(catalog);
+                let _ = inner.shared.catalog.set(catalog.clone());
                 let mut inner = inner;
                 let slot = Arc::get_mut(&mut inner).expect("client not yet shared");
-                slot.catalog = Arc::new(catalog);
+                slot.catalog = catalog;
                 slot.protocol_version = protocol_version;
                 Ok(Client { inner })
             }
@@ -263,6 +265,30 @@ async fn handshake(shared: &Arc<Shared>) -> Result<(Catalog, String)> {
         }
     }
     Ok((builder.finish(), version))
+}
+
+/// Runs the handshake again on a transport that lost its HTTP session and checks
+/// that the server still declares the same flows (by declaration digest).
+pub(crate) async fn reinitialize(shared: &Arc<Shared>) -> Result<()> {
+    let frozen = shared
+        .catalog
+        .get()
+        .cloned()
+        .ok_or_else(|| Error::closed("session expired before the catalog was frozen"))?;
+    let (catalog, _version) = handshake(shared).await?;
+    let digests = |catalog: &Catalog| -> Vec<String> {
+        crate::flows::project_unchecked(&shared.server, catalog, &Default::default())
+            .into_iter()
+            .map(|declaration| declaration.digest)
+            .collect()
+    };
+    if digests(&catalog) != digests(&frozen) {
+        return Err(Error::closed(format!(
+            "server \"{}\" restarted its session with a different catalog",
+            shared.server
+        )));
+    }
+    Ok(())
 }
 
 struct ClientInner {

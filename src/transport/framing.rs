@@ -51,8 +51,8 @@ impl LineDecoder {
         self.buf.extend_from_slice(chunk);
     }
 
-    /// Takes the next complete frame, `Ok(None)` when more bytes are needed, or
-    /// `Err(())`-like [`Framed::TooLong`] when the pending line is over the limit.
+    /// Takes the next complete frame, [`Framed::TooLong`] when the pending line is
+    /// over the limit, or `None` when more bytes are needed.
     pub fn decode(&mut self) -> Option<Framed> {
         match memchr::memchr(b'\n', &self.buf[self.scanned..]) {
             Some(offset) => {
@@ -90,16 +90,26 @@ impl LineDecoder {
         self.buf.capacity()
     }
 
-    fn read_target(&mut self) -> &mut BytesMut {
-        // Never ask for more than the line can still legally grow by (+1 to detect
-        // "over"), so a flood cannot make one read allocate past the bound.
+    /// How many bytes the next read may add: never more than the pending line can
+    /// still legally grow by (+2 to see "over"), so a flood cannot make one read
+    /// take the buffer past the bound.
+    fn read_room(&mut self) -> usize {
         let room = self
             .max_frame_bytes
             .saturating_add(2)
             .saturating_sub(self.buf.len())
             .clamp(1, READ_CHUNK_BYTES);
-        self.buf.reserve(room);
-        &mut self.buf
+        let needed = self.buf.len() + room;
+        if self.buf.capacity() < needed {
+            // Grow geometrically, but never past one bounded frame plus one read
+            // (`BytesMut::reserve` alone would double past the bound).
+            let ceiling = self.max_frame_bytes.saturating_add(2 + READ_CHUNK_BYTES);
+            let capacity = (self.buf.capacity() * 2).clamp(needed, ceiling.max(needed));
+            let mut grown = BytesMut::with_capacity(capacity);
+            grown.extend_from_slice(&self.buf);
+            self.buf = grown;
+        }
+        room
     }
 }
 
@@ -130,10 +140,9 @@ impl<R: AsyncRead + Unpin> FramedReader<R> {
             if let Some(framed) = self.decoder.decode() {
                 return framed;
             }
-            let room = self.decoder.read_target();
-            let limit = room.capacity() - room.len();
-            let mut take = (&mut self.reader).take(limit as u64);
-            match take.read_buf(room).await {
+            let room = self.decoder.read_room();
+            let mut take = (&mut self.reader).take(room as u64);
+            match take.read_buf(&mut self.decoder.buf).await {
                 Ok(0) | Err(_) => return Framed::Eof,
                 Ok(_) => {}
             }
@@ -213,6 +222,6 @@ mod tests {
         let mut reader = FramedReader::new(&flood[..], 4096);
         assert_eq!(reader.next().await, Framed::TooLong);
         assert!(reader.decoder().retained_bytes() <= 4096 + 2);
-        assert!(reader.decoder().retained_capacity() <= 4096 + READ_CHUNK_BYTES);
+        assert!(reader.decoder().retained_capacity() <= 4096 + 2 + READ_CHUNK_BYTES);
     }
 }

@@ -348,10 +348,18 @@ pub fn endless(
 
 // ----- TLS material -----
 
-/// A CA and a server certificate for `localhost` / 127.0.0.1 signed by it.
+/// A CA and a server certificate for `localhost` / 127.0.0.1 signed by it; it can
+/// also issue client certificates and build a server config requiring them.
 pub struct TestPki {
     pub ca_der: Vec<u8>,
     pub server_config: rustls::ServerConfig,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    server_chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    server_key: Vec<u8>,
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
 }
 
 impl TestPki {
@@ -376,18 +384,62 @@ impl TestPki {
             CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
         let leaf = leaf_params.signed_by(&leaf_key, &issuer).unwrap();
 
-        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let server_config = rustls::ServerConfig::builder_with_provider(provider)
+        let server_chain = vec![leaf.der().clone(), ca_cert.der().clone()];
+        let server_key = leaf_key.serialize_der();
+        let server_config = rustls::ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .unwrap()
             .with_no_client_auth()
-            .with_single_cert(vec![leaf.der().clone(), ca_cert.der().clone()], key)
+            .with_single_cert(
+                server_chain.clone(),
+                rustls::pki_types::PrivateKeyDer::Pkcs8(server_key.clone().into()),
+            )
             .unwrap();
         TestPki {
             ca_der: ca_cert.der().to_vec(),
             server_config,
+            issuer,
+            server_chain,
+            server_key,
         }
+    }
+
+    /// A client certificate (DER) and its PKCS#8 key, signed by this CA.
+    pub fn client_identity(&self) -> (Vec<u8>, rustls::pki_types::PrivateKeyDer<'static>) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "smthrs test client");
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (
+            cert.der().to_vec(),
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+    }
+
+    /// A server config that requires a client certificate signed by this CA.
+    pub fn server_config_requiring_client_auth(&self) -> rustls::ServerConfig {
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(rustls::pki_types::CertificateDer::from(self.ca_der.clone()))
+            .unwrap();
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider(),
+        )
+        .build()
+        .unwrap();
+        rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(
+                self.server_chain.clone(),
+                rustls::pki_types::PrivateKeyDer::Pkcs8(self.server_key.clone().into()),
+            )
+            .unwrap()
     }
 }
 

@@ -57,7 +57,7 @@ impl Recording {
         std::fs::read_to_string(&self.path)
             .unwrap_or_default()
             .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
+            .filter_map(|l| parse_deep(l.as_bytes()))
             .collect()
     }
 
@@ -110,3 +110,12 @@ pub fn args(value: Value) -> Map<String, Value> {
     }
 }
 pub mod http_bridge;
+
+/// Parses JSON allowing the 128 containers a frame may legally have (serde_json's
+/// default recursion limit stops at 127).
+pub fn parse_deep(bytes: &[u8]) -> Option<Value> {
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.disable_recursion_limit();
+    Value::deserialize(&mut de).ok()
+}

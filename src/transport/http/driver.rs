@@ -226,10 +226,23 @@ impl Shared {
     }
 
     /// Maps a stack error to the public error. Errors this crate produced (egress
-    /// denial, invalid session id) pass through; rustls failures are `tls`;
-    /// everything else is `connection_closed`.
+    /// denial, invalid session id) pass through; TLS failures are `tls`; everything
+    /// else is `connection_closed`.
+    ///
+    /// TLS failures are a `rustls::Error` anywhere in the chain (our certificate
+    /// checks, handshake failures), or, for an `https` endpoint, an I/O error of kind
+    /// `InvalidData`: tokio-rustls reports the peer's fatal alerts that way (a server
+    /// refusing our client certificate after a TLS 1.3 handshake, for example), and
+    /// nothing else below hyper produces that kind.
     fn classify(&self, error: &BoxError) -> Error {
         let server = &self.server;
+        let tls = || {
+            Error::new(
+                ErrorKind::Tls,
+                format!("TLS with server \"{server}\" failed (certificate or handshake)"),
+            )
+        };
+        let https = self.endpoint.scheme_str() == Some("https");
         let mut connect = false;
         let mut current: Option<&(dyn StdError + 'static)> = Some(&**error);
         while let Some(e) = current {
@@ -237,17 +250,19 @@ impl Shared {
                 return ours.clone();
             }
             if e.downcast_ref::<rustls::Error>().is_some() {
-                return Error::new(
-                    ErrorKind::Tls,
-                    format!("TLS with server \"{server}\" failed (certificate or handshake)"),
-                );
+                return tls();
             }
             if let Some(client) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
                 connect |= client.is_connect();
             }
-            if let Some(inner) = e.downcast_ref::<io::Error>().and_then(io::Error::get_ref) {
-                current = Some(inner as &(dyn StdError + 'static));
-                continue;
+            if let Some(io_error) = e.downcast_ref::<io::Error>() {
+                if https && io_error.kind() == io::ErrorKind::InvalidData {
+                    return tls();
+                }
+                if let Some(inner) = io_error.get_ref() {
+                    current = Some(inner as &(dyn StdError + 'static));
+                    continue;
+                }
             }
             current = e.source();
         }

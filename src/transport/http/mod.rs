@@ -66,7 +66,7 @@
 //! | another error status (`4xx`, `5xx`, unfollowed `3xx`) to a request | that request fails; the body is never read | `http_status` |
 //! | a body or event over `maxFrameBytes`, a malformed event stream, an invalid session id | terminal | `protocol_error` |
 //! | connection refused, reset, DNS failure | terminal | `connection_closed` |
-//! | certificate not trusted, TLS handshake failure | terminal | `tls` |
+//! | certificate not trusted, TLS handshake failure, a fatal TLS alert from the server (client certificate refused) | terminal | `tls` |
 //! | no egress grant for the request | terminal, nothing sent | `egress_denied` |
 //! | a response stream that ended before its reply and cannot be resumed | that request fails | `connection_closed` |
 //!
