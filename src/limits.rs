@@ -253,11 +253,15 @@ mod tests {
 
     #[test]
     fn validate_names_zero_and_oversized_fields() {
-        let mut limits = Limits::default();
-        limits.max_catalog_pages = 0;
+        let limits = Limits {
+            max_catalog_pages: 0,
+            ..Limits::default()
+        };
         assert!(limits.validate().unwrap_err().message().contains("maxCatalogPages"));
-        let mut limits = Limits::default();
-        limits.queue_capacity = MAX_SAFE_INTEGER + 1;
+        let limits = Limits {
+            queue_capacity: MAX_SAFE_INTEGER + 1,
+            ..Limits::default()
+        };
         assert!(limits.validate().unwrap_err().message().contains("queueCapacity"));
     }
 }

@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -49,7 +48,7 @@ macro_rules! engine_tests {
 
 engine_tests!(
     handshake_proposes_version_and_identity_then_lists,
-    isError_result_is_success,
+    is_error_result_is_success,
     unknown_tool_is_refused_before_any_frame,
     stdout_noise_is_dropped,
     ping_is_answered_with_the_exact_id,
@@ -95,8 +94,7 @@ async fn handshake_proposes_version_and_identity_then_lists(via: Via) {
     );
 }
 
-#[allow(non_snake_case)]
-async fn isError_result_is_success(via: Via) {
+async fn is_error_result_is_success(via: Via) {
     let client = open(via, Client::builder("basic"), scenario("basic")).await.unwrap();
     let result = client.call_tool("fail", args(json!({}))).await.expect("data, not failure");
     assert!(result.is_error);
@@ -449,8 +447,7 @@ async fn spawn_failure_is_spawn_failed_without_process_details() {
 #[tokio::test]
 async fn invalid_limits_fail_before_anything_is_spawned() {
     let rec = Recording::new();
-    let mut bad = Limits::default();
-    bad.max_tools = 0;
+    let bad = limits(|l| l.max_tools = 0);
     let error = Client::builder("x")
         .limits(bad)
         .connect(rec.attach(scenario("basic")))

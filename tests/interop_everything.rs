@@ -84,8 +84,10 @@ async fn stdio_env_does_not_leak_our_secrets() {
 #[tokio::test]
 async fn stdio_timeout_then_cancel() {
     let Some(entry) = everything_entry() else { return };
-    let mut limits = Limits::default();
-    limits.request_timeout_ms = 300;
+    let limits = Limits {
+        request_timeout_ms: 300,
+        ..Limits::default()
+    };
     let client = Client::builder("everything")
         .limits(limits)
         .connect(StdioCommand::new("node").arg(&entry).arg("stdio"))
