@@ -115,6 +115,8 @@ pub const MIN_EXACT_VALUE_BYTES: usize = 4;
 const PEM_LABEL_MAX: usize = 64;
 const PEM_BEGIN: &str = "-----BEGIN ";
 const PEM_END: &str = "-----END ";
+/// Longer words are not taken for keys (this keeps key matching cheap).
+const MAX_KEY_BYTES: usize = 128;
 /// The shortest run that the high-entropy rule considers.
 const ENTROPY_MIN_LEN: usize = 32;
 
@@ -321,9 +323,18 @@ fn ceil_char_boundary(s: &str, mut at: usize) -> usize {
     at
 }
 
-/// `haystack.find(needle)` starting at byte `from`; `None` if `from` is out of range.
-fn find_from(haystack: &str, from: usize, needle: &str) -> Option<usize> {
-    haystack.get(from..)?.find(needle).map(|at| at + from)
+/// The first occurrence of a short, non-empty `needle` at or after `from`. Linear for
+/// the short constant needles used here (cost `haystack.len() * needle.len()` at worst).
+fn find_from(haystack: &[u8], mut from: usize, needle: &[u8]) -> Option<usize> {
+    let (&first, rest) = needle.split_first()?;
+    while let Some(offset) = haystack.get(from..)?.iter().position(|&byte| byte == first) {
+        let at = from + offset;
+        if haystack[at + 1..].starts_with(rest) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
@@ -339,7 +350,7 @@ fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
 /// Finds the next `-----BEGIN <label>-----` (or END, per `kind`) marker at or after
 /// `from` whose label names a private key. Returns the marker's start and end.
 fn find_pem_marker(line: &str, mut from: usize, kind: &str) -> Option<(usize, usize)> {
-    while let Some(start) = find_from(line, from, kind) {
+    while let Some(start) = find_from(line.as_bytes(), from, kind.as_bytes()) {
         let label_start = start + kind.len();
         let window_end = (label_start + PEM_LABEL_MAX + 5).min(line.len());
         let window = &line.as_bytes()[label_start..window_end];
@@ -391,7 +402,7 @@ fn ends_authority(byte: u8) -> bool {
 fn find_userinfo(line: &str, spans: &mut Vec<Span>) {
     let bytes = line.as_bytes();
     let mut from = 0;
-    while let Some(sep) = find_from(line, from, "://") {
+    while let Some(sep) = find_from(bytes, from, b"://") {
         let start = sep + 3;
         let mut at = None;
         let mut cursor = start;
@@ -441,22 +452,6 @@ enum KeyClass {
     Header,
 }
 
-/// Names whose presence (after lower-casing and dropping `_`, `-`, `.`) makes a key secret.
-const SECRET_KEY_PARTS: &[&[u8]] = &[
-    b"secret",
-    b"password",
-    b"passwd",
-    b"passphrase",
-    b"pwd",
-    b"apikey",
-    b"accesskey",
-    b"accountkey",
-    b"privatekey",
-    b"credential",
-    b"session",
-    b"cookie",
-];
-
 const HEADER_KEYS: &[&[u8]] = &[
     b"authorization",
     b"proxy-authorization",
@@ -464,7 +459,13 @@ const HEADER_KEYS: &[&[u8]] = &[
     b"set-cookie",
 ];
 
+/// Classifies a key. Lower-cased with `_`, `-` and `.` dropped (into `norm`), a secret
+/// key contains one of: token, secret, password, passwd, passphrase, pwd, apikey,
+/// accesskey, accountkey, privatekey, credential, auth, session, cookie.
 fn classify_key(word: &[u8], norm: &mut Vec<u8>) -> KeyClass {
+    if word.len() > MAX_KEY_BYTES {
+        return KeyClass::Plain;
+    }
     if HEADER_KEYS.iter().any(|key| word.eq_ignore_ascii_case(key)) {
         return KeyClass::Header;
     }
@@ -478,26 +479,29 @@ fn classify_key(word: &[u8], norm: &mut Vec<u8>) -> KeyClass {
     if NOT_KEYS.iter().any(|suffix| norm.ends_with(suffix)) {
         return KeyClass::Plain; // `AuthenticationError: invalid key`, `token_failed: 3`
     }
-    if SECRET_KEY_PARTS
-        .iter()
-        .any(|part| contains_bytes(norm, part))
-    {
-        return KeyClass::Secret;
-    }
     let mut counts = false;
-    for (at, window) in norm.windows(5).enumerate() {
-        if window == b"token" {
-            let after = &norm[at + 5..];
+    for at in 0..norm.len() {
+        let rest = &norm[at..];
+        // Dispatch on the first letter so that a word is scanned once.
+        let parts: &[&[u8]] = match rest[0] {
+            b'a' => &[b"apikey", b"accesskey", b"accountkey"],
+            b'c' => &[b"credential", b"cookie"],
+            b'p' => &[b"password", b"passwd", b"passphrase", b"pwd", b"privatekey"],
+            b's' => &[b"secret", b"session"],
+            b't' => &[],
+            _ => continue,
+        };
+        if parts.iter().any(|part| rest.starts_with(part)) {
+            return KeyClass::Secret;
+        }
+        if let Some(after) = rest.strip_prefix(b"token") {
             if after.starts_with(b"s") || after.starts_with(b"iz") || after.starts_with(b"is") {
-                counts = true;
+                counts = true; // `max_tokens`, `tokenizer`
             } else {
                 return KeyClass::Secret;
             }
         }
-    }
-    for (at, window) in norm.windows(4).enumerate() {
-        if window == b"auth" {
-            let after = &norm[at + 4..];
+        if let Some(after) = rest.strip_prefix(b"auth") {
             let author = after.starts_with(b"or")
                 && !after.starts_with(b"oriz")
                 && !after.starts_with(b"oris");
@@ -938,10 +942,24 @@ fn token_shape_end(bytes: &[u8], at: usize) -> Option<usize> {
     None
 }
 
+/// Bytes that can start a token shape, for a cheap first test.
+const TOKEN_FIRST_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut index = 0;
+    while index < TOKEN_PREFIXES.len() {
+        table[TOKEN_PREFIXES[index].0[0] as usize] = true;
+        index += 1;
+    }
+    table[b'A' as usize] = true; // AKIA, ASIA
+    table[b'e' as usize] = true; // eyJ
+    table
+};
+
 fn find_token_shapes(bytes: &[u8], spans: &mut Vec<Span>) {
     let mut at = 0;
     while at < bytes.len() {
-        if at > 0 && is_token_byte(bytes[at - 1]) {
+        let boundary = at == 0 || !is_token_byte(bytes[at - 1]);
+        if !boundary || !TOKEN_FIRST_BYTES[usize::from(bytes[at])] {
             at += 1;
             continue;
         }

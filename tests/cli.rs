@@ -227,7 +227,10 @@ fn with(mut entry: Value, fields: Value) -> Value {
 }
 
 fn scenario(name: &str) -> String {
-    format!("{}/testdata/scenarios/{name}.json", env!("CARGO_MANIFEST_DIR"))
+    format!(
+        "{}/testdata/scenarios/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 fn static_file(name: &str) -> String {
@@ -280,7 +283,10 @@ fn check_counts_entries_and_spawns_nothing() {
     let config = server_file(
         dir.path(),
         "servers.json",
-        json!([scripted("rec", &["--record", path_str(&record)]), demo("demo")]),
+        json!([
+            scripted("rec", &["--record", path_str(&record)]),
+            demo("demo")
+        ]),
     );
     let run = cli(&["--mcp-config", path_str(&config), "check"]).run();
     run.expect_code(0);
@@ -405,7 +411,11 @@ fn max_tools_zero_fails_before_connecting() {
     for command in ["check", "tools"] {
         let run = cli(&["--mcp-config", path_str(&config), command]).run();
         run.expect_usage(&["--mcp-config", path_str(&config), "maxTools"]);
-        assert!(!record.exists(), "{command} spawned the server\n{}", run.show());
+        assert!(
+            !record.exists(),
+            "{command} spawned the server\n{}",
+            run.show()
+        );
     }
 }
 
@@ -452,8 +462,7 @@ fn unset_bearer_token_env_is_a_usage_error_naming_the_server() {
             "bearerTokenEnv": variable,
         }]),
     );
-    let run = cli(&["--mcp-config", path_str(&config), "tools"])
-        .run();
+    let run = cli(&["--mcp-config", path_str(&config), "tools"]).run();
     // Contract: exit 2 naming the server and the variable. The variable name is not
     // asserted while HTTP entries are not wired into the CLI (see the report).
     run.expect_usage(&["tracker-cli-test"]);
@@ -505,7 +514,9 @@ fn tools_projects_the_demo_server() {
         let digest = d["digest"].as_str().unwrap();
         assert_eq!(digest.len(), 64, "{d}");
         assert!(
-            digest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+            digest
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
             "digest is not lowercase hex: {digest}"
         );
     }
@@ -616,7 +627,10 @@ fn include_naming_an_unknown_tool_fails() {
     let config = server_file(
         dir.path(),
         "servers.json",
-        json!([with(demo("demo"), json!({ "include": ["echo", "no_such_tool"] }))]),
+        json!([with(
+            demo("demo"),
+            json!({ "include": ["echo", "no_such_tool"] })
+        )]),
     );
     let run = cli(&["--mcp-config", path_str(&config), "tools"]).run();
     run.expect_usage(&["demo", "no_such_tool"]);
@@ -636,7 +650,10 @@ fn exclude_drops_a_tool() {
     let config = server_file(
         dir.path(),
         "servers.json",
-        json!([with(demo("demo"), json!({ "exclude": ["add", "not_a_tool"] }))]),
+        json!([with(
+            demo("demo"),
+            json!({ "exclude": ["add", "not_a_tool"] })
+        )]),
     );
     assert_eq!(
         names(&tools(&config)),
@@ -659,7 +676,11 @@ fn empty_name_prefix_fails_before_spawning() {
     for command in ["tools", "check"] {
         let run = cli(&["--mcp-config", path_str(&config), command]).run();
         run.expect_usage(&["blank", "namePrefix"]);
-        assert!(!record.exists(), "{command} spawned the server\n{}", run.show());
+        assert!(
+            !record.exists(),
+            "{command} spawned the server\n{}",
+            run.show()
+        );
     }
 }
 
@@ -684,7 +705,12 @@ fn call_add_on_the_demo_server() {
     let result = run.json();
     let object = result.as_object().expect("one JSON object");
     assert_eq!(result["isError"], false, "{}", run.show());
-    assert_eq!(result["structuredContent"], json!({ "sum": 5 }), "{}", run.show());
+    assert_eq!(
+        result["structuredContent"],
+        json!({ "sum": 5 }),
+        "{}",
+        run.show()
+    );
     let content = result["content"].as_array().expect("content array");
     assert!(!content.is_empty(), "{}", run.show());
     assert_eq!(content[0]["type"], "text");
@@ -779,7 +805,11 @@ fn server_exiting_on_call_is_connection_closed() {
     .run();
     let message = run.expect_session_error("connection_closed");
     assert!(message.ends_with("exited with code 7"), "{}", run.show());
-    assert!(message.contains("\"s\""), "server not named\n{}", run.show());
+    assert!(
+        message.contains("\"s\""),
+        "server not named\n{}",
+        run.show()
+    );
 }
 
 #[test]
@@ -798,7 +828,11 @@ fn stalled_handshake_times_out_with_the_files_limit() {
         args.extend_from_slice(command);
         let run = cli(&args).run();
         let message = run.expect_session_error("timeout");
-        assert!(message.contains("stall"), "server not named\n{}", run.show());
+        assert!(
+            message.contains("stall"),
+            "server not named\n{}",
+            run.show()
+        );
         // The default handshake timeout is 10 s: 300 ms must have been honoured.
         assert!(run.elapsed < Duration::from_secs(5), "{}", run.show());
     }
@@ -818,7 +852,11 @@ fn spawn_failure_names_the_server_not_the_command() {
         argv.extend_from_slice(args);
         let run = cli(&argv).run();
         let message = run.expect_session_error("spawn_failed");
-        assert!(message.contains("ghost"), "server not named\n{}", run.show());
+        assert!(
+            message.contains("ghost"),
+            "server not named\n{}",
+            run.show()
+        );
         assert!(
             !run.stderr.contains("secret-looking-binary-name")
                 && !run.stderr.contains("nonexistent-smthrs-cli-dir"),
@@ -846,7 +884,11 @@ fn request_timeout_from_the_file_is_honoured() {
     ])
     .run();
     let message = run.expect_session_error("timeout");
-    assert!(message.contains("\"s\""), "server not named\n{}", run.show());
+    assert!(
+        message.contains("\"s\""),
+        "server not named\n{}",
+        run.show()
+    );
     assert!(run.elapsed < Duration::from_secs(3), "{}", run.show());
 
     // Control: a call that fits in the limit succeeds.
@@ -860,7 +902,12 @@ fn request_timeout_from_the_file_is_honoured() {
     ])
     .run();
     run.expect_code(0);
-    assert_eq!(run.json()["content"][0]["text"], "slept 10 ms", "{}", run.show());
+    assert_eq!(
+        run.json()["content"][0]["text"],
+        "slept 10 ms",
+        "{}",
+        run.show()
+    );
 }
 
 #[test]
@@ -888,7 +935,10 @@ fn catalog_limits_from_the_file_are_honoured() {
     let config = server_file(
         dir.path(),
         "fits.json",
-        json!([with(demo("demo"), json!({ "maxTools": 3, "maxFrameBytes": 100000 }))]),
+        json!([with(
+            demo("demo"),
+            json!({ "maxTools": 3, "maxFrameBytes": 100000 })
+        )]),
     );
     assert_eq!(tools(&config).len(), 3);
 }
@@ -924,7 +974,13 @@ fn assert_no_secret(run: &Run) {
 fn assert_clean_error_line(run: &Run) {
     let message = run.expect_session_error("connection_closed");
     assert!(message.ends_with("exited with code 1"), "{}", run.show());
-    for stderr_text in ["starting with", "token=", "Authorization", "Bearer", "GITHUB"] {
+    for stderr_text in [
+        "starting with",
+        "token=",
+        "Authorization",
+        "Bearer",
+        "GITHUB",
+    ] {
         assert!(
             !message.contains(stderr_text),
             "the error line carries the child's stderr ({stderr_text:?})\n{}",
@@ -973,7 +1029,11 @@ fn diagnostics_print_a_redacted_stderr_tail() {
         .lines()
         .filter(|l| l.starts_with("diagnostic: "))
         .collect();
-    assert!(!diagnostics.is_empty(), "no diagnostic line\n{}", run.show());
+    assert!(
+        !diagnostics.is_empty(),
+        "no diagnostic line\n{}",
+        run.show()
+    );
     // The child's (redacted) stderr tail is there: its harmless text survives.
     assert!(
         diagnostics
@@ -985,7 +1045,11 @@ fn diagnostics_print_a_redacted_stderr_tail() {
     // Every stderr line is either a diagnostic or the final error line.
     let lines: Vec<&str> = run.stderr.lines().collect();
     for line in &lines[..lines.len() - 1] {
-        assert!(line.starts_with("diagnostic: "), "stray line {line:?}\n{}", run.show());
+        assert!(
+            line.starts_with("diagnostic: "),
+            "stray line {line:?}\n{}",
+            run.show()
+        );
     }
 }
 
@@ -1022,7 +1086,10 @@ fn demo_server_answers_initialize_on_stdin() {
     assert_eq!(init["jsonrpc"], "2.0");
     assert_eq!(init["id"], 1);
     assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
-    assert!(init["result"]["capabilities"]["tools"].is_object(), "{init}");
+    assert!(
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
+    );
     assert!(init["result"]["serverInfo"]["name"].is_string(), "{init}");
     let list = &replies[1];
     assert_eq!(list["id"], "two");

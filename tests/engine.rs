@@ -8,18 +8,54 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, ClientBuilder, ErrorKind, Limits, StdioCommand};
+use support::http_bridge::{Bridge, BridgeOptions};
 use support::*;
 
 /// Which transport a rule runs over.
 #[derive(Clone, Copy, Debug)]
 enum Via {
+    /// The scripted server as a child process.
     Stdio,
+    /// The same scripted server behind the Streamable HTTP bridge (SSE replies,
+    /// session ids), reached through `HttpTransport`.
+    Http,
 }
 
-async fn open(via: Via, builder: ClientBuilder, command: StdioCommand) -> smthrs_mcp::Result<Client> {
+/// A client plus whatever must outlive it (the HTTP bridge).
+struct Session {
+    client: Client,
+    _bridge: Option<Bridge>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.client.fmt(f)
+    }
+}
+
+impl std::ops::Deref for Session {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+async fn open(via: Via, builder: ClientBuilder, server: Server) -> smthrs_mcp::Result<Session> {
     match via {
-        Via::Stdio => builder.connect(command).await,
+        Via::Stdio => Ok(Session {
+            client: builder.connect(server).await?,
+            _bridge: None,
+        }),
+        Via::Http => {
+            let bridge = Bridge::start(scripted_server(), server.args, BridgeOptions::default()).await;
+            let transport = HttpTransport::builder("bridge", bridge.url()).build()?;
+            Ok(Session {
+                client: builder.connect(transport).await?,
+                _bridge: Some(bridge),
+            })
+        }
     }
 }
 
@@ -40,6 +76,14 @@ macro_rules! engine_tests {
                 #[tokio::test]
                 async fn $rule() {
                     super::$rule(super::Via::Stdio).await
+                }
+            )*
+        }
+        mod http {
+            $(
+                #[tokio::test]
+                async fn $rule() {
+                    super::$rule(super::Via::Http).await
                 }
             )*
         }

@@ -152,7 +152,7 @@ impl RecordedRequest {
 
     /// The body parsed as JSON, when it is.
     pub fn json(&self) -> Option<Value> {
-        serde_json::from_str(&self.body).ok()
+        parse_json(self.body.as_bytes())
     }
 
     /// The JSON-RPC `method` of the body, when it has one.
@@ -525,7 +525,7 @@ impl Session {
 /// `error`. Anything else answers nothing: noise such as `{"id":1,"result":{}}`
 /// (no `jsonrpc`, so noise to the client) must not close a stream early.
 fn answer_id(line: &str) -> Option<Value> {
-    let value: Value = serde_json::from_str(line).ok()?;
+    let value: Value = parse_json(line.as_bytes())?;
     let object = value.as_object()?;
     if !object.contains_key("jsonrpc") {
         return None;
@@ -777,7 +777,7 @@ async fn post(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response<Body>, DropConnection> {
-    let Ok(message) = serde_json::from_slice::<Value>(body) else {
+    let Some(message) = parse_json(body) else {
         return Ok(text(StatusCode::BAD_REQUEST, "body is not JSON"));
     };
     let Some(object) = message.as_object() else {
@@ -975,4 +975,15 @@ async fn json_response(
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     Ok(response)
+}
+
+/// Parses JSON allowing the 128 containers an MCP frame may legally have
+/// (serde_json's default recursion limit stops at 127).
+fn parse_json(bytes: &[u8]) -> Option<Value> {
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.disable_recursion_limit();
+    let value = Value::deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(value)
 }

@@ -1,6 +1,7 @@
 //! Shared helpers for integration tests: the scripted server, recording, observers.
 #![allow(dead_code)]
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -20,14 +21,59 @@ pub fn scenario_path(name: &str) -> PathBuf {
         .join(format!("{name}.json"))
 }
 
-/// A command running the scripted server with a named scenario.
-pub fn scenario(name: &str) -> StdioCommand {
-    StdioCommand::new(scripted_server()).arg(scenario_path(name))
+/// How to start the scripted server: its arguments and extra environment. Usable
+/// directly as a stdio [`Transport`](smthrs_mcp::Transport), or behind the HTTP bridge.
+#[derive(Clone, Debug)]
+pub struct Server {
+    pub args: Vec<OsString>,
+    pub env: Vec<(String, String)>,
 }
 
-/// A command running the scripted server with an inline scenario.
-pub fn inline(json: Value) -> StdioCommand {
-    StdioCommand::new(scripted_server()).arg(json.to_string())
+impl Server {
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// The stdio command for this server.
+    pub fn stdio(&self) -> StdioCommand {
+        let mut command = StdioCommand::new(scripted_server()).args(self.args.clone());
+        for (key, value) in &self.env {
+            command = command.env(key.clone(), value.clone());
+        }
+        command
+    }
+}
+
+impl smthrs_mcp::Transport for Server {
+    fn open(
+        self: Box<Self>,
+        ctx: smthrs_mcp::transport::TransportContext,
+    ) -> futures_util::future::BoxFuture<'static, smthrs_mcp::Result<smthrs_mcp::transport::Connection>>
+    {
+        Box::new(self.stdio()).open(ctx)
+    }
+}
+
+/// The scripted server with a named scenario.
+pub fn scenario(name: &str) -> Server {
+    Server {
+        args: vec![scenario_path(name).into()],
+        env: Vec::new(),
+    }
+}
+
+/// The scripted server with an inline scenario.
+pub fn inline(json: Value) -> Server {
+    Server {
+        args: vec![json.to_string().into()],
+        env: Vec::new(),
+    }
 }
 
 /// A record file the scripted server appends every received line to.
@@ -47,9 +93,9 @@ impl Recording {
         &self.path
     }
 
-    /// Adds `--record PATH` to a command.
-    pub fn attach(&self, command: StdioCommand) -> StdioCommand {
-        command.arg("--record").arg(&self.path)
+    /// Adds `--record PATH` to a server.
+    pub fn attach(&self, server: Server) -> Server {
+        server.arg("--record").arg(&self.path)
     }
 
     /// Every line received so far, parsed where possible.

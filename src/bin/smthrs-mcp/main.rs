@@ -19,6 +19,7 @@ use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
 use smthrs_mcp::config::{self, EntryTransport, ServerEntry};
 use smthrs_mcp::flows::{self, FlowCatalog};
+use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, DiagnosticEvent, DiagnosticObserver, Error, StdioCommand, Transport};
 
 #[derive(Parser, Debug)]
@@ -26,7 +27,7 @@ use smthrs_mcp::{Client, DiagnosticEvent, DiagnosticObserver, Error, StdioComman
 struct Cli {
     /// The server file (a JSON array of entries). Also `SMITHERS_MCP_CONFIG`; the
     /// flag wins. With neither, no server is configured.
-    #[arg(long = "mcp-config", value_name = "PATH", env = "SMITHERS_MCP_CONFIG", global = true)]
+    #[arg(long = "mcp-config", value_name = "PATH", global = true)]
     mcp_config: Option<PathBuf>,
 
     /// Install the private diagnostic observer and print its events to stderr,
@@ -98,16 +99,42 @@ fn main() -> ExitCode {
     }
 }
 
+/// The environment variable that names the server file when the flag is absent.
+const CONFIG_ENV: &str = "SMITHERS_MCP_CONFIG";
+
+/// Where the server file came from, as a usage message names it.
+struct ConfigSource {
+    path: PathBuf,
+    label: String,
+}
+
+fn config_source(flag: Option<PathBuf>) -> Option<ConfigSource> {
+    if let Some(path) = flag {
+        let label = format!("--mcp-config {}", path.display());
+        return Some(ConfigSource { path, label });
+    }
+    let path = PathBuf::from(std::env::var_os(CONFIG_ENV).filter(|v| !v.is_empty())?);
+    let label = format!("{CONFIG_ENV}={}", path.display());
+    Some(ConfigSource { path, label })
+}
+
 async fn run(cli: Cli) -> Result<(), Failure> {
-    let entries = match &cli.mcp_config {
-        Some(path) => config::load_server_file(path)
-            .map_err(|e| Failure::Usage(format!("--mcp-config {}: {e}", path.display())))?,
+    let source = config_source(cli.mcp_config);
+    let label = source.as_ref().map(|s| s.label.clone()).unwrap_or_default();
+    let entries = match &source {
+        Some(source) => config::load_server_file(&source.path)
+            .map_err(|e| Failure::Usage(format!("{}: {e}", source.label)))?,
         None => Vec::new(),
     };
+    // Everything checkable without connecting happens here, before any spawn:
+    // projection prefixes, and bearer tokens read from the environment.
+    let mut transports = Vec::with_capacity(entries.len());
     for entry in &entries {
-        entry.projection.validate().map_err(|e| {
-            Failure::Usage(format!("server \"{}\": {e}", entry.server))
-        })?;
+        entry
+            .projection
+            .validate()
+            .map_err(|e| Failure::Usage(format!("{label}: server \"{}\": {e}", entry.server)))?;
+        transports.push(transport_for(entry).map_err(|e| Failure::Usage(format!("{label}: {e}")))?);
     }
     match cli.command {
         Command::Check => {
@@ -115,7 +142,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Tools => {
-            let (clients, catalog) = connect_all(&entries, cli.diagnostics).await?;
+            let (clients, catalog) = connect_all(&entries, transports, &label, cli.diagnostics).await?;
             let declarations: Vec<_> = catalog.declarations().collect();
             let printed = serde_json::to_string_pretty(&declarations)
                 .map_err(|_| Failure::Usage("could not encode declarations".into()));
@@ -128,7 +155,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 Ok(Value::Object(map)) => map,
                 _ => return Err(Failure::Usage("--args must be a JSON object".into())),
             };
-            let (clients, catalog) = connect_all(&entries, cli.diagnostics).await?;
+            let (clients, catalog) = connect_all(&entries, transports, &label, cli.diagnostics).await?;
             let outcome = call(&clients, &catalog, &flow, arguments).await;
             close_all(&clients).await;
             let result = outcome?;
@@ -170,14 +197,12 @@ async fn call(
 /// Connects every entry in parallel; any failure takes the run down, naming the server.
 async fn connect_all(
     entries: &[ServerEntry],
+    transports: Vec<Box<dyn Transport>>,
+    label: &str,
     diagnostics: bool,
 ) -> Result<(Vec<Client>, FlowCatalog), Failure> {
     let observer: Option<Arc<dyn DiagnosticObserver>> =
         diagnostics.then(|| Arc::new(PrintDiagnostics) as Arc<dyn DiagnosticObserver>);
-    let mut transports = Vec::with_capacity(entries.len());
-    for entry in entries {
-        transports.push(transport_for(entry)?);
-    }
     let connects = entries.iter().zip(transports).map(|(entry, transport)| {
         let mut builder = Client::builder(entry.server.clone()).limits(entry.limits);
         if let Some(observer) = &observer {
@@ -212,7 +237,7 @@ async fn connect_all(
             Ok(source) => sources.push(source),
             Err(error) => {
                 close_all(&clients).await;
-                return Err(Failure::Usage(format!("server \"{}\": {error}", entry.server)));
+                return Err(Failure::Usage(format!("{label}: {error}")));
             }
         }
     }
@@ -220,12 +245,15 @@ async fn connect_all(
         Ok(catalog) => Ok((clients, catalog)),
         Err(error) => {
             close_all(&clients).await;
-            Err(Failure::Usage(format!("--mcp-config: {error}")))
+            Err(Failure::Usage(format!("{label}: {error}")))
         }
     }
 }
 
-fn transport_for(entry: &ServerEntry) -> Result<Box<dyn Transport>, Failure> {
+/// Builds the transport of one entry. Nothing is spawned or connected here; an
+/// HTTP entry reads its `bearerTokenEnv` variable now (unset or empty fails,
+/// naming the server and the variable) and is granted exactly its own origin.
+fn transport_for(entry: &ServerEntry) -> Result<Box<dyn Transport>, Error> {
     match &entry.transport {
         EntryTransport::Stdio(stdio) => {
             let mut command = StdioCommand::new(&stdio.command).args(&stdio.args);
@@ -237,18 +265,14 @@ fn transport_for(entry: &ServerEntry) -> Result<Box<dyn Transport>, Failure> {
             }
             Ok(Box::new(command))
         }
-        EntryTransport::Http(http) => http_transport(entry, http),
+        EntryTransport::Http(http) => {
+            let mut builder = HttpTransport::builder(entry.server.as_str(), http.url.as_str());
+            if let Some(var) = &http.bearer_token_env {
+                builder = builder.bearer_token_env(var.clone());
+            }
+            Ok(Box::new(builder.build()?))
+        }
     }
-}
-
-fn http_transport(
-    entry: &ServerEntry,
-    _http: &config::HttpEntry,
-) -> Result<Box<dyn Transport>, Failure> {
-    Err(Failure::Usage(format!(
-        "server \"{}\": HTTP entries are not supported yet",
-        entry.server
-    )))
 }
 
 async fn close_all(clients: &[Client]) {
