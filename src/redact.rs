@@ -1796,6 +1796,21 @@ mod tests {
     }
 
     #[test]
+    fn types_can_cross_threads() {
+        fn assert_send_sync<T: Send + Sync + 'static>() {}
+        assert_send_sync::<Redactor>();
+        assert_send_sync::<StderrCollector>();
+    }
+
+    #[test]
+    fn an_unterminated_pem_block_hides_the_rest() {
+        let mut collector = StderrCollector::new(Redactor::default(), 4096);
+        collector.push(b"-----BEGIN PRIVATE KEY-----\nMIIEvgIBADANBg\nlater: ordinary text\n");
+        collector.finish();
+        assert_eq!(collector.tail(), "-----BEGIN PRIVATE KEY----- [REDACTED]");
+    }
+
+    #[test]
     fn short_values_are_ignored() {
         let redactor = Redactor::new(["", "a", "ab", "abc", "abcd"]);
         assert_eq!(redactor.redact_line("a ab abc abcd"), "a ab abc [REDACTED]");

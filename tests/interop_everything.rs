@@ -104,3 +104,99 @@ async fn stdio_timeout_then_cancel() {
     assert!(text(&sum).contains('3'));
     client.close().await;
 }
+
+/// server-everything in `streamableHttp` mode on a free loopback port; killed on drop.
+struct HttpEverything {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpEverything {
+    async fn start(entry: &std::path::Path) -> HttpEverything {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("node")
+            .arg(entry)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("node");
+        for _ in 0..200 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        HttpEverything {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+
+    fn transport(&self) -> smthrs_mcp::transport::http::HttpTransport {
+        smthrs_mcp::transport::http::HttpTransport::builder("everything", self.url.as_str())
+            .build()
+            .unwrap()
+    }
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn http_tools_and_calls() {
+    let Some(entry) = everything_entry() else { return };
+    let server = HttpEverything::start(&entry).await;
+    let client = Client::builder("everything")
+        .connect(server.transport())
+        .await
+        .expect("connect to server-everything over Streamable HTTP");
+    assert!(client.catalog().get("get-sum").is_some());
+    let sum = client.call_tool("get-sum", args(json!({"a": 2, "b": 40}))).await.unwrap();
+    assert!(text(&sum).contains("42"), "{sum:?}");
+    let echoed = client.call_tool("echo", args(json!({"message": "over http"}))).await.unwrap();
+    assert!(text(&echoed).contains("over http"));
+    let structured = client
+        .call_tool("get-structured-content", args(json!({"location": "Chicago"})))
+        .await
+        .unwrap();
+    assert!(structured.structured_content.is_some());
+    let long = client
+        .call_tool("trigger-long-running-operation", args(json!({"duration": 1, "steps": 3})))
+        .await
+        .unwrap();
+    assert!(!long.is_error);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_timeout_then_cancel() {
+    let Some(entry) = everything_entry() else { return };
+    let server = HttpEverything::start(&entry).await;
+    let limits = Limits {
+        request_timeout_ms: 300,
+        ..Limits::default()
+    };
+    let client = Client::builder("everything")
+        .limits(limits)
+        .connect(server.transport())
+        .await
+        .unwrap();
+    let error = client
+        .call_tool("trigger-long-running-operation", args(json!({"duration": 5, "steps": 5})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout);
+    let sum = client.call_tool("get-sum", args(json!({"a": 1, "b": 2}))).await.unwrap();
+    assert!(text(&sum).contains('3'));
+    client.close().await;
+}

@@ -1,0 +1,118 @@
+//! Engine-level Streamable HTTP rules that need a server scripted per request:
+//! the one-shot re-initialise after `404`, `DELETE` on close, `401`.
+
+#[path = "support/http_server.rs"]
+mod http_server;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use http::Method;
+use http_server::{TestServer, json, status, with_header};
+use serde_json::{Value, json};
+use smthrs_mcp::transport::http::HttpTransport;
+use smthrs_mcp::{Client, ErrorKind};
+
+/// A minimal stateful MCP server: every `initialize` opens session `s<N>`; the
+/// first `tools/call` on session `s1` is answered `404` (the session "expired").
+/// With `change_catalog`, sessions after the first describe their tool differently.
+async fn expiring_server(change_catalog: bool) -> (TestServer, Arc<AtomicUsize>) {
+    let sessions = Arc::new(AtomicUsize::new(0));
+    let counter = sessions.clone();
+    let server = TestServer::start(move |request| {
+        let sessions = counter.clone();
+        async move {
+            if request.method == Method::DELETE {
+                return status(200);
+            }
+            if request.method == Method::GET {
+                return status(405);
+            }
+            let message: Value = serde_json::from_slice(&request.body).unwrap();
+            let id = message.get("id").cloned();
+            let session = request.header("mcp-session-id").map(str::to_string);
+            match message["method"].as_str() {
+                Some("initialize") => {
+                    let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
+                    let body = json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "expiring", "version": "1"}
+                    }});
+                    with_header(json(&body.to_string()), "mcp-session-id", &format!("s{n}"))
+                }
+                Some("tools/list") => {
+                    let n = sessions.load(Ordering::SeqCst);
+                    let description = if change_catalog && n > 1 { "changed" } else { "echoes" };
+                    let body = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+                        {"name": "echo", "description": description,
+                         "inputSchema": {"type": "object"}}
+                    ]}});
+                    json(&body.to_string())
+                }
+                Some("tools/call") if session.as_deref() == Some("s1") => status(404),
+                Some("tools/call") => {
+                    let body = json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "content": [{"type": "text", "text": format!("served by {}", session.unwrap_or_default())}]
+                    }});
+                    json(&body.to_string())
+                }
+                _ if id.is_none() => status(202),
+                _ => json(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "nope"}}).to_string()),
+            }
+        }
+    })
+    .await;
+    (server, sessions)
+}
+
+#[tokio::test]
+async fn expired_session_reinitialises_once_and_retries_with_the_same_catalog() {
+    let (server, sessions) = expiring_server(false).await;
+    let client = Client::builder("expiring")
+        .connect(HttpTransport::builder("expiring", server.url()).build().unwrap())
+        .await
+        .unwrap();
+    let result = client
+        .call_tool("echo", serde_json::Map::new())
+        .await
+        .expect("retried after re-initialise");
+    assert_eq!(result.content[0]["text"], "served by s2");
+    assert_eq!(sessions.load(Ordering::SeqCst), 2);
+    // The retried call carried the new session id; the re-initialise carried none.
+    let inits: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.body.windows(12).any(|w| w == b"\"initialize\""))
+        .collect();
+    assert_eq!(inits.len(), 2);
+    assert!(inits.iter().all(|r| r.header("mcp-session-id").is_none()));
+    client.close().await;
+    let deletes = server.requests_with(Method::DELETE);
+    assert_eq!(deletes.len(), 1, "DELETE on close");
+    assert_eq!(deletes[0].header("mcp-session-id"), Some("s2"));
+}
+
+#[tokio::test]
+async fn expired_session_with_a_changed_catalog_ends_the_session() {
+    let (server, _) = expiring_server(true).await;
+    let client = Client::builder("expiring")
+        .connect(HttpTransport::builder("expiring", server.url()).build().unwrap())
+        .await
+        .unwrap();
+    let error = client.call_tool("echo", serde_json::Map::new()).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ConnectionClosed, "{error}");
+    let later = client.call_tool("echo", serde_json::Map::new()).await.unwrap_err();
+    assert_eq!(later, error, "the terminal error is final");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn unauthorized_handshake_is_unauthorized() {
+    let server = TestServer::start(|_| async { status(401) }).await;
+    let error = Client::builder("locked")
+        .connect(HttpTransport::builder("locked", server.url()).build().unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Unauthorized);
+}
