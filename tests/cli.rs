@@ -463,9 +463,11 @@ fn unset_bearer_token_env_is_a_usage_error_naming_the_server() {
         }]),
     );
     let run = cli(&["--mcp-config", path_str(&config), "tools"]).run();
-    // Contract: exit 2 naming the server and the variable. The variable name is not
-    // asserted while HTTP entries are not wired into the CLI (see the report).
-    run.expect_usage(&["tracker-cli-test"]);
+    // Contract: exit 2 naming the server and the variable.
+    run.expect_usage(&["tracker-cli-test", variable]);
+    // `check` validates the same way, without connecting.
+    let run = cli(&["--mcp-config", path_str(&config), "check"]).run();
+    run.expect_usage(&["tracker-cli-test", variable]);
 }
 
 // ---------------------------------------------------------------------------------
@@ -1100,4 +1102,74 @@ fn demo_server_answers_initialize_on_stdin() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(tool_names, ["echo", "add", "current_time"]);
+}
+
+// ---------------------------------------------------------------------------------
+// stdio and Streamable HTTP in one file
+// ---------------------------------------------------------------------------------
+
+#[path = "support/http_bridge.rs"]
+mod http_bridge;
+
+/// The scripted server behind the Streamable HTTP bridge, on a runtime of its own
+/// that keeps serving while the (blocking) CLI runs.
+fn http_scripted_server(scenario_name: &str) -> (tokio::runtime::Runtime, http_bridge::Bridge) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let bridge = runtime.block_on(http_bridge::Bridge::start(
+        SCRIPTED,
+        vec![scenario(scenario_name).into()],
+        http_bridge::BridgeOptions::default(),
+    ));
+    (runtime, bridge)
+}
+
+#[test]
+fn tools_composes_a_stdio_and_an_http_server() {
+    let (_runtime, bridge) = http_scripted_server("basic");
+    let dir = tempdir();
+    let config = server_file(
+        dir.path(),
+        "servers.json",
+        json!([demo("local"), {"server": "remote", "url": bridge.url()}]),
+    );
+    let declarations = tools(&config);
+    let all = names(&declarations);
+    assert!(all.contains(&"mcp/local/add"), "{all:?}");
+    assert!(all.contains(&"mcp/remote/echo"), "{all:?}");
+    // File order: every stdio flow before every HTTP flow.
+    let first_remote = all.iter().position(|n| n.starts_with("mcp/remote/")).unwrap();
+    assert!(all[..first_remote].iter().all(|n| n.starts_with("mcp/local/")));
+    assert!(all[first_remote..].iter().all(|n| n.starts_with("mcp/remote/")));
+    let remote = declarations.iter().find(|d| d["name"] == "mcp/remote/echo").unwrap();
+    assert_eq!(remote["server"], "remote");
+    assert_eq!(remote["tool"], "echo");
+    assert!(bridge.requests().iter().any(|r| r.method == "DELETE"), "sessions are closed");
+}
+
+#[test]
+fn call_reaches_an_http_flow() {
+    let (_runtime, bridge) = http_scripted_server("basic");
+    let dir = tempdir();
+    let config = server_file(
+        dir.path(),
+        "servers.json",
+        json!([{"server": "remote", "url": bridge.url()}]),
+    );
+    let run = cli(&[
+        "--mcp-config",
+        path_str(&config),
+        "call",
+        "mcp/remote/echo",
+        "--args",
+        r#"{"text":"over http"}"#,
+    ])
+    .run();
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let result: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(result["content"][0]["text"], "over http");
+    assert_eq!(result["isError"], false);
 }
