@@ -104,6 +104,10 @@ impl Diagnostics {
 
 impl fmt::Debug for Diagnostics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_some() { "Diagnostics(installed)" } else { "Diagnostics(none)" })
+        f.write_str(if self.0.is_some() {
+            "Diagnostics(installed)"
+        } else {
+            "Diagnostics(none)"
+        })
     }
 }

@@ -1219,10 +1219,11 @@ mod tests {
         );
         assert_eq!(v["output"]["required"], json!(["content", "isError"]));
         assert_eq!(d.digest.len(), 64);
-        assert!(d
-            .digest
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        assert!(
+            d.digest
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
     }
 
     #[test]
@@ -1290,9 +1291,11 @@ mod tests {
     #[test]
     fn project_over_an_empty_catalog() {
         let catalog = Catalog::empty();
-        assert!(project("s", &catalog, &ProjectionOptions::default())
-            .unwrap()
-            .is_empty());
+        assert!(
+            project("s", &catalog, &ProjectionOptions::default())
+                .unwrap()
+                .is_empty()
+        );
         let o = ProjectionOptions {
             include: vec!["x".into()],
             ..Default::default()
@@ -1491,10 +1494,12 @@ mod tests {
         let c = Capability::parse("x:y:z:w").unwrap();
         assert_eq!(c.resource(), "z:w");
         assert_eq!(c.action(), None);
-        assert!(Capability::parse("*")
-            .unwrap_err()
-            .to_string()
-            .contains("fewer than three"));
+        assert!(
+            Capability::parse("*")
+                .unwrap_err()
+                .to_string()
+                .contains("fewer than three")
+        );
         assert_eq!(
             Action::NetPost
                 .capability("https://a.example")

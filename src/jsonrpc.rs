@@ -162,7 +162,8 @@ fn classify_object(mut object: Map<String, Value>) -> Result<Inbound> {
             Ok(_) => Err(malformed("result reply with a null id")),
         };
     }
-    let id = Id::from_value(id).ok_or_else(|| malformed("reply id must be a string or an integer"))?;
+    let id =
+        Id::from_value(id).ok_or_else(|| malformed("reply id must be a string or an integer"))?;
     Ok(Inbound::Response { id, outcome })
 }
 
@@ -229,7 +230,9 @@ mod tests {
     fn tagged_envelopes_are_classified() {
         assert_eq!(
             kind(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#),
-            Ok(Inbound::Notification { method: "notifications/progress".into() })
+            Ok(Inbound::Notification {
+                method: "notifications/progress".into()
+            })
         );
         assert!(matches!(
             kind(r#"{"jsonrpc":"2.0","id":"p-1","method":"ping"}"#),
@@ -270,9 +273,15 @@ mod tests {
     fn depth_bound_counts_the_envelope() {
         let nest = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
         // envelope (1) + 127 arrays = 128: accepted.
-        let ok = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"a":{}}}}}"#, nest(126));
+        let ok = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"a":{}}}}}"#,
+            nest(126)
+        );
         assert!(matches!(kind(&ok), Ok(Inbound::Response { .. })));
-        let deep = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"a":{}}}}}"#, nest(127));
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"a":{}}}}}"#,
+            nest(127)
+        );
         assert_eq!(kind(&deep), Err(crate::ErrorKind::ProtocolError));
         let very_deep = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#, nest(100_000));
         assert_eq!(kind(&very_deep), Err(crate::ErrorKind::ProtocolError));

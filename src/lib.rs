@@ -20,8 +20,8 @@ pub use diagnostics::{DiagnosticEvent, DiagnosticObserver};
 pub use error::{Error, ErrorKind, Result};
 pub use limits::Limits;
 pub use session::{Client, ClientBuilder, ToolResult};
-pub use transport::stdio::StdioCommand;
 pub use transport::Transport;
+pub use transport::stdio::StdioCommand;
 
 /// The README's examples, compiled as doc tests.
 #[doc = include_str!("../README.md")]

@@ -153,8 +153,9 @@ impl Limits {
     /// Zero, negative, fractional, oversized and non-numeric values fail with
     /// `protocol_error` naming the option. Unknown names fail the same way.
     pub fn set_from_json(&mut self, name: &str, value: &serde_json::Value) -> Result<()> {
-        let parsed = positive_safe_integer(value)
-            .ok_or_else(|| Error::protocol(format!("option {name} must be a positive safe integer")))?;
+        let parsed = positive_safe_integer(value).ok_or_else(|| {
+            Error::protocol(format!("option {name} must be a positive safe integer"))
+        })?;
         let slot = self
             .field_mut(name)
             .ok_or_else(|| Error::protocol(format!("unknown limit option {name}")))?;
@@ -246,7 +247,9 @@ mod tests {
             }
             let mut limits = Limits::default();
             limits.set_from_json(name, &json!(7)).unwrap();
-            limits.set_from_json(name, &json!(9007199254740991u64)).unwrap();
+            limits
+                .set_from_json(name, &json!(9007199254740991u64))
+                .unwrap();
             limits.set_from_json(name, &json!(3.0)).unwrap();
         }
     }
@@ -257,11 +260,23 @@ mod tests {
             max_catalog_pages: 0,
             ..Limits::default()
         };
-        assert!(limits.validate().unwrap_err().message().contains("maxCatalogPages"));
+        assert!(
+            limits
+                .validate()
+                .unwrap_err()
+                .message()
+                .contains("maxCatalogPages")
+        );
         let limits = Limits {
             queue_capacity: MAX_SAFE_INTEGER + 1,
             ..Limits::default()
         };
-        assert!(limits.validate().unwrap_err().message().contains("queueCapacity"));
+        assert!(
+            limits
+                .validate()
+                .unwrap_err()
+                .message()
+                .contains("queueCapacity")
+        );
     }
 }

@@ -1141,13 +1141,30 @@ fn tools_composes_a_stdio_and_an_http_server() {
     assert!(all.contains(&"mcp/local/add"), "{all:?}");
     assert!(all.contains(&"mcp/remote/echo"), "{all:?}");
     // File order: every stdio flow before every HTTP flow.
-    let first_remote = all.iter().position(|n| n.starts_with("mcp/remote/")).unwrap();
-    assert!(all[..first_remote].iter().all(|n| n.starts_with("mcp/local/")));
-    assert!(all[first_remote..].iter().all(|n| n.starts_with("mcp/remote/")));
-    let remote = declarations.iter().find(|d| d["name"] == "mcp/remote/echo").unwrap();
+    let first_remote = all
+        .iter()
+        .position(|n| n.starts_with("mcp/remote/"))
+        .unwrap();
+    assert!(
+        all[..first_remote]
+            .iter()
+            .all(|n| n.starts_with("mcp/local/"))
+    );
+    assert!(
+        all[first_remote..]
+            .iter()
+            .all(|n| n.starts_with("mcp/remote/"))
+    );
+    let remote = declarations
+        .iter()
+        .find(|d| d["name"] == "mcp/remote/echo")
+        .unwrap();
     assert_eq!(remote["server"], "remote");
     assert_eq!(remote["tool"], "echo");
-    assert!(bridge.requests().iter().any(|r| r.method == "DELETE"), "sessions are closed");
+    assert!(
+        bridge.requests().iter().any(|r| r.method == "DELETE"),
+        "sessions are closed"
+    );
 }
 
 #[test]

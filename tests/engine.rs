@@ -49,7 +49,8 @@ async fn open(via: Via, builder: ClientBuilder, server: Server) -> smthrs_mcp::R
             _bridge: None,
         }),
         Via::Http => {
-            let bridge = Bridge::start(scripted_server(), server.args, BridgeOptions::default()).await;
+            let bridge =
+                Bridge::start(scripted_server(), server.args, BridgeOptions::default()).await;
             let transport = HttpTransport::builder("bridge", bridge.url()).build()?;
             Ok(Session {
                 client: builder.connect(transport).await?,
@@ -66,7 +67,10 @@ fn limits(edit: impl FnOnce(&mut Limits)) -> Limits {
 }
 
 fn text_of(result: &smthrs_mcp::ToolResult) -> String {
-    result.content[0]["text"].as_str().unwrap_or_default().to_string()
+    result.content[0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 macro_rules! engine_tests {
@@ -124,14 +128,20 @@ async fn handshake_proposes_version_and_identity_then_lists(via: Via) {
         .expect("connect");
     assert_eq!(client.protocol_version(), "2025-06-18");
     let names: Vec<&str> = client.catalog().iter().map(|t| t.name()).collect();
-    assert!(names.contains(&"echo") && names.contains(&"add"), "{names:?}");
+    assert!(
+        names.contains(&"echo") && names.contains(&"add"),
+        "{names:?}"
+    );
     client.close().await;
     let lines = rec.lines();
     let init = &lines[0];
     assert_eq!(init["method"], "initialize");
     assert_eq!(init["params"]["protocolVersion"], "2025-06-18");
     assert_eq!(init["params"]["clientInfo"]["name"], "smithers");
-    assert_eq!(init["params"]["clientInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        init["params"]["clientInfo"]["version"],
+        env!("CARGO_PKG_VERSION")
+    );
     assert_eq!(
         rec.methods()[..3],
         ["initialize", "notifications/initialized", "tools/list"]
@@ -139,10 +149,18 @@ async fn handshake_proposes_version_and_identity_then_lists(via: Via) {
 }
 
 async fn is_error_result_is_success(via: Via) {
-    let client = open(via, Client::builder("basic"), scenario("basic")).await.unwrap();
-    let result = client.call_tool("fail", args(json!({}))).await.expect("data, not failure");
+    let client = open(via, Client::builder("basic"), scenario("basic"))
+        .await
+        .unwrap();
+    let result = client
+        .call_tool("fail", args(json!({})))
+        .await
+        .expect("data, not failure");
     assert!(result.is_error);
-    let result = client.call_tool("echo", args(json!({"text": "hi"}))).await.unwrap();
+    let result = client
+        .call_tool("echo", args(json!({"text": "hi"})))
+        .await
+        .unwrap();
     assert!(!result.is_error);
     assert_eq!(text_of(&result), "hi");
     client.close().await;
@@ -150,7 +168,9 @@ async fn is_error_result_is_success(via: Via) {
 
 async fn unknown_tool_is_refused_before_any_frame(via: Via) {
     let rec = Recording::new();
-    let client = open(via, Client::builder("basic"), rec.attach(scenario("basic"))).await.unwrap();
+    let client = open(via, Client::builder("basic"), rec.attach(scenario("basic")))
+        .await
+        .unwrap();
     let error = client.call_tool("nope", args(json!({}))).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ToolNotFound);
     client.close().await;
@@ -158,14 +178,21 @@ async fn unknown_tool_is_refused_before_any_frame(via: Via) {
 }
 
 async fn stdout_noise_is_dropped(via: Via) {
-    let client = open(via, Client::builder("noisy"), scenario("noise")).await.expect("noise is tolerated");
-    let result = client.call_tool("echo", args(json!({"text": "still here"}))).await.unwrap();
+    let client = open(via, Client::builder("noisy"), scenario("noise"))
+        .await
+        .expect("noise is tolerated");
+    let result = client
+        .call_tool("echo", args(json!({"text": "still here"})))
+        .await
+        .unwrap();
     assert_eq!(text_of(&result), "still here");
     client.close().await;
 }
 
 async fn ping_is_answered_with_the_exact_id(via: Via) {
-    let client = open(via, Client::builder("ping"), scenario("ping-during-call")).await.unwrap();
+    let client = open(via, Client::builder("ping"), scenario("ping-during-call"))
+        .await
+        .unwrap();
     for tool in ["echo", "add"] {
         let result = client
             .call_tool(tool, args(json!({"text": "x", "a": 1, "b": 2})))
@@ -183,7 +210,10 @@ async fn unsupported_server_request_gets_method_not_found(via: Via) {
         "on_call": {"echo": {"request_first": {"method": "sampling/createMessage", "id": 7}}}
     }));
     let client = open(via, Client::builder("req"), command).await.unwrap();
-    let result = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap();
+    let result = client
+        .call_tool("echo", args(json!({"text": "x"})))
+        .await
+        .unwrap();
     let text = text_of(&result);
     assert!(text.contains("-32601"), "{text}");
     client.close().await;
@@ -198,7 +228,10 @@ async fn replies_to_unknown_ids_are_dropped(via: Via) {
         ]}}
     }));
     let client = open(via, Client::builder("ids"), command).await.unwrap();
-    let result = client.call_tool("echo", args(json!({"text": "ok"}))).await.unwrap();
+    let result = client
+        .call_tool("echo", args(json!({"text": "ok"})))
+        .await
+        .unwrap();
     assert_eq!(text_of(&result), "ok");
     client.close().await;
 }
@@ -212,11 +245,16 @@ async fn null_id_error_goes_to_the_observer_and_keeps_the_session(via: Via) {
     )
     .await
     .unwrap();
-    let result = client.call_tool("echo", args(json!({"text": "after"}))).await.unwrap();
+    let result = client
+        .call_tool("echo", args(json!({"text": "after"})))
+        .await
+        .unwrap();
     assert_eq!(text_of(&result), "after");
     let events = observer.events();
     assert!(
-        events.iter().any(|(name, text)| name == "remote-error" && text.contains("uncorrelated failure")),
+        events
+            .iter()
+            .any(|(name, text)| name == "remote-error" && text.contains("uncorrelated failure")),
         "{events:?}"
     );
     assert!(client.terminal_error().is_none());
@@ -228,10 +266,19 @@ async fn malformed_envelope_ends_the_session_for_everyone(via: Via) {
         "on_call": {"echo": {"reply_raw": "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{},\"error\":{\"code\":1,\"message\":\"MARKER-7731\"}}"}}
     }));
     let client = open(via, Client::builder("bad"), command).await.unwrap();
-    let error = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    let error = client
+        .call_tool("echo", args(json!({"text": "x"})))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
-    assert!(!error.to_string().contains("MARKER-7731"), "raw frame leaked: {error}");
-    let later = client.call_tool("add", args(json!({"a": 1, "b": 2}))).await.unwrap_err();
+    assert!(
+        !error.to_string().contains("MARKER-7731"),
+        "raw frame leaked: {error}"
+    );
+    let later = client
+        .call_tool("add", args(json!({"a": 1, "b": 2})))
+        .await
+        .unwrap_err();
     assert_eq!(later, error, "later calls get the same terminal error");
     client.close().await;
     assert_eq!(client.terminal_error(), Some(error));
@@ -249,24 +296,35 @@ async fn deep_inbound_message_is_a_protocol_error(via: Via) {
     );
     let command = inline(json!({"on_call": {"echo": {"reply_raw": raw}}}));
     let client = open(via, Client::builder("deep"), command).await.unwrap();
-    let error = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    let error = client
+        .call_tool("echo", args(json!({"text": "x"})))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
     client.close().await;
 }
 
 async fn deep_outbound_arguments_are_refused_and_the_session_stays_open(via: Via) {
     let rec = Recording::new();
-    let client = open(via, Client::builder("deep"), rec.attach(scenario("basic"))).await.unwrap();
+    let client = open(via, Client::builder("deep"), rec.attach(scenario("basic")))
+        .await
+        .unwrap();
     // Root object is container 3: 125 more levels reach exactly 128.
     let mut ok = json!(1);
     for _ in 0..125 {
         ok = json!([ok]);
     }
-    client.call_tool("echo", args(json!({"text": "ok", "deep": ok.clone()}))).await.expect("128 is allowed");
+    client
+        .call_tool("echo", args(json!({"text": "ok", "deep": ok.clone()})))
+        .await
+        .expect("128 is allowed");
     let too_deep = json!({"text": "x", "deep": [ok]});
     let error = client.call_tool("echo", args(too_deep)).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
-    let result = client.call_tool("echo", args(json!({"text": "alive"}))).await.unwrap();
+    let result = client
+        .call_tool("echo", args(json!({"text": "alive"})))
+        .await
+        .unwrap();
     assert_eq!(text_of(&result), "alive");
     client.close().await;
     let calls = rec.methods().iter().filter(|m| *m == "tools/call").count();
@@ -276,51 +334,74 @@ async fn deep_outbound_arguments_are_refused_and_the_session_stays_open(via: Via
 async fn oversized_outbound_frame_is_refused_and_the_session_stays_open(via: Via) {
     let rec = Recording::new();
     let builder = Client::builder("big").limits(limits(|l| l.max_outbound_frame_bytes = 4096));
-    let client = open(via, builder, rec.attach(scenario("basic"))).await.unwrap();
+    let client = open(via, builder, rec.attach(scenario("basic")))
+        .await
+        .unwrap();
     // Escapes count: 1500 quotes encode as 3000 bytes, plus protocol overhead.
     let error = client
         .call_tool("echo", args(json!({"text": "\"".repeat(2100)})))
         .await
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
-    let result = client.call_tool("echo", args(json!({"text": "small"}))).await.unwrap();
+    let result = client
+        .call_tool("echo", args(json!({"text": "small"})))
+        .await
+        .unwrap();
     assert_eq!(text_of(&result), "small");
     client.close().await;
-    assert_eq!(rec.methods().iter().filter(|m| *m == "tools/call").count(), 1);
+    assert_eq!(
+        rec.methods().iter().filter(|m| *m == "tools/call").count(),
+        1
+    );
 }
 
 async fn infinite_number_is_a_protocol_error(via: Via) {
     let raw = "{\"jsonrpc\":\"2.0\",\"id\":\"$ID\",\"result\":{\"content\":[],\"n\":1e400}}";
     let command = inline(json!({"on_call": {"echo": {"reply_raw": raw}}}));
     let client = open(via, Client::builder("inf"), command).await.unwrap();
-    let error = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    let error = client
+        .call_tool("echo", args(json!({"text": "x"})))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
     client.close().await;
 }
 
 async fn unsupported_protocol_version_is_refused(via: Via) {
-    let error = open(via, Client::builder("old"), inline(json!({"protocolVersion": "2023-01-01"})))
-        .await
-        .unwrap_err();
+    let error = open(
+        via,
+        Client::builder("old"),
+        inline(json!({"protocolVersion": "2023-01-01"})),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
 }
 
 async fn server_without_tools_is_refused(via: Via) {
-    let error = open(via, Client::builder("notools"), scenario("no-tools-capability"))
-        .await
-        .unwrap_err();
+    let error = open(
+        via,
+        Client::builder("notools"),
+        scenario("no-tools-capability"),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
 }
 
 async fn stalled_initialize_times_out(via: Via) {
     let builder = Client::builder("stall").limits(limits(|l| l.handshake_timeout_ms = 300));
-    let error = open(via, builder, scenario("stalled-handshake")).await.unwrap_err();
+    let error = open(via, builder, scenario("stalled-handshake"))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Timeout);
 }
 
 async fn stalled_tools_list_times_out(via: Via) {
     let builder = Client::builder("stall").limits(limits(|l| l.handshake_timeout_ms = 300));
-    let error = open(via, builder, scenario("stalled-tools-list")).await.unwrap_err();
+    let error = open(via, builder, scenario("stalled-tools-list"))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Timeout);
 }
 
@@ -352,18 +433,32 @@ async fn wait_for(mut check: impl FnMut() -> bool) {
 async fn timed_out_call_sends_one_cancellation(via: Via) {
     let rec = Recording::new();
     let builder = Client::builder("slow").limits(limits(|l| l.request_timeout_ms = 200));
-    let client = open(via, builder, rec.attach(scenario("basic"))).await.unwrap();
-    let error = client.call_tool("slow", args(json!({"ms": 2000}))).await.unwrap_err();
+    let client = open(via, builder, rec.attach(scenario("basic")))
+        .await
+        .unwrap();
+    let error = client
+        .call_tool("slow", args(json!({"ms": 2000})))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Timeout);
     wait_for(|| !cancelled_ids(&rec).is_empty()).await;
-    assert_eq!(cancelled_ids(&rec), call_ids(&rec), "one cancellation naming the call");
-    assert!(client.terminal_error().is_none(), "a timeout does not end the session");
+    assert_eq!(
+        cancelled_ids(&rec),
+        call_ids(&rec),
+        "one cancellation naming the call"
+    );
+    assert!(
+        client.terminal_error().is_none(),
+        "a timeout does not end the session"
+    );
     client.close().await;
 }
 
 async fn dropped_call_sends_one_cancellation(via: Via) {
     let rec = Recording::new();
-    let client = open(via, Client::builder("slow"), rec.attach(scenario("basic"))).await.unwrap();
+    let client = open(via, Client::builder("slow"), rec.attach(scenario("basic")))
+        .await
+        .unwrap();
     let call = client.call_tool("slow", args(json!({"ms": 2000})));
     // Drop the call once it has been written.
     let _ = tokio::time::timeout(Duration::from_millis(200), call).await;
@@ -375,15 +470,22 @@ async fn dropped_call_sends_one_cancellation(via: Via) {
 async fn initialize_is_never_cancelled(via: Via) {
     let rec = Recording::new();
     let builder = Client::builder("stall").limits(limits(|l| l.handshake_timeout_ms = 200));
-    let _ = open(via, builder, rec.attach(scenario("stalled-handshake"))).await.unwrap_err();
+    let _ = open(via, builder, rec.attach(scenario("stalled-handshake")))
+        .await
+        .unwrap_err();
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(rec.methods(), ["initialize"]);
 }
 
 async fn answered_call_is_never_cancelled(via: Via) {
     let rec = Recording::new();
-    let client = open(via, Client::builder("basic"), rec.attach(scenario("basic"))).await.unwrap();
-    client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap();
+    let client = open(via, Client::builder("basic"), rec.attach(scenario("basic")))
+        .await
+        .unwrap();
+    client
+        .call_tool("echo", args(json!({"text": "x"})))
+        .await
+        .unwrap();
     let _ = client.call_tool("nope", args(json!({}))).await;
     client.close().await;
     assert!(cancelled_ids(&rec).is_empty());
@@ -391,7 +493,13 @@ async fn answered_call_is_never_cancelled(via: Via) {
 
 async fn catalog_pages_are_walked(via: Via) {
     let rec = Recording::new();
-    let client = open(via, Client::builder("paged"), rec.attach(scenario("paged-catalog"))).await.unwrap();
+    let client = open(
+        via,
+        Client::builder("paged"),
+        rec.attach(scenario("paged-catalog")),
+    )
+    .await
+    .unwrap();
     assert!(client.catalog().len() >= 2);
     let lists = rec.methods().iter().filter(|m| *m == "tools/list").count();
     assert!(lists >= 2, "followed nextCursor");
@@ -420,7 +528,9 @@ async fn catalog_rules_refuse_bad_catalogs(via: Via) {
 }
 
 async fn close_records_scope_closed_for_later_calls(via: Via) {
-    let client = open(via, Client::builder("basic"), scenario("basic")).await.unwrap();
+    let client = open(via, Client::builder("basic"), scenario("basic"))
+        .await
+        .unwrap();
     let pending = {
         let client = client.clone();
         tokio::spawn(async move { client.call_tool("slow", args(json!({"ms": 5000}))).await })
@@ -430,7 +540,10 @@ async fn close_records_scope_closed_for_later_calls(via: Via) {
     let error = pending.await.unwrap().unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ConnectionClosed);
     assert_eq!(error.to_string(), "connection scope closed");
-    let later = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    let later = client
+        .call_tool("echo", args(json!({"text": "x"})))
+        .await
+        .unwrap_err();
     assert_eq!(later, error);
 }
 
@@ -438,11 +551,20 @@ async fn close_records_scope_closed_for_later_calls(via: Via) {
 
 #[tokio::test]
 async fn child_exit_fails_pending_and_later_calls_with_its_code() {
-    let client = Client::builder("exit").connect(scenario("exit-on-call")).await.unwrap();
-    let error = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    let client = Client::builder("exit")
+        .connect(scenario("exit-on-call"))
+        .await
+        .unwrap();
+    let error = client
+        .call_tool("echo", args(json!({"text": "x"})))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ConnectionClosed);
     assert_eq!(error.to_string(), "exited with code 7");
-    let later = client.call_tool("add", args(json!({"a": 1, "b": 1}))).await.unwrap_err();
+    let later = client
+        .call_tool("add", args(json!({"a": 1, "b": 1})))
+        .await
+        .unwrap_err();
     assert_eq!(later, error);
     client.close().await;
 }
@@ -453,14 +575,20 @@ async fn stdout_eof_is_stdout_closed() {
         .connect(scenario("close-stdout-after-initialized"))
         .await
         .unwrap();
-    let error = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    let error = client
+        .call_tool("echo", args(json!({"text": "x"})))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ConnectionClosed);
     assert_eq!(error.to_string(), "stdout closed");
 }
 
 #[tokio::test]
 async fn closed_stdin_is_stdin_closed() {
-    let client = Client::builder("stdin").connect(scenario("close-stdin")).await.unwrap();
+    let client = Client::builder("stdin")
+        .connect(scenario("close-stdin"))
+        .await
+        .unwrap();
     // The first write after the server closed its stdin fails with EPIPE.
     let mut error = None;
     for _ in 0..20 {
@@ -485,7 +613,10 @@ async fn spawn_failure_is_spawn_failed_without_process_details() {
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::SpawnFailed);
     let shown = format!("{error} {error:?}");
-    assert!(!shown.contains("secret-path") && !shown.contains("abc"), "{shown}");
+    assert!(
+        !shown.contains("secret-path") && !shown.contains("abc"),
+        "{shown}"
+    );
 }
 
 #[tokio::test]
@@ -529,17 +660,35 @@ async fn stderr_secrets_reach_only_the_observer_and_redacted() {
     let observer = Collect::new();
     let client = Client::builder("leaky")
         .diagnostics(observer.clone())
-        .connect(scenario("stderr-secrets").env("GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_SECRETSECRETSECRETSECRETSECRET1234"))
+        .connect(scenario("stderr-secrets").env(
+            "GITHUB_PERSONAL_ACCESS_TOKEN",
+            "ghp_SECRETSECRETSECRETSECRETSECRET1234",
+        ))
         .await
         .unwrap();
-    let error = client.call_tool("echo", args(json!({"text": "x"}))).await.unwrap_err();
+    let error = client
+        .call_tool("echo", args(json!({"text": "x"})))
+        .await
+        .unwrap_err();
     assert_eq!(error.to_string(), "exited with code 1");
     client.close().await;
     let events = observer.events();
-    let tails: Vec<&String> = events.iter().filter(|(n, _)| n == "stderr-tail").map(|(_, t)| t).collect();
+    let tails: Vec<&String> = events
+        .iter()
+        .filter(|(n, _)| n == "stderr-tail")
+        .map(|(_, t)| t)
+        .collect();
     assert_eq!(tails.len(), 1, "{events:?}");
-    for secret in ["ghp_SECRETSECRETSECRETSECRETSECRET1234", "sk-live-SECRETSECRETSECRET", "SECRETSECRET"] {
-        assert!(!tails[0].contains(secret), "tail leaked {secret}: {}", tails[0]);
+    for secret in [
+        "ghp_SECRETSECRETSECRETSECRETSECRET1234",
+        "sk-live-SECRETSECRETSECRET",
+        "SECRETSECRET",
+    ] {
+        assert!(
+            !tails[0].contains(secret),
+            "tail leaked {secret}: {}",
+            tails[0]
+        );
         assert!(!format!("{error} {error:?}").contains(secret));
     }
     assert!(tails[0].contains("REDACTED"), "{}", tails[0]);
@@ -551,14 +700,19 @@ async fn blocked_outbound_queue_times_out_instead_of_hanging() {
         l.queue_capacity = 1;
         l.request_timeout_ms = 500;
     }));
-    let client = builder.connect(scenario("stop-reading-stdin")).await.unwrap();
+    let client = builder
+        .connect(scenario("stop-reading-stdin"))
+        .await
+        .unwrap();
     // Large frames fill the pipe (64 KiB on Linux), then the one-slot queue.
     let big = "x".repeat(200_000);
     let mut calls = Vec::new();
     for _ in 0..4 {
         let client = client.clone();
         let big = big.clone();
-        calls.push(tokio::spawn(async move { client.call_tool("echo", args(json!({"text": big}))).await }));
+        calls.push(tokio::spawn(async move {
+            client.call_tool("echo", args(json!({"text": big}))).await
+        }));
     }
     for call in calls {
         let error = call.await.unwrap().unwrap_err();

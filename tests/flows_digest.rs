@@ -6,8 +6,8 @@
 //! ensure_ascii=False).encode()).hexdigest()` over the same declaration without
 //! its `digest` field.
 
-use serde_json::{json, Map, Value};
-use smthrs_mcp::flows::{describe, FlowDeclaration};
+use serde_json::{Map, Value, json};
+use smthrs_mcp::flows::{FlowDeclaration, describe};
 
 const PINNED: &str = "ed61fb39c9dfe99a2938112a9ecafe0cb24376d1d8836dcaaebe0c453a4b898d";
 

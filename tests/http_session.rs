@@ -70,7 +70,11 @@ async fn expiring_server(change_catalog: bool) -> (TestServer, Arc<AtomicUsize>)
 async fn expired_session_reinitialises_once_and_retries_with_the_same_catalog() {
     let (server, sessions) = expiring_server(false).await;
     let client = Client::builder("expiring")
-        .connect(HttpTransport::builder("expiring", server.url()).build().unwrap())
+        .connect(
+            HttpTransport::builder("expiring", server.url())
+                .build()
+                .unwrap(),
+        )
         .await
         .unwrap();
     let result = client
@@ -97,12 +101,22 @@ async fn expired_session_reinitialises_once_and_retries_with_the_same_catalog() 
 async fn expired_session_with_a_changed_catalog_ends_the_session() {
     let (server, _) = expiring_server(true).await;
     let client = Client::builder("expiring")
-        .connect(HttpTransport::builder("expiring", server.url()).build().unwrap())
+        .connect(
+            HttpTransport::builder("expiring", server.url())
+                .build()
+                .unwrap(),
+        )
         .await
         .unwrap();
-    let error = client.call_tool("echo", serde_json::Map::new()).await.unwrap_err();
+    let error = client
+        .call_tool("echo", serde_json::Map::new())
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ConnectionClosed, "{error}");
-    let later = client.call_tool("echo", serde_json::Map::new()).await.unwrap_err();
+    let later = client
+        .call_tool("echo", serde_json::Map::new())
+        .await
+        .unwrap_err();
     assert_eq!(later, error, "the terminal error is final");
     client.close().await;
 }
@@ -111,7 +125,11 @@ async fn expired_session_with_a_changed_catalog_ends_the_session() {
 async fn unauthorized_handshake_is_unauthorized() {
     let server = TestServer::start(|_| async { status(401) }).await;
     let error = Client::builder("locked")
-        .connect(HttpTransport::builder("locked", server.url()).build().unwrap())
+        .connect(
+            HttpTransport::builder("locked", server.url())
+                .build()
+                .unwrap(),
+        )
         .await
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unauthorized);

@@ -28,31 +28,54 @@ fn everything_entry() -> Option<PathBuf> {
 }
 
 fn text(result: &smthrs_mcp::ToolResult) -> String {
-    result.content[0]["text"].as_str().unwrap_or_default().to_string()
+    result.content[0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 #[tokio::test]
 async fn stdio_tools_and_calls() {
-    let Some(entry) = everything_entry() else { return };
+    let Some(entry) = everything_entry() else {
+        return;
+    };
     let client = Client::builder("everything")
         .connect(StdioCommand::new("node").arg(&entry).arg("stdio"))
         .await
         .expect("connect to server-everything over stdio");
-    for name in ["echo", "get-sum", "get-structured-content", "trigger-long-running-operation", "get-env"] {
+    for name in [
+        "echo",
+        "get-sum",
+        "get-structured-content",
+        "trigger-long-running-operation",
+        "get-env",
+    ] {
         assert!(client.catalog().get(name).is_some(), "missing {name}");
     }
-    let echoed = client.call_tool("echo", args(json!({"message": "hi there"}))).await.unwrap();
+    let echoed = client
+        .call_tool("echo", args(json!({"message": "hi there"})))
+        .await
+        .unwrap();
     assert!(text(&echoed).contains("hi there"), "{echoed:?}");
-    let sum = client.call_tool("get-sum", args(json!({"a": 2, "b": 40}))).await.unwrap();
+    let sum = client
+        .call_tool("get-sum", args(json!({"a": 2, "b": 40})))
+        .await
+        .unwrap();
     assert!(text(&sum).contains("42"), "{sum:?}");
     let structured = client
-        .call_tool("get-structured-content", args(json!({"location": "New York"})))
+        .call_tool(
+            "get-structured-content",
+            args(json!({"location": "New York"})),
+        )
         .await
         .unwrap();
     assert!(structured.structured_content.is_some(), "{structured:?}");
     // Progress notifications are dropped; the result still arrives.
     let long = client
-        .call_tool("trigger-long-running-operation", args(json!({"duration": 1, "steps": 3})))
+        .call_tool(
+            "trigger-long-running-operation",
+            args(json!({"duration": 1, "steps": 3})),
+        )
         .await
         .unwrap();
     assert!(!long.is_error, "{long:?}");
@@ -61,7 +84,9 @@ async fn stdio_tools_and_calls() {
 
 #[tokio::test]
 async fn stdio_env_does_not_leak_our_secrets() {
-    let Some(entry) = everything_entry() else { return };
+    let Some(entry) = everything_entry() else {
+        return;
+    };
     // CARGO_* variables are set in this test process; a planted value in the child's
     // own env must arrive, nothing else outside the allow-list may.
     let client = Client::builder("everything")
@@ -76,14 +101,19 @@ async fn stdio_env_does_not_leak_our_secrets() {
     let env = client.call_tool("get-env", args(json!({}))).await.unwrap();
     let shown = text(&env);
     assert!(shown.contains("visible-by-design"), "{shown}");
-    assert!(!shown.contains("CARGO_PKG_NAME"), "host environment leaked: {shown}");
+    assert!(
+        !shown.contains("CARGO_PKG_NAME"),
+        "host environment leaked: {shown}"
+    );
     assert!(!shown.contains("CARGO_MANIFEST_DIR"));
     client.close().await;
 }
 
 #[tokio::test]
 async fn stdio_timeout_then_cancel() {
-    let Some(entry) = everything_entry() else { return };
+    let Some(entry) = everything_entry() else {
+        return;
+    };
     let limits = Limits {
         request_timeout_ms: 300,
         ..Limits::default()
@@ -94,13 +124,19 @@ async fn stdio_timeout_then_cancel() {
         .await
         .unwrap();
     let error = client
-        .call_tool("trigger-long-running-operation", args(json!({"duration": 5, "steps": 5})))
+        .call_tool(
+            "trigger-long-running-operation",
+            args(json!({"duration": 5, "steps": 5})),
+        )
         .await
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Timeout);
     // The session survives the cancellation and serves the next call.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let sum = client.call_tool("get-sum", args(json!({"a": 1, "b": 2}))).await.unwrap();
+    let sum = client
+        .call_tool("get-sum", args(json!({"a": 1, "b": 2})))
+        .await
+        .unwrap();
     assert!(text(&sum).contains('3'));
     client.close().await;
 }
@@ -127,7 +163,10 @@ impl HttpEverything {
             .spawn()
             .expect("node");
         for _ in 0..200 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
@@ -154,24 +193,38 @@ impl Drop for HttpEverything {
 
 #[tokio::test]
 async fn http_tools_and_calls() {
-    let Some(entry) = everything_entry() else { return };
+    let Some(entry) = everything_entry() else {
+        return;
+    };
     let server = HttpEverything::start(&entry).await;
     let client = Client::builder("everything")
         .connect(server.transport())
         .await
         .expect("connect to server-everything over Streamable HTTP");
     assert!(client.catalog().get("get-sum").is_some());
-    let sum = client.call_tool("get-sum", args(json!({"a": 2, "b": 40}))).await.unwrap();
+    let sum = client
+        .call_tool("get-sum", args(json!({"a": 2, "b": 40})))
+        .await
+        .unwrap();
     assert!(text(&sum).contains("42"), "{sum:?}");
-    let echoed = client.call_tool("echo", args(json!({"message": "over http"}))).await.unwrap();
+    let echoed = client
+        .call_tool("echo", args(json!({"message": "over http"})))
+        .await
+        .unwrap();
     assert!(text(&echoed).contains("over http"));
     let structured = client
-        .call_tool("get-structured-content", args(json!({"location": "Chicago"})))
+        .call_tool(
+            "get-structured-content",
+            args(json!({"location": "Chicago"})),
+        )
         .await
         .unwrap();
     assert!(structured.structured_content.is_some());
     let long = client
-        .call_tool("trigger-long-running-operation", args(json!({"duration": 1, "steps": 3})))
+        .call_tool(
+            "trigger-long-running-operation",
+            args(json!({"duration": 1, "steps": 3})),
+        )
         .await
         .unwrap();
     assert!(!long.is_error);
@@ -180,7 +233,9 @@ async fn http_tools_and_calls() {
 
 #[tokio::test]
 async fn http_timeout_then_cancel() {
-    let Some(entry) = everything_entry() else { return };
+    let Some(entry) = everything_entry() else {
+        return;
+    };
     let server = HttpEverything::start(&entry).await;
     let limits = Limits {
         request_timeout_ms: 300,
@@ -192,11 +247,17 @@ async fn http_timeout_then_cancel() {
         .await
         .unwrap();
     let error = client
-        .call_tool("trigger-long-running-operation", args(json!({"duration": 5, "steps": 5})))
+        .call_tool(
+            "trigger-long-running-operation",
+            args(json!({"duration": 5, "steps": 5})),
+        )
         .await
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Timeout);
-    let sum = client.call_tool("get-sum", args(json!({"a": 1, "b": 2}))).await.unwrap();
+    let sum = client
+        .call_tool("get-sum", args(json!({"a": 1, "b": 2})))
+        .await
+        .unwrap();
     assert!(text(&sum).contains('3'));
     client.close().await;
 }

@@ -31,7 +31,11 @@ async fn framer_retains_one_bounded_partial_frame() {
     let mut reader = FramedReader::new(child.stdout.take().unwrap(), max);
     assert_eq!(reader.next().await, Framed::TooLong);
     let decoder = reader.decoder();
-    assert!(decoder.retained_bytes() <= max + 2, "{}", decoder.retained_bytes());
+    assert!(
+        decoder.retained_bytes() <= max + 2,
+        "{}",
+        decoder.retained_bytes()
+    );
     assert!(
         decoder.retained_capacity() <= max + 2 + READ_CHUNK_BYTES,
         "{}",

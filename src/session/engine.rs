@@ -2,7 +2,7 @@
 //! cancellation and the single terminal transition.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
@@ -73,7 +73,9 @@ enum Reinit {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Shared {
@@ -109,7 +111,11 @@ impl Shared {
         if self.terminal.set(error).is_err() {
             return;
         }
-        let error = self.terminal.get().cloned().unwrap_or_else(|| Error::closed(SCOPE_CLOSED));
+        let error = self
+            .terminal
+            .get()
+            .cloned()
+            .unwrap_or_else(|| Error::closed(SCOPE_CLOSED));
         let drained: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();
         for pending in drained {
             pending.state.store(SETTLED, Ordering::Release);
@@ -120,7 +126,9 @@ impl Shared {
     }
 
     fn ended_error(&self) -> Error {
-        self.terminal().cloned().unwrap_or_else(|| Error::closed(SCOPE_CLOSED))
+        self.terminal()
+            .cloned()
+            .unwrap_or_else(|| Error::closed(SCOPE_CLOSED))
     }
 
     /// Serializes a frame under `maxOutboundFrameBytes`, stopping early on overflow.

@@ -33,7 +33,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::json_bounds::value_depth;
 use crate::limits::{Limits, MAX_JSON_DEPTH};
 use crate::transport::{Transport, TransportContext};
-use engine::{Shared, SCOPE_CLOSED};
+use engine::{SCOPE_CLOSED, Shared};
 
 /// The protocol version the client proposes in `initialize`.
 pub const PROPOSED_PROTOCOL_VERSION: &str = "2025-06-18";
@@ -406,7 +406,10 @@ impl Client {
         if self.inner.catalog.get(name).is_none() {
             return Err(Error::new(
                 ErrorKind::ToolNotFound,
-                format!("tool {name:?} is not in the catalog of server \"{}\"", shared.server),
+                format!(
+                    "tool {name:?} is not in the catalog of server \"{}\"",
+                    shared.server
+                ),
             ));
         }
         let deadline = Instant::now() + shared.limits.request_timeout();

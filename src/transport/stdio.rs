@@ -263,7 +263,9 @@ async fn drain_stderr(
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Waits for the child to exit, or kills it when asked; publishes the exit status.
@@ -351,11 +353,9 @@ impl StdoutSource {
                 self.max_frame
             ))),
             Framed::Eof => {
-                let exit = tokio::time::timeout(
-                    EXIT_GRACE,
-                    self.exit.wait_for(|status| status.is_some()),
-                )
-                .await;
+                let exit =
+                    tokio::time::timeout(EXIT_GRACE, self.exit.wait_for(|status| status.is_some()))
+                        .await;
                 let message = match exit {
                     Ok(Ok(status)) => status.as_ref().map(exit_message),
                     _ => None,

@@ -54,8 +54,10 @@ impl smthrs_mcp::Transport for Server {
     fn open(
         self: Box<Self>,
         ctx: smthrs_mcp::transport::TransportContext,
-    ) -> futures_util::future::BoxFuture<'static, smthrs_mcp::Result<smthrs_mcp::transport::Connection>>
-    {
+    ) -> futures_util::future::BoxFuture<
+        'static,
+        smthrs_mcp::Result<smthrs_mcp::transport::Connection>,
+    > {
         Box::new(self.stdio()).open(ctx)
     }
 }
@@ -131,11 +133,16 @@ impl DiagnosticObserver for Collect {
             } => format!(
                 "{code} {} {}",
                 message.expose_secret(),
-                data.as_ref().map(|d| d.expose_secret().to_string()).unwrap_or_default()
+                data.as_ref()
+                    .map(|d| d.expose_secret().to_string())
+                    .unwrap_or_default()
             ),
             _ => String::new(),
         };
-        self.0.lock().unwrap().push((event.name().to_string(), text));
+        self.0
+            .lock()
+            .unwrap()
+            .push((event.name().to_string(), text));
     }
 }
 

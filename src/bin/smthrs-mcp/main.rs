@@ -79,7 +79,10 @@ fn main() -> ExitCode {
             Err(_) => ExitCode::from(1),
         };
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(_) => {
             eprintln!("smthrs-mcp: connection_closed: could not start the async runtime");
@@ -142,7 +145,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Tools => {
-            let (clients, catalog) = connect_all(&entries, transports, &label, cli.diagnostics).await?;
+            let (clients, catalog) =
+                connect_all(&entries, transports, &label, cli.diagnostics).await?;
             let declarations: Vec<_> = catalog.declarations().collect();
             let printed = serde_json::to_string_pretty(&declarations)
                 .map_err(|_| Failure::Usage("could not encode declarations".into()));
@@ -155,7 +159,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 Ok(Value::Object(map)) => map,
                 _ => return Err(Failure::Usage("--args must be a JSON object".into())),
             };
-            let (clients, catalog) = connect_all(&entries, transports, &label, cli.diagnostics).await?;
+            let (clients, catalog) =
+                connect_all(&entries, transports, &label, cli.diagnostics).await?;
             let outcome = call(&clients, &catalog, &flow, arguments).await;
             close_all(&clients).await;
             let result = outcome?;
