@@ -62,8 +62,10 @@
 //! - **Duplicate `server` names in one file are errors**: the name scopes flow names
 //!   and diagnostics, so two entries sharing one would be ambiguous.
 //! - **Entries are numbered from 0**, as JSON array indices are.
-//! - The bearer token variable is **not read here**; the HTTP transport reads it when
-//!   it is built, so `check` never touches a secret.
+//! - The bearer token variable is **not read here**; the HTTP transport reads it, once,
+//!   when it is built. The CLI builds every transport (spawning and connecting
+//!   nothing) before any command runs, `check` included, so an unset variable is a
+//!   usage error there too; the value is never printed.
 //! - A file larger than [`MAX_SERVER_FILE_BYTES`] is refused as unreadable.
 //!
 //! # What an error shows
@@ -140,8 +142,9 @@ pub enum EntryTransport {
 /// A stdio server: the command to spawn.
 ///
 /// `Debug` shows the environment's keys but never its values (they are
-/// [`SecretString`]s).
-#[derive(Debug, Clone)]
+/// [`SecretString`]s), and the number of arguments but not the arguments (they
+/// often carry credentials such as `--api-key X`).
+#[derive(Clone)]
 pub struct StdioEntry {
     /// The program to run (non-empty).
     pub command: String,
@@ -151,6 +154,20 @@ pub struct StdioEntry {
     pub env: Vec<(String, SecretString)>,
     /// The child's working directory, when given.
     pub cwd: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for StdioEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioEntry")
+            .field("command", &self.command)
+            .field("args", &format_args!("<{} withheld>", self.args.len()))
+            .field(
+                "env",
+                &self.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            )
+            .field("cwd", &self.cwd)
+            .finish()
+    }
 }
 
 /// A Streamable HTTP server.
@@ -429,6 +446,18 @@ fn decode_entry(item: &Value) -> Result<ServerEntry, Fault> {
             "server must be a non-empty string".to_owned(),
         ));
     };
+    // The name is embedded in flow names and printed in messages and diagnostics
+    // lines: it follows the tool-name rules (no `/`, no control, format or line
+    // separator characters, not `.`/`..`) and their byte bound.
+    if let Err(rule) =
+        crate::catalog::check_tool_name(&server_name, crate::session::MAX_SERVER_NAME_BYTES)
+    {
+        return Err(Fault {
+            server: None,
+            field: Some("server".to_owned()),
+            message: format!("server is not a valid name: {rule}"),
+        });
+    }
 
     let http = match (object.contains_key("command"), object.contains_key("url")) {
         (true, true) => {

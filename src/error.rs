@@ -90,10 +90,13 @@ pub struct Error {
 }
 
 impl Error {
-    /// Builds an error from a kind and a message authored by this crate.
+    /// Builds an error from a kind and a message, for code that implements this
+    /// crate's traits (a [`Transport`](crate::Transport), a
+    /// [`FlowInvoker`](crate::flows::FlowInvoker)).
     ///
-    /// The message must never include untrusted or secret text.
-    pub(crate) fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+    /// The message must follow the public-message rule: never untrusted or secret
+    /// text (no stderr, env values, tokens, URL userinfo or query, remote bodies).
+    pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
         Error {
             kind,
             message: message.into(),

@@ -1097,7 +1097,7 @@ impl<'a> IntoIterator for &'a FlowCatalog {
     }
 }
 
-fn truncate(s: &str, max: usize) -> &str {
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }

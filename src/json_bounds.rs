@@ -955,6 +955,25 @@ impl<'a> Iterator for Children<'a> {
     }
 }
 
+/// Drops a JSON value without recursion.
+///
+/// `serde_json::Value`'s own `Drop` recurses once per nesting level, so a value
+/// nested 100 000 deep (which a caller can build and hand us) would overflow the
+/// stack when dropped. This takes it apart with an explicit stack instead.
+pub fn drop_value(value: Value) {
+    let mut stack = vec![value];
+    while let Some(mut value) = stack.pop() {
+        match &mut value {
+            Value::Array(items) => stack.append(items),
+            Value::Object(map) => {
+                let map = std::mem::take(map);
+                stack.extend(map.into_iter().map(|(_, v)| v));
+            }
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,8 +55,9 @@ impl Id {
     }
 }
 
-/// A JSON-RPC error object.
-#[derive(Debug, Clone, PartialEq)]
+/// A JSON-RPC error object. `Debug` shows the code only: the message and data are
+/// server-authored and may carry anything.
+#[derive(Clone, PartialEq)]
 pub struct RpcError {
     /// The error code.
     pub code: i64,
@@ -66,8 +67,16 @@ pub struct RpcError {
     pub data: Option<Value>,
 }
 
-/// One classified inbound frame.
-#[derive(Debug, PartialEq)]
+impl std::fmt::Debug for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcError")
+            .field("code", &self.code)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One classified inbound frame. `Debug` never prints a result or an error body.
+#[derive(PartialEq)]
 pub enum Inbound {
     /// Not protocol traffic: dropped.
     Noise,
@@ -92,6 +101,29 @@ pub enum Inbound {
     },
     /// A valid error reply with `id: null`: goes to diagnostics only.
     NullIdError(RpcError),
+}
+
+impl std::fmt::Debug for Inbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Inbound::Noise => f.write_str("Noise"),
+            Inbound::Notification { method } => f
+                .debug_struct("Notification")
+                .field("method", method)
+                .finish(),
+            Inbound::Request { id, method } => f
+                .debug_struct("Request")
+                .field("id", id)
+                .field("method", method)
+                .finish(),
+            Inbound::Response { id, outcome } => f
+                .debug_struct("Response")
+                .field("id", id)
+                .field("ok", &outcome.is_ok())
+                .finish_non_exhaustive(),
+            Inbound::NullIdError(error) => f.debug_tuple("NullIdError").field(error).finish(),
+        }
+    }
 }
 
 fn malformed(what: &str) -> Error {

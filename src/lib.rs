@@ -15,6 +15,10 @@ pub mod redact;
 pub mod session;
 pub mod transport;
 
+/// Re-exported: secrets in this API (`env` values, bearer tokens, diagnostics) are
+/// `secrecy::SecretString`s.
+pub use secrecy;
+
 pub use catalog::{Catalog, Tool};
 pub use diagnostics::{DiagnosticEvent, DiagnosticObserver};
 pub use error::{Error, ErrorKind, Result};

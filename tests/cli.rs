@@ -596,9 +596,14 @@ fn same_name_prefix_on_two_servers_is_a_composition_error() {
         ]),
     );
     let run = cli(&["--mcp-config", path_str(&config), "tools"]).run();
-    // The CLI reports a composition clash as a usage error (exit 2) naming the flag
-    // and the duplicate flow name.
-    run.expect_usage(&["--mcp-config", "shared/echo"]);
+    // A composition clash is found after connecting: a failed run (exit 1,
+    // invalid_config), naming the flag, the path and the duplicate flow name.
+    let message = run.expect_session_error("invalid_config");
+    assert!(
+        message.contains("--mcp-config") && message.contains("shared/echo"),
+        "{message}"
+    );
+    assert!(message.contains(path_str(&config)), "{message}");
 
     // Control: distinct prefixes compose, and the prefix replaces `mcp/<server>`.
     let config = server_file(
@@ -635,7 +640,11 @@ fn include_naming_an_unknown_tool_fails() {
         )]),
     );
     let run = cli(&["--mcp-config", path_str(&config), "tools"]).run();
-    run.expect_usage(&["demo", "no_such_tool"]);
+    let message = run.expect_session_error("invalid_config");
+    assert!(
+        message.contains("demo") && message.contains("no_such_tool"),
+        "{message}"
+    );
 
     // Control: known names only project exactly those.
     let config = server_file(

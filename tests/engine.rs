@@ -756,3 +756,58 @@ async fn dropping_the_last_handle_ends_the_child() {
     wait_for(|| processes_mentioning(&needle) == 0).await;
     assert_eq!(processes_mentioning(&needle), 0);
 }
+
+#[tokio::test]
+async fn child_exit_is_noticed_while_a_grandchild_holds_stdout() {
+    // `sh` runs a background `sleep` that inherits stdout, then execs the server:
+    // when the server exits, stdout stays open. The exit must still end the
+    // session (before the 2.5 s request deadline, which the 3 s sleep outlives).
+    let command = StdioCommand::new("sh")
+        .arg("-c")
+        .arg("sleep 3 & exec \"$0\" \"$@\"")
+        .arg(scripted_server())
+        .arg(scenario_path("exit-on-call"));
+    let client = Client::builder("wrapped")
+        .limits(limits(|l| l.request_timeout_ms = 2500))
+        .connect(command)
+        .await
+        .unwrap();
+    let error = client
+        .call_tool("echo", args(json!({"text": "x"})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ConnectionClosed, "{error}");
+    assert_eq!(error.to_string(), "exited with code 7");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn invalid_server_names_are_refused_before_spawning() {
+    let rec = Recording::new();
+    for name in ["a/b", "line\nbreak", "zero\u{200b}width", ".."] {
+        let error = Client::builder(name)
+            .connect(rec.attach(scenario("basic")))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::ProtocolError, "{name:?}");
+    }
+    assert!(!rec.path().exists(), "nothing was spawned");
+}
+
+#[tokio::test]
+async fn very_deep_caller_arguments_are_refused_without_overflowing_the_stack() {
+    let client = Client::builder("deep")
+        .connect(scenario("basic"))
+        .await
+        .unwrap();
+    // Built by hand: `json!` would copy (and recurse into) the value at each level.
+    let mut deep = Value::from(1);
+    for _ in 0..100_000 {
+        deep = Value::Array(vec![deep]);
+    }
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("deep".into(), deep);
+    let error = client.call_tool("echo", arguments).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError);
+    client.close().await;
+}

@@ -72,6 +72,13 @@ enum Reinit {
     Done,
 }
 
+/// `queueCapacity` as a channel size: tokio refuses more than
+/// `Semaphore::MAX_PERMITS` slots (which matters on 32-bit targets), and any queue
+/// that large is unbounded in practice anyway.
+pub(crate) fn queue_slots(limits: &Limits) -> usize {
+    Limits::usize_of(limits.queue_capacity).clamp(1, tokio::sync::Semaphore::MAX_PERMITS)
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
@@ -84,7 +91,7 @@ impl Shared {
         limits: Limits,
         diagnostics: Diagnostics,
     ) -> (Arc<Shared>, mpsc::Receiver<Queued>) {
-        let (queue, rx) = mpsc::channel(Limits::usize_of(limits.queue_capacity));
+        let (queue, rx) = mpsc::channel(queue_slots(&limits));
         let shared = Arc::new(Shared {
             server,
             limits,
@@ -417,12 +424,19 @@ struct RequestGuard {
 
 impl Drop for RequestGuard {
     fn drop(&mut self) {
-        lock(&self.shared.pending).remove(&self.id);
+        // Whoever removes the pending entry decides its fate: if the reader (or a
+        // per-request transport failure) removed it first, the request was
+        // answered and must never be cancelled.
+        let unanswered = lock(&self.shared.pending).remove(&self.id).is_some();
         let previous = self.state.swap(ABANDONED, Ordering::AcqRel);
         self.done.cancel();
         if previous == SETTLED {
             self.state.store(SETTLED, Ordering::Release);
-        } else if previous == WRITTEN && self.cancellable && self.shared.terminal().is_none() {
+        } else if unanswered
+            && previous == WRITTEN
+            && self.cancellable
+            && self.shared.terminal().is_none()
+        {
             self.shared.send_cancelled(self.id);
         }
     }
@@ -434,7 +448,7 @@ pub(crate) async fn run_writer(
     mut sink: Box<dyn FrameSink>,
     mut queue: mpsc::Receiver<Queued>,
 ) {
-    let batch_limit = Limits::usize_of(shared.limits.queue_capacity).max(1);
+    let batch_limit = queue_slots(&shared.limits);
     let mut items = Vec::with_capacity(batch_limit.min(64));
     loop {
         items.clear();
@@ -463,7 +477,14 @@ pub(crate) async fn run_writer(
                 }
                 Queued::Negotiated(version) => {
                     if !frames.is_empty() {
-                        if let Err(error) = write(&mut sink, std::mem::take(&mut frames)).await {
+                        // Like every write: abandoned as soon as the session ends, so
+                        // a peer that stopped reading cannot block teardown.
+                        let result = tokio::select! {
+                            biased;
+                            _ = shared.ended.cancelled() => return,
+                            result = write(&mut sink, std::mem::take(&mut frames)) => result,
+                        };
+                        if let Err(error) = result {
                             shared.terminate(error);
                             return;
                         }

@@ -20,11 +20,11 @@
 
 mod engine;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use tokio::task::JoinHandle;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::catalog::{Catalog, CatalogBuilder};
@@ -44,6 +44,9 @@ pub const PROPOSED_PROTOCOL_VERSION: &str = "2025-06-18";
 /// the ones this client speaks; `2025-11-25` only adds behaviour this client handles
 /// (SSE polling) or ignores.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2025-11-25"];
+
+/// The longest server name accepted, in UTF-8 bytes.
+pub const MAX_SERVER_NAME_BYTES: usize = 128;
 
 /// The name disclosed in `clientInfo`.
 pub const CLIENT_NAME: &str = "smithers";
@@ -136,8 +139,16 @@ impl ClientBuilder {
 
     /// [`ClientBuilder::connect`] for an already boxed transport.
     pub async fn connect_boxed(self, transport: Box<dyn Transport>) -> Result<Client> {
+        // The server name appears in flow names (`mcp/<server>/<tool>`), messages
+        // and diagnostics lines: it obeys the tool-name rules (no `/`, control,
+        // format or line-separator characters) and the same byte bound.
         if self.server.is_empty() {
             return Err(Error::protocol("option server must be a non-empty string"));
+        }
+        if let Err(rule) = crate::catalog::check_tool_name(&self.server, MAX_SERVER_NAME_BYTES) {
+            return Err(Error::protocol(format!(
+                "option server is not a valid name: {rule}"
+            )));
         }
         self.limits.validate()?;
         let server: Arc<str> = Arc::from(self.server.as_str());
@@ -152,34 +163,40 @@ impl ClientBuilder {
         let reader = tokio::spawn(engine::run_reader(shared.clone(), connection.source));
         let shutdown = connection.shutdown;
         let teardown_shared = shared.clone();
-        let teardown = tokio::spawn(async move {
+        let (torn_down_tx, torn_down) = watch::channel(false);
+        tokio::spawn(async move {
             teardown_shared.ended.cancelled().await;
             // Both loops watch `ended`; wait for them so the sink (stdin) is dropped
             // before the transport is torn down.
             let _ = writer.await;
             let _ = reader.await;
             shutdown.shutdown().await;
+            let _ = torn_down_tx.send(true);
         });
-        let inner = Arc::new(ClientInner {
-            shared,
-            teardown: Mutex::new(Some(teardown)),
-            catalog: Arc::new(Catalog::empty()),
-            protocol_version: String::new(),
-        });
-        match handshake(&inner.shared).await {
+        // Until the handshake succeeds, this guard ends the session if the connect
+        // future is dropped or fails, so no task outlives an abandoned connect.
+        let mut guard = ConnectGuard {
+            shared: Some(shared.clone()),
+            torn_down: torn_down.clone(),
+        };
+        match handshake(&shared).await {
             Ok((catalog, protocol_version)) => {
                 let catalog = Arc::new(catalog);
-                let _ = inner.shared.catalog.set(catalog.clone());
-                let mut inner = inner;
-                let slot = Arc::get_mut(&mut inner).expect("client not yet shared");
-                slot.catalog = catalog;
-                slot.protocol_version = protocol_version;
-                Ok(Client { inner })
+                let _ = shared.catalog.set(catalog.clone());
+                guard.shared = None; // disarmed: the client owns the session now
+                Ok(Client {
+                    inner: Arc::new(ClientInner {
+                        shared,
+                        torn_down,
+                        catalog,
+                        protocol_version,
+                    }),
+                })
             }
             Err(error) => {
-                let error = inner.shared.terminal().cloned().unwrap_or(error);
-                inner.shared.terminate(error.clone());
-                inner.wait_teardown().await;
+                let error = shared.terminal().cloned().unwrap_or(error);
+                shared.terminate(error.clone());
+                guard.wait_teardown().await;
                 Err(error)
             }
         }
@@ -291,23 +308,38 @@ pub(crate) async fn reinitialize(shared: &Arc<Shared>) -> Result<()> {
     Ok(())
 }
 
+/// Ends a session whose connect did not complete.
+struct ConnectGuard {
+    /// `None` once disarmed.
+    shared: Option<Arc<Shared>>,
+    torn_down: watch::Receiver<bool>,
+}
+
+impl ConnectGuard {
+    async fn wait_teardown(&self) {
+        let _ = self.torn_down.clone().wait_for(|done| *done).await;
+    }
+}
+
+impl Drop for ConnectGuard {
+    fn drop(&mut self) {
+        if let Some(shared) = &self.shared {
+            shared.terminate(Error::closed(SCOPE_CLOSED));
+        }
+    }
+}
+
 struct ClientInner {
     shared: Arc<Shared>,
-    teardown: Mutex<Option<JoinHandle<()>>>,
+    /// Becomes true once the transport is torn down; every closer waits on it.
+    torn_down: watch::Receiver<bool>,
     catalog: Arc<Catalog>,
     protocol_version: String,
 }
 
 impl ClientInner {
     async fn wait_teardown(&self) {
-        let handle = self
-            .teardown
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
-        if let Some(handle) = handle {
-            let _ = handle.await;
-        }
+        let _ = self.torn_down.clone().wait_for(|done| *done).await;
     }
 }
 
@@ -416,6 +448,9 @@ impl Client {
         let arguments = Value::Object(arguments);
         // Envelope (1) and params (2) hold the arguments' root (3).
         if 2 + value_depth(&arguments) > MAX_JSON_DEPTH {
+            // A caller-built value this deep would overflow the stack in
+            // `Value`'s recursive `Drop`: take it apart iteratively.
+            crate::json_bounds::drop_value(arguments);
             return Err(Error::protocol(format!(
                 "tool arguments nest deeper than {MAX_JSON_DEPTH} JSON containers"
             )));
@@ -425,7 +460,9 @@ impl Client {
             .request("tools/call", params, deadline, true)
             .await
             .map_err(|error| {
-                if error.kind() == ErrorKind::Timeout {
+                // The terminal error is final and reaches every caller unchanged;
+                // only this request's own deadline gets the call-specific wording.
+                if error.kind() == ErrorKind::Timeout && shared.terminal().is_none() {
                     Error::timeout(format!(
                         "tools/call {name:?} on server \"{}\" timed out after {} ms",
                         shared.server, shared.limits.request_timeout_ms

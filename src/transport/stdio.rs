@@ -87,7 +87,8 @@ const STDERR_DRAIN_GRACE: Duration = Duration::from_millis(100);
 
 /// How to start a stdio MCP server.
 ///
-/// `Debug` prints the program, arguments and environment *names* only; values given
+/// `Debug` prints the program, the number of arguments and the environment *names*
+/// only (arguments often carry credentials); values given
 /// with [`StdioCommand::env`] are kept as secrets and are redacted from stderr.
 ///
 /// ```
@@ -98,6 +99,7 @@ const STDERR_DRAIN_GRACE: Duration = Duration::from_millis(100);
 /// assert!(!format!("{cmd:?}").contains("s3cr3t"));
 /// ```
 #[derive(Clone)]
+#[must_use]
 pub struct StdioCommand {
     program: OsString,
     args: Vec<OsString>,
@@ -178,9 +180,10 @@ impl StdioCommand {
 
 impl fmt::Debug for StdioCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Arguments often carry credentials (`--api-key X`): count them only.
         f.debug_struct("StdioCommand")
             .field("program", &self.program)
-            .field("args", &self.args)
+            .field("args", &format_args!("<{} withheld>", self.args.len()))
             .field(
                 "env",
                 &self.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
@@ -235,6 +238,7 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
             reader: FramedReader::new(stdout, max_frame),
             exit: exit_rx.clone(),
             max_frame,
+            drain_deadline: None,
         }),
         shutdown: Box::new(StdioShutdown {
             server: ctx.server,
@@ -342,11 +346,49 @@ struct StdoutSource {
     reader: FramedReader<ChildStdout>,
     exit: watch::Receiver<Option<ExitStatus>>,
     max_frame: usize,
+    /// Set once the child has exited while stdout stayed open (a grandchild may
+    /// hold it): frames already written are still read until this deadline.
+    drain_deadline: Option<tokio::time::Instant>,
 }
 
 impl StdoutSource {
+    fn exit_error(&self) -> Option<Error> {
+        self.exit
+            .borrow()
+            .as_ref()
+            .map(|status| Error::closed(exit_message(status)))
+    }
+
     async fn next_event(&mut self) -> InboundEvent {
-        match self.reader.next().await {
+        let framed = match self.drain_deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline, self.reader.next()).await {
+                Ok(framed) => framed,
+                Err(_) => {
+                    let error = self
+                        .exit_error()
+                        .unwrap_or_else(|| Error::closed("stdout closed"));
+                    return InboundEvent::Closed(error);
+                }
+            },
+            None => {
+                let exited = tokio::select! {
+                    biased;
+                    framed = self.reader.next() => Ok(framed),
+                    // The child exited but stdout is still open: report the exit
+                    // after draining what it wrote (`FramedReader::next` is
+                    // cancel-safe: bytes read so far stay in its buffer).
+                    _ = self.exit.wait_for(|status| status.is_some()) => Err(()),
+                };
+                match exited {
+                    Ok(framed) => framed,
+                    Err(()) => {
+                        self.drain_deadline = Some(tokio::time::Instant::now() + EXIT_GRACE);
+                        return Box::pin(self.next_event()).await;
+                    }
+                }
+            }
+        };
+        match framed {
             Framed::Frame(bytes) => InboundEvent::Frame(bytes),
             Framed::TooLong => InboundEvent::Closed(Error::protocol(format!(
                 "inbound frame exceeds maxFrameBytes ({} bytes)",

@@ -15,6 +15,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
 use smthrs_mcp::config::{self, EntryTransport, ServerEntry};
@@ -76,7 +78,13 @@ fn main() -> ExitCode {
     if let Command::DemoServer = cli.command {
         return match demo_server::run_stdio() {
             Ok(()) => ExitCode::SUCCESS,
-            Err(_) => ExitCode::from(1),
+            Err(error) => {
+                eprintln!(
+                    "smthrs-mcp: connection_closed: demo server I/O failed ({})",
+                    error.kind()
+                );
+                ExitCode::from(1)
+            }
         };
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -141,7 +149,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     }
     match cli.command {
         Command::Check => {
-            println!("ok: {} servers", entries.len());
+            print_stdout(&format!("ok: {} servers", entries.len()));
             Ok(())
         }
         Command::Tools => {
@@ -151,7 +159,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let printed = serde_json::to_string_pretty(&declarations)
                 .map_err(|_| Failure::Usage("could not encode declarations".into()));
             close_all(&clients).await;
-            println!("{}", printed?);
+            print_stdout(&printed?);
             Ok(())
         }
         Command::Call { flow, args } => {
@@ -166,7 +174,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let result = outcome?;
             let printed = serde_json::to_string_pretty(&result)
                 .map_err(|_| Failure::Usage("could not encode the result".into()))?;
-            println!("{printed}");
+            print_stdout(&printed);
             Ok(())
         }
         Command::DemoServer => unreachable!("handled before the runtime starts"),
@@ -221,28 +229,32 @@ async fn connect_all(
                 .map_err(|e| named(&server, e))
         }
     });
-    let results = futures_util::future::join_all(connects).await;
-    let mut clients = Vec::with_capacity(results.len());
-    let mut first_error = None;
-    for result in results {
+    // All in parallel; the first failure takes the run down at once (the other
+    // connects are dropped, which ends their sessions), naming its server.
+    let mut pending: FuturesUnordered<_> = connects
+        .enumerate()
+        .map(|(index, connect)| async move { (index, connect.await) })
+        .collect();
+    let mut slots: Vec<Option<Client>> = (0..entries.len()).map(|_| None).collect();
+    while let Some((index, result)) = pending.next().await {
         match result {
-            Ok(client) => clients.push(client),
+            Ok(client) => slots[index] = Some(client),
             Err(error) => {
-                first_error.get_or_insert(error);
+                drop(pending);
+                let connected: Vec<Client> = slots.into_iter().flatten().collect();
+                close_all(&connected).await;
+                return Err(Failure::Session(error));
             }
         }
     }
-    if let Some(error) = first_error {
-        close_all(&clients).await;
-        return Err(Failure::Session(error));
-    }
+    let clients: Vec<Client> = slots.into_iter().flatten().collect();
     let mut sources = Vec::with_capacity(clients.len());
     for (client, entry) in clients.iter().zip(entries) {
         match flows::source_from_client(client, &entry.projection) {
             Ok(source) => sources.push(source),
             Err(error) => {
                 close_all(&clients).await;
-                return Err(Failure::Usage(format!("{label}: {error}")));
+                return Err(projection_failure(label, error));
             }
         }
     }
@@ -250,9 +262,17 @@ async fn connect_all(
         Ok(catalog) => Ok((clients, catalog)),
         Err(error) => {
             close_all(&clients).await;
-            Err(Failure::Usage(format!("{label}: {error}")))
+            Err(projection_failure(label, error))
         }
     }
+}
+
+/// An unknown `include` name or a duplicate flow name, found after connecting: a
+/// failed run (exit 1, `invalid_config`), not a server-file usage error. These are
+/// projection errors, separate from the file's validation.
+fn projection_failure(label: &str, error: flows::ProjectionError) -> Failure {
+    let message = format!("{label}: {error}");
+    Failure::Session(Error::from(error).with_message(message))
 }
 
 /// Builds the transport of one entry. Nothing is spawned or connected here; an
@@ -278,6 +298,14 @@ fn transport_for(entry: &ServerEntry) -> Result<Box<dyn Transport>, Error> {
             Ok(Box::new(builder.build()?))
         }
     }
+}
+
+/// Writes one line to stdout. A closed stdout (`smthrs-mcp tools | head -1`) is
+/// not an error worth a panic: the reader left.
+fn print_stdout(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{text}").and_then(|()| stdout.flush());
 }
 
 async fn close_all(clients: &[Client]) {
