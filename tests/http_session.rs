@@ -134,3 +134,63 @@ async fn unauthorized_handshake_is_unauthorized() {
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unauthorized);
 }
+
+/// A server that answers `notifications/initialized` with a 200 JSON body that has
+/// no id (as the conformance suite's `initialize` server does), slowly, and refuses
+/// `tools/list` if it arrives before that answer went out.
+#[tokio::test]
+async fn initialized_goes_out_first_and_a_body_answering_it_is_ignored() {
+    use std::sync::atomic::AtomicBool;
+    let answering_initialized = Arc::new(AtomicBool::new(false));
+    let early_list = Arc::new(AtomicBool::new(false));
+    let (answering, early) = (answering_initialized.clone(), early_list.clone());
+    let server = TestServer::start(move |request| {
+        let (answering, early) = (answering.clone(), early.clone());
+        async move {
+            if request.method != Method::POST {
+                return status(405);
+            }
+            let message: Value = serde_json::from_slice(&request.body).unwrap();
+            let id = message.get("id").cloned();
+            match message["method"].as_str() {
+                Some("initialize") => json(
+                    &json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "strict", "version": "1"}
+                    }})
+                    .to_string(),
+                ),
+                Some("notifications/initialized") => {
+                    answering.store(true, Ordering::SeqCst);
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    answering.store(false, Ordering::SeqCst);
+                    json(r#"{"jsonrpc":"2.0","result":{}}"#)
+                }
+                Some("tools/list") => {
+                    if answering.load(Ordering::SeqCst) {
+                        early.store(true, Ordering::SeqCst);
+                    }
+                    json(
+                        &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+                            {"name": "echo", "inputSchema": {"type": "object"}}
+                        ]}})
+                        .to_string(),
+                    )
+                }
+                _ => status(202),
+            }
+        }
+    })
+    .await;
+    let client = Client::builder("strict")
+        .connect(HttpTransport::builder("strict", server.url()).build().unwrap())
+        .await
+        .expect("an id-less body answering a notification is ignored");
+    assert!(!early_list.load(Ordering::SeqCst), "tools/list overtook notifications/initialized");
+    assert_eq!(client.catalog().len(), 1);
+    // Give the slow, id-less answer time to arrive: it must not end the session.
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    assert!(client.terminal_error().is_none(), "{:?}", client.terminal_error());
+    client.close().await;
+}

@@ -392,6 +392,12 @@ impl Shared {
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             return;
         }
+        if frame.request.is_none() {
+            // A notification or a reply is answered 202 with no body; a server that
+            // sends a body anyway (e.g. `{"jsonrpc":"2.0","result":{}}` to
+            // `notifications/initialized`) is answering nothing of ours: ignore it.
+            return;
+        }
         match content_type(&response).as_deref() {
             Some("text/event-stream") => {
                 self.follow_post_stream(response.into_body(), &frame).await;
@@ -713,6 +719,18 @@ impl FrameSink for HttpSink {
                 }
             };
             let task = shared.clone();
+            if frame.request.is_none() {
+                // Notifications and replies are sent in order with what follows
+                // them: `notifications/initialized` must reach the server before
+                // `tools/list`, so wait for this POST's response head (its body is
+                // ignored) before the writer sends the next frame.
+                let work = task.work.clone();
+                tokio::select! {
+                    _ = work.cancelled() => return Err(shared.terminal_error()),
+                    _ = task.post(frame, permit) => {}
+                }
+                return Ok(());
+            }
             tokio::spawn(async move {
                 let work = task.work.clone();
                 tokio::select! {
