@@ -184,13 +184,89 @@ async fn initialized_goes_out_first_and_a_body_answering_it_is_ignored() {
     })
     .await;
     let client = Client::builder("strict")
-        .connect(HttpTransport::builder("strict", server.url()).build().unwrap())
+        .connect(
+            HttpTransport::builder("strict", server.url())
+                .build()
+                .unwrap(),
+        )
         .await
         .expect("an id-less body answering a notification is ignored");
-    assert!(!early_list.load(Ordering::SeqCst), "tools/list overtook notifications/initialized");
+    assert!(
+        !early_list.load(Ordering::SeqCst),
+        "tools/list overtook notifications/initialized"
+    );
     assert_eq!(client.catalog().len(), 1);
     // Give the slow, id-less answer time to arrive: it must not end the session.
     tokio::time::sleep(std::time::Duration::from_millis(150)).await;
-    assert!(client.terminal_error().is_none(), "{:?}", client.terminal_error());
+    assert!(
+        client.terminal_error().is_none(),
+        "{:?}",
+        client.terminal_error()
+    );
+    client.close().await;
+}
+
+#[test]
+fn a_bearer_token_is_never_handed_to_a_plain_http_proxy() {
+    let refused = HttpTransport::builder("proxied", "http://127.0.0.1:9/mcp")
+        .bearer_token(smthrs_mcp::secrecy::SecretString::from(
+            "tok-SECRET".to_string(),
+        ))
+        .proxy("http://127.0.0.1:8")
+        .build()
+        .unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::InvalidConfig);
+    assert!(!format!("{refused} {refused:?}").contains("tok-SECRET"));
+    // https endpoints tunnel through CONNECT: the proxy never sees the token.
+    HttpTransport::builder("proxied", "https://127.0.0.1:9/mcp")
+        .bearer_token(smthrs_mcp::secrecy::SecretString::from(
+            "tok-SECRET".to_string(),
+        ))
+        .proxy("http://127.0.0.1:8")
+        .build()
+        .expect("https through CONNECT is allowed");
+}
+
+#[tokio::test]
+async fn a_request_answered_202_fails_instead_of_waiting_for_its_deadline() {
+    let server = TestServer::start(|request| async move {
+        if request.method != Method::POST {
+            return status(405);
+        }
+        let message: Value = serde_json::from_slice(&request.body).unwrap();
+        let id = message.get("id").cloned();
+        match message["method"].as_str() {
+            Some("initialize") => json(
+                &json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "s", "version": "1"}}})
+                .to_string(),
+            ),
+            Some("tools/list") => json(
+                &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+                    {"name": "echo", "inputSchema": {"type": "object"}}]}})
+                .to_string(),
+            ),
+            _ => status(202),
+        }
+    })
+    .await;
+    let client = Client::builder("accepting")
+        .connect(
+            HttpTransport::builder("accepting", server.url())
+                .build()
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let error = client
+        .call_tool("echo", serde_json::Map::new())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error}");
+    assert!(
+        client.terminal_error().is_none(),
+        "only that request failed"
+    );
     client.close().await;
 }

@@ -124,7 +124,8 @@ impl EgressGrants {
         let parsed = parse_grant(grant).ok_or_else(|| {
             Error::config(format!(
                 "invalid egress grant {:?}: expected net:<get|post|delete>:<scheme>://<host>[:<port>]",
-                truncate(grant, 200)
+                // Never echo what could be userinfo (`user:pw@host`).
+                truncate(grant.split('@').next().unwrap_or_default(), 200)
             ))
         })?;
         self.grants.push(parsed);

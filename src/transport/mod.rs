@@ -30,8 +30,8 @@ pub struct TransportContext {
     pub diagnostics: Diagnostics,
 }
 
-/// One inbound event.
-#[derive(Debug)]
+/// One inbound event. `Debug` prints frame lengths, never frame contents (they
+/// are server-authored).
 pub enum InboundEvent {
     /// One complete frame of at most `maxFrameBytes` bytes (no trailing newline).
     Frame(Bytes),
@@ -91,13 +91,36 @@ impl std::fmt::Debug for RequestHandle {
 }
 
 /// One outbound frame: complete JSON-RPC text without a trailing newline, plus the
-/// engine's handle when the frame is a request expecting a reply.
-#[derive(Debug, Clone)]
+/// engine's handle when the frame is a request expecting a reply. `Debug` prints the
+/// length only (a frame carries tool arguments).
+#[derive(Clone)]
 pub struct OutboundFrame {
     /// The frame's bytes.
     pub bytes: Bytes,
     /// Present for requests (not for notifications or replies to the server).
     pub request: Option<RequestHandle>,
+}
+
+impl std::fmt::Debug for OutboundFrame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutboundFrame")
+            .field("bytes", &self.bytes.len())
+            .field("request", &self.request)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for InboundEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InboundEvent::Frame(bytes) => f.debug_tuple("Frame").field(&bytes.len()).finish(),
+            InboundEvent::Closed(error) => f.debug_tuple("Closed").field(error).finish(),
+            InboundEvent::SessionExpired { failed } => f
+                .debug_struct("SessionExpired")
+                .field("failed", failed)
+                .finish(),
+        }
+    }
 }
 
 /// The outbound half of an open transport.

@@ -291,7 +291,11 @@ fn transport_for(entry: &ServerEntry) -> Result<Box<dyn Transport>, Error> {
             Ok(Box::new(command))
         }
         EntryTransport::Http(http) => {
-            let mut builder = HttpTransport::builder(entry.server.as_str(), http.url.as_str());
+            // The host's proxy settings apply (configure-servers-for-the-cli.md,
+            // "Remote servers"); the egress grant is still checked against the real
+            // destination, exactly the entry's own origin.
+            let mut builder = HttpTransport::builder(entry.server.as_str(), http.url.as_str())
+                .use_env_proxy(true);
             if let Some(var) = &http.bearer_token_env {
                 builder = builder.bearer_token_env(var.clone());
             }

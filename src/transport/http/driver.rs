@@ -390,6 +390,15 @@ impl Shared {
             self.start_standalone();
         }
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
+            // Success for a notification or a reply; a request answered this way
+            // will never get its reply, so fail it now instead of at its deadline.
+            if let Some(handle) = &frame.request {
+                handle.fail(Error::invalid_response(format!(
+                    "server \"{}\" answered a request with HTTP {} and no reply",
+                    self.server,
+                    status.as_u16()
+                )));
+            }
             return;
         }
         if frame.request.is_none() {
@@ -486,7 +495,10 @@ impl Shared {
                     StreamEnd::Cancelled => return,
                     StreamEnd::Eof | StreamEnd::Broken => {}
                 }
-                if frames > 0 {
+                // Progress, or a server closing the stream on purpose (2025-11-25
+                // polling): not a failed attempt. The engine's request deadline
+                // bounds the total.
+                if frames > 0 || matches!(end, StreamEnd::Eof) {
                     attempts = 0;
                 }
             }
@@ -645,7 +657,9 @@ impl Shared {
                         StreamEnd::Cancelled => return,
                         StreamEnd::Eof | StreamEnd::Broken => {}
                     }
-                    if frames > 0 {
+                    // A clean end is the server polling us back, not a failure;
+                    // the retry delay paces the reconnects.
+                    if frames > 0 || matches!(end, StreamEnd::Eof) {
                         attempts = 0;
                     }
                 }

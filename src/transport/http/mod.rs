@@ -197,7 +197,9 @@ impl HttpTransportBuilder {
     /// `ALL_PROXY`, `NO_PROXY`, upper or lower case), read once in
     /// [`build`](Self::build). `https` endpoints go through a `CONNECT` tunnel, `http`
     /// endpoints are sent to the proxy in absolute form. Only `http://` proxy URLs
-    /// are supported. The egress policy still checks the real destination.
+    /// are supported. The egress policy still checks the real destination. A bearer
+    /// token with an `http://` endpoint that the proxy would intercept is refused at
+    /// `build()`: the proxy would see the token.
     ///
     /// Default: `false` (the environment's proxies are ignored).
     pub fn use_env_proxy(mut self, enabled: bool) -> Self {
@@ -320,12 +322,21 @@ impl HttpTransportBuilder {
             ProxySource::Env => Some(Matcher::from_env()),
             ProxySource::Explicit(url) => Some(parse_proxy(&server, &url)?),
         };
-        if let Some(proxy) = proxies.as_ref().and_then(|m| m.intercept(&endpoint))
-            && proxy.uri().scheme_str() != Some("http")
-        {
-            return Err(Error::config(format!(
-                "server \"{server}\": only http:// proxies are supported"
-            )));
+        if let Some(proxy) = proxies.as_ref().and_then(|m| m.intercept(&endpoint)) {
+            if proxy.uri().scheme_str() != Some("http") {
+                return Err(Error::config(format!(
+                    "server \"{server}\": only http:// proxies are supported"
+                )));
+            }
+            // A plain-http endpoint goes through the proxy in absolute form, headers
+            // and all: the bearer token would reach the proxy, a host it was not
+            // configured for. (https endpoints are tunnelled with CONNECT, and the
+            // proxy never sees the token.)
+            if bearer.is_some() && endpoint.scheme_str() == Some("http") {
+                return Err(Error::config(format!(
+                    "server \"{server}\": refusing to send a bearer token to an http:// endpoint through a proxy"
+                )));
+            }
         }
         let needs_roots = endpoint.scheme_str() == Some("https");
         let tls = connector::tls_config(&server, self.tls, needs_roots)?;

@@ -193,6 +193,11 @@ where
             {
                 state.capture(value).map_err(|e| Box::new(e) as BoxError)?;
             }
+            // The session id is a secret (2025-11-25): user layers above this one
+            // (tracing, logging) must not print it.
+            if let Some(value) = response.headers_mut().get_mut(&MCP_SESSION_ID) {
+                value.set_sensitive(true);
+            }
             response.extensions_mut().insert(SentSessionId(sent));
             Ok(response)
         })
