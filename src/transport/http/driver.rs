@@ -304,6 +304,13 @@ impl Shared {
         ))
     }
 
+    fn stale_session_error(&self) -> Error {
+        Error::closed(format!(
+            "server \"{}\" ended an earlier HTTP session of this request",
+            self.server
+        ))
+    }
+
     fn malformed_stream(&self) -> Error {
         Error::protocol(format!(
             "server \"{}\" sent a malformed event stream",
@@ -311,9 +318,12 @@ impl Shared {
         ))
     }
 
-    /// Reports a 404 to a request that carried `sent`: forgets the session.
-    fn expire_session(&self, sent: &HeaderValue) {
-        self.session.expire(sent);
+    /// Reports a 404 to a request that carried `sent`: forgets the session. Returns
+    /// `false` for a stale 404 (a newer session is in use), which changes nothing.
+    fn expire_session(&self, sent: &HeaderValue) -> bool {
+        if !self.session.expire(sent) {
+            return false;
+        }
         // The standalone stream belongs to the negotiated session: it reopens after
         // the engine negotiates again.
         self.want_standalone.store(false, Ordering::SeqCst);
@@ -325,6 +335,7 @@ impl Shared {
         {
             old.cancel();
         }
+        true
     }
 
     /// Runs one POST to completion (or until its request settled and the grace
@@ -374,9 +385,12 @@ impl Shared {
             match status.as_u16() {
                 401 | 403 => self.terminate(self.unauthorized(status)),
                 404 if sent.is_some() => {
-                    self.expire_session(sent.as_ref().expect("checked"));
-                    self.deliver(InboundEvent::SessionExpired { failed: frame })
-                        .await;
+                    if self.expire_session(sent.as_ref().expect("checked")) {
+                        self.deliver(InboundEvent::SessionExpired { failed: frame })
+                            .await;
+                    } else if let Some(handle) = &frame.request {
+                        handle.fail(self.stale_session_error());
+                    }
                 }
                 _ => {
                     if let Some(handle) = &frame.request {
@@ -608,7 +622,9 @@ impl Shared {
                         self.server
                     )));
                 }
-                self.expire_session(sent.as_ref().expect("checked"));
+                if !self.expire_session(sent.as_ref().expect("checked")) {
+                    return Resume::Refused(self.stale_session_error());
+                }
                 self.deliver(InboundEvent::SessionExpired {
                     failed: frame.clone(),
                 })

@@ -76,11 +76,21 @@ impl SessionState {
 
     /// Forgets the session (id and version) if its id is still `sent`: a later
     /// session captured meanwhile is kept.
-    pub(crate) fn expire(&self, sent: &HeaderValue) {
+    ///
+    /// Returns `false` when the 404 is stale: a newer session (another id) is
+    /// already in use, so this one answer must not end it.
+    pub(crate) fn expire(&self, sent: &HeaderValue) -> bool {
         let mut id = self.id.lock().unwrap_or_else(PoisonError::into_inner);
-        if id.as_ref() == Some(sent) {
-            *id = None;
-            *self.version.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        match id.as_ref() {
+            Some(current) if current == sent => {
+                *id = None;
+                *self.version.lock().unwrap_or_else(PoisonError::into_inner) = None;
+                true
+            }
+            Some(_) => false,
+            // Already forgotten by an earlier 404 of the same session: the engine is
+            // re-initialising and queues this frame with the first.
+            None => true,
         }
     }
 
