@@ -101,7 +101,14 @@ pub(crate) struct BoundedSse<S> {
     utf8_carry: Vec<u8>,
     cursor: SharedCursor,
     failed: bool,
+    /// The stream's first bytes, held until they are known not to be (or have been
+    /// stripped of) a byte-order mark: `eventsource-stream` 0.2.3 slices a leading
+    /// BOM at byte 1 and panics (found by the `http_sse` fuzz target), so it must
+    /// never see one, whatever the chunking.
+    head: Option<Vec<u8>>,
 }
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl<S> BoundedSse<S> {
     /// Bounds `inner`, each event to `limit` raw bytes, reporting ids and `retry`
@@ -121,7 +128,20 @@ impl<S> BoundedSse<S> {
             utf8_carry: Vec::new(),
             cursor,
             failed: false,
+            head: Some(Vec::new()),
         }
+    }
+
+    /// Feeds the stream's first bytes through the BOM check. `None`: need more.
+    fn take_head(&mut self, chunk: &[u8]) -> Option<Bytes> {
+        let head = self.head.as_mut()?;
+        head.extend_from_slice(chunk);
+        if head.len() < BOM.len() && BOM.starts_with(head) {
+            return None;
+        }
+        let head = self.head.take().unwrap_or_default();
+        let body = head.strip_prefix(BOM).unwrap_or(&head);
+        Some(Bytes::copy_from_slice(body))
     }
 
     fn scan(&mut self, chunk: &[u8]) -> Result<(), SseByteError> {
@@ -234,20 +254,41 @@ where
         if self.failed {
             return Poll::Ready(None);
         }
-        match Pin::new(&mut self.inner).poll_next(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Ready(Some(Err(_))) => {
-                self.failed = true;
-                Poll::Ready(Some(Err(SseByteError::Body)))
+        loop {
+            let chunk = match Pin::new(&mut self.inner).poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => {
+                    // A stream that ended inside a would-be BOM: pass those bytes on.
+                    match self.head.take().filter(|head| !head.is_empty()) {
+                        Some(head) => Bytes::from(head),
+                        None => return Poll::Ready(None),
+                    }
+                }
+                Poll::Ready(Some(Err(_))) => {
+                    self.failed = true;
+                    return Poll::Ready(Some(Err(SseByteError::Body)));
+                }
+                Poll::Ready(Some(Ok(chunk))) => {
+                    if self.head.is_none() {
+                        chunk
+                    } else {
+                        match self.take_head(&chunk) {
+                            Some(chunk) => chunk,
+                            None => continue,
+                        }
+                    }
+                }
+            };
+            if chunk.is_empty() {
+                continue;
             }
-            Poll::Ready(Some(Ok(chunk))) => match self.scan(&chunk) {
+            return match self.scan(&chunk) {
                 Ok(()) => Poll::Ready(Some(Ok(chunk))),
                 Err(e) => {
                     self.failed = true;
                     Poll::Ready(Some(Err(e)))
                 }
-            },
+            };
         }
     }
 }
@@ -287,6 +328,22 @@ mod tests {
             }
         }
         (out, snapshot(&cursor))
+    }
+
+    #[tokio::test]
+    async fn a_leading_bom_is_stripped_whatever_the_chunking() {
+        // eventsource-stream 0.2.3 panics on a BOM it sees (it slices at byte 1).
+        for chunks in [
+            vec![&b"\xEF\xBB\xBFdata: x\n\n"[..]],
+            vec![&b"\xEF\xBB"[..], b"\xBFdata: x\n\n"],
+            vec![&b"\xEF"[..], b"\xBB", b"\xBF", b"data: x\n\n"],
+        ] {
+            let (out, _) = run(chunks, 1024).await;
+            assert_eq!(out, vec![Ok("x".to_string())]);
+        }
+        // Not a BOM: the bytes pass through (and are judged as UTF-8 as usual).
+        let (out, _) = run(vec![&b"da"[..], b"ta: y\n\n"], 1024).await;
+        assert_eq!(out, vec![Ok("y".to_string())]);
     }
 
     #[tokio::test]
