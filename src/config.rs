@@ -954,7 +954,10 @@ mod tests {
         assert!(err.to_string().len() < 200, "{err}");
         // Over 128 bytes the name itself is refused (it is embedded in flow names).
         assert_eq!(err.field(), Some("server"));
-        assert!(err.to_string().contains("server is not a valid name"), "{err}");
+        assert!(
+            err.to_string().contains("server is not a valid name"),
+            "{err}"
+        );
     }
 
     #[test]

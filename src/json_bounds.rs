@@ -312,6 +312,16 @@ impl LimitedWriter {
         }
     }
 
+    /// A writer that accepts at most `limit` bytes, with room for `capacity` bytes
+    /// (never more than `limit`) reserved up front.
+    pub fn with_capacity(limit: usize, capacity: usize) -> Self {
+        LimitedWriter {
+            buf: Vec::with_capacity(capacity.min(limit)),
+            limit,
+            exceeded: false,
+        }
+    }
+
     /// Bytes accepted so far.
     pub fn written(&self) -> usize {
         self.buf.len()
@@ -328,14 +338,42 @@ impl LimitedWriter {
     }
 }
 
+impl LimitedWriter {
+    #[cold]
+    #[inline(never)]
+    fn refuse(&mut self) -> io::Error {
+        self.exceeded = true;
+        io::Error::other(LIMIT_EXCEEDED_MESSAGE)
+    }
+}
+
 impl io::Write for LimitedWriter {
+    #[inline]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if self.exceeded || buf.len() > self.limit - self.buf.len() {
-            self.exceeded = true;
-            return Err(io::Error::other(LIMIT_EXCEEDED_MESSAGE));
+            return Err(self.refuse());
         }
         self.buf.extend_from_slice(buf);
         Ok(buf.len())
+    }
+
+    // A serializer writes many short pieces: this is its hot path, inlined into it.
+    #[inline(always)]
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        // `write` takes all of `buf` or fails: no loop needed. (An empty `buf` is
+        // always fine, as with the default `write_all`.)
+        if buf.is_empty() {
+            return Ok(());
+        }
+        if self.exceeded || buf.len() > self.limit - self.buf.len() {
+            return Err(self.refuse());
+        }
+        if let [byte] = buf {
+            self.buf.push(*byte);
+        } else {
+            self.buf.extend_from_slice(buf);
+        }
+        Ok(())
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -454,6 +492,205 @@ impl Sink for Builder {
 
     fn literal(&mut self, value: Value) {
         self.attach(value);
+    }
+}
+
+/// The members of a JSON-RPC envelope that classification reads, parsed in the
+/// same pass that checks the frame's syntax and depth (see [`parse_envelope`]).
+#[derive(Debug, Default)]
+pub(crate) struct EnvelopeMembers {
+    /// `jsonrpc` is the string `"2.0"` (after unescaping).
+    pub(crate) jsonrpc_is_2_0: bool,
+    /// `id`, as parsed.
+    pub(crate) id: Option<Value>,
+    /// `method`, as parsed.
+    pub(crate) method: Option<Value>,
+    /// `params` is present: `true` for an object or array, `false` otherwise.
+    pub(crate) params_is_container: Option<bool>,
+    /// `result`, as parsed.
+    pub(crate) result: Option<Value>,
+    /// `error`, as parsed.
+    pub(crate) error: Option<Value>,
+}
+
+/// How [`parse_envelope`] ended.
+#[derive(Debug)]
+pub(crate) enum Envelope {
+    /// Valid JSON, within the depth bound, every number in range: a top-level
+    /// object with an own `jsonrpc` key, and its members.
+    Members(EnvelopeMembers),
+    /// Not JSON, or not an object with an own `jsonrpc` key: noise.
+    Noise,
+    /// The pass stopped early (a container past the depth bound, a number out of
+    /// range): the caller decides with [`scan_frame`] and [`parse_value`].
+    Undecided,
+}
+
+/// One pass over an inbound frame that checks what [`scan_frame`] checks and, for
+/// a JSON-RPC envelope, builds only the members classification reads (`id`,
+/// `method`, `result`, `error` as [`Value`]s built exactly as [`parse_value`]
+/// builds them; `jsonrpc` and `params` only as facts). Other members are checked
+/// (syntax, depth, number range) but not built. Duplicate keys: the last wins, as
+/// in [`parse_value`].
+pub(crate) fn parse_envelope(bytes: &[u8]) -> Envelope {
+    let mut core = Core::new(bytes, EnvelopeSink::default());
+    match core.run() {
+        Ok(()) if core.top_level_object && core.has_jsonrpc_key => {
+            Envelope::Members(core.sink.members)
+        }
+        Ok(()) | Err(Stop::Syntax) => Envelope::Noise,
+        Err(Stop::Sink(_)) => Envelope::Undecided,
+    }
+}
+
+/// A top-level member of an envelope.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+enum Member {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    #[default]
+    Other,
+}
+
+fn member_of(raw: &[u8]) -> Member {
+    let decoded;
+    let key = if raw.contains(&b'\\') {
+        decoded = decode_string(raw);
+        decoded.as_bytes()
+    } else {
+        raw
+    };
+    match key {
+        b"jsonrpc" => Member::Jsonrpc,
+        b"id" => Member::Id,
+        b"method" => Member::Method,
+        b"params" => Member::Params,
+        b"result" => Member::Result,
+        b"error" => Member::Error,
+        _ => Member::Other,
+    }
+}
+
+/// The sink of [`parse_envelope`].
+#[derive(Default)]
+struct EnvelopeSink {
+    /// Open containers, envelope included.
+    depth: usize,
+    top_is_object: bool,
+    /// The member whose value comes next (depth 1 of an object).
+    member: Member,
+    /// Builds the current member's value when it is a container that is kept.
+    builder: Option<Builder>,
+    members: EnvelopeMembers,
+}
+
+impl EnvelopeSink {
+    /// True when the next scalar is the value of a top-level member.
+    fn at_member(&self) -> bool {
+        self.depth == 1 && self.top_is_object
+    }
+
+    fn assign(&mut self, value: Value) {
+        match self.member {
+            Member::Jsonrpc => self.members.jsonrpc_is_2_0 = value.as_str() == Some("2.0"),
+            Member::Id => self.members.id = Some(value),
+            Member::Method => self.members.method = Some(value),
+            Member::Params => self.members.params_is_container = Some(false),
+            Member::Result => self.members.result = Some(value),
+            Member::Error => self.members.error = Some(value),
+            Member::Other => {}
+        }
+    }
+}
+
+impl Sink for EnvelopeSink {
+    fn open(&mut self, object: bool) -> std::result::Result<(), Stop> {
+        if self.depth >= MAX_JSON_DEPTH {
+            return Err(Stop::Sink(
+                "inbound JSON nests more than 128 objects and arrays",
+            ));
+        }
+        self.depth += 1;
+        if self.depth == 1 {
+            self.top_is_object = object;
+        } else if self.depth == 2 && self.top_is_object {
+            match self.member {
+                Member::Id | Member::Method | Member::Result | Member::Error => {
+                    let mut builder = Builder::default();
+                    builder.open(object)?;
+                    self.builder = Some(builder);
+                }
+                Member::Params => self.members.params_is_container = Some(true),
+                Member::Jsonrpc => self.members.jsonrpc_is_2_0 = false,
+                Member::Other => {}
+            }
+        } else if let Some(builder) = &mut self.builder {
+            builder.open(object)?;
+        }
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        if let Some(builder) = &mut self.builder {
+            builder.close();
+            if self.depth == 2 {
+                if let Some(value) = self.builder.take().and_then(|b| b.root) {
+                    self.assign(value);
+                }
+            }
+        }
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    fn key(&mut self, raw: &[u8]) {
+        if self.at_member() {
+            self.member = member_of(raw);
+        } else if let Some(builder) = &mut self.builder {
+            builder.key(raw);
+        }
+    }
+
+    fn string(&mut self, raw: &[u8]) {
+        if self.at_member() {
+            match self.member {
+                Member::Other => {}
+                Member::Params => self.members.params_is_container = Some(false),
+                Member::Jsonrpc => {
+                    self.members.jsonrpc_is_2_0 = if raw.contains(&b'\\') {
+                        decode_string(raw) == "2.0"
+                    } else {
+                        raw == b"2.0"
+                    };
+                }
+                _ => self.assign(Value::String(decode_string(raw))),
+            }
+        } else if let Some(builder) = &mut self.builder {
+            builder.string(raw);
+        }
+    }
+
+    fn number(&mut self, raw: &[u8]) -> std::result::Result<(), Stop> {
+        if let Some(builder) = &mut self.builder {
+            return builder.number(raw);
+        }
+        // Checked even when not kept: out of range anywhere is a protocol error.
+        let number = parse_number(raw).ok_or(Stop::Sink("inbound JSON number out of range"))?;
+        if self.at_member() {
+            self.assign(Value::Number(number));
+        }
+        Ok(())
+    }
+
+    fn literal(&mut self, value: Value) {
+        if self.at_member() {
+            self.assign(value);
+        } else if let Some(builder) = &mut self.builder {
+            builder.literal(value);
+        }
     }
 }
 
@@ -639,7 +876,29 @@ impl<'a, S: Sink> Core<'a, S> {
         let mut i = start;
         let mut pending_high = false;
         loop {
-            let byte = *bytes.get(i).ok_or(Stop::Syntax)?;
+            // Skip plain text in one step: the next quote or backslash, with no
+            // control character before it. (Plain text after a high surrogate
+            // escape makes that escape a lone one.)
+            let rest = bytes.get(i..).ok_or(Stop::Syntax)?;
+            // Short runs (keys, small values) are cheaper byte by byte than through
+            // memchr's setup.
+            let short = rest.len().min(32);
+            let mut plain = 0;
+            while plain < short && !STRING_STOP[usize::from(rest[plain])] {
+                plain += 1;
+            }
+            if plain == short {
+                plain += memchr::memchr2(b'"', b'\\', &rest[short..]).ok_or(Stop::Syntax)?;
+            }
+            if plain > 0 {
+                if plain > short && rest[short..plain].iter().any(|&b| b < 0x20) {
+                    return Err(Stop::Syntax);
+                }
+                self.has_lone_surrogate |= pending_high;
+                pending_high = false;
+                i += plain;
+            }
+            let byte = bytes[i];
             match byte {
                 b'"' => {
                     self.has_lone_surrogate |= pending_high;
@@ -764,9 +1023,25 @@ fn simple_escape(letter: u8) -> u8 {
     }
 }
 
+/// Bytes that end a run of plain string text: `"`, `\\` and the C0 controls.
+static STRING_STOP: [bool; 256] = {
+    let mut stop = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        stop[byte] = true;
+        byte += 1;
+    }
+    stop[b'"' as usize] = true;
+    stop[b'\\' as usize] = true;
+    stop
+};
+
 /// Whether a validated raw key decodes to exactly `jsonrpc`, without allocating.
 fn is_jsonrpc(raw: &[u8]) -> bool {
     const WANT: &[u8] = b"jsonrpc";
+    if !raw.contains(&b'\\') {
+        return raw == WANT;
+    }
     let mut matched = 0;
     let mut i = 0;
     while i < raw.len() {
@@ -793,6 +1068,13 @@ fn is_jsonrpc(raw: &[u8]) -> bool {
 /// Decodes a validated raw string: escapes resolved, surrogate pairs combined, lone
 /// surrogates and invalid UTF-8 replaced by U+FFFD.
 fn decode_string(raw: &[u8]) -> String {
+    // Most strings have no escape: one validation and one copy.
+    if memchr::memchr(b'\\', raw).is_none() {
+        return match std::str::from_utf8(raw) {
+            Ok(text) => text.to_owned(),
+            Err(_) => String::from_utf8_lossy(raw).into_owned(),
+        };
+    }
     let mut out = String::with_capacity(raw.len());
     let mut segment = 0;
     let mut i = 0;
@@ -1517,6 +1799,281 @@ mod tests {
             if len > 0 {
                 prop_assert!(encoded_len_exceeds(&value, len - 1));
             }
+        }
+    }
+
+    // ----- Trees of any depth, the 100 000-deep bound, expansion, UTF-8 sizes -----
+
+    /// A random JSON tree of our own, so that depths far past what serde_json (or
+    /// a recursive `Value` walk) can handle can be generated, printed and measured.
+    #[derive(Debug, Clone)]
+    enum Tree {
+        Leaf(&'static str),
+        Array(Vec<Tree>),
+        Object(Vec<(String, Tree)>),
+    }
+
+    impl Tree {
+        /// The recursive reference: a scalar is 0, a container 1 + its deepest child.
+        fn depth(&self) -> usize {
+            match self {
+                Tree::Leaf(_) => 0,
+                Tree::Array(items) => 1 + items.iter().map(Tree::depth).max().unwrap_or(0),
+                Tree::Object(entries) => {
+                    1 + entries.iter().map(|(_, t)| t.depth()).max().unwrap_or(0)
+                }
+            }
+        }
+
+        fn write(&self, out: &mut String) {
+            match self {
+                Tree::Leaf(text) => out.push_str(text),
+                Tree::Array(items) => {
+                    out.push('[');
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        item.write(out);
+                    }
+                    out.push(']');
+                }
+                Tree::Object(entries) => {
+                    out.push('{');
+                    for (i, (key, item)) in entries.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        out.push_str(&serde_json::to_string(key).unwrap());
+                        out.push(':');
+                        item.write(out);
+                    }
+                    out.push('}');
+                }
+            }
+        }
+
+        fn text(&self) -> String {
+            let mut out = String::new();
+            self.write(&mut out);
+            out
+        }
+    }
+
+    /// Trees up to ~200 containers deep: a random bushy tree, optionally hung at
+    /// the bottom of a random spine, so depths around the 128 bound are common.
+    fn arb_tree() -> impl Strategy<Value = Tree> {
+        let leaf = prop::sample::select(vec!["0", "-1.5e3", "true", "null", "\"x\"", "\"[{\""])
+            .prop_map(Tree::Leaf);
+        let bushy = leaf.prop_recursive(12, 64, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Tree::Array),
+                // Unique keys: a duplicate key keeps only its last value.
+                prop::collection::vec(("[a-z]{0,3}", inner), 0..4).prop_map(|entries| {
+                    Tree::Object(
+                        entries
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, (key, tree))| (format!("{key}{i}"), tree))
+                            .collect(),
+                    )
+                }),
+            ]
+        });
+        (bushy, prop::collection::vec(any::<bool>(), 0..200)).prop_map(|(mut tree, spine)| {
+            for object in spine {
+                tree = if object {
+                    Tree::Object(vec![("k".into(), tree)])
+                } else {
+                    Tree::Array(vec![Tree::Leaf("1"), tree])
+                };
+            }
+            tree
+        })
+    }
+
+    /// Builds a value `depth` containers deep without recursion, each level an
+    /// array or an object as `kinds` says (cycled), with a sibling scalar.
+    fn deep_value(depth: usize, kinds: &[bool]) -> Value {
+        let mut value = json!("bottom");
+        for level in 0..depth {
+            value = if kinds[level % kinds.len()] {
+                let mut map = Map::new();
+                map.insert("a".into(), json!(level));
+                map.insert("k".into(), value);
+                Value::Object(map)
+            } else {
+                Value::Array(vec![json!(null), value])
+            };
+        }
+        value
+    }
+
+    /// The text of [`deep_value`], built iteratively.
+    fn deep_text(depth: usize, kinds: &[bool]) -> String {
+        let mut open = String::new();
+        let mut close = String::new();
+        for level in (0..depth).rev() {
+            if kinds[level % kinds.len()] {
+                open.push_str(&format!("{{\"a\":{level},\"k\":"));
+                close.push('}');
+            } else {
+                open.push_str("[null,");
+                close.push(']');
+            }
+        }
+        format!(
+            "{open}\"bottom\"{}",
+            close.chars().rev().collect::<String>()
+        )
+    }
+
+    /// The compact encoded length of one string, written out per character as
+    /// serde_json escapes it: `"` `\\` and the five short escapes take 2 bytes,
+    /// other C0 controls 6 (`\\u00XX`), everything else its UTF-8 length.
+    fn reference_string_len(text: &str) -> usize {
+        2 + text
+            .chars()
+            .map(|c| match c {
+                '"' | '\\' | '\u{8}' | '\u{9}' | '\n' | '\u{c}' | '\r' => 2,
+                '\u{0}'..='\u{1f}' => 6,
+                c => c.len_utf8(),
+            })
+            .sum::<usize>()
+    }
+
+    /// `v(0) = leaf`, `v(k+1) = [v(k), v(k)]`: 2^k leaves; its length by formula.
+    fn doubling(leaf: &Value, k: u32) -> (Value, usize) {
+        let mut value = leaf.clone();
+        let mut len = serde_json::to_vec(leaf).unwrap().len();
+        for _ in 0..k {
+            value = Value::Array(vec![value.clone(), value]);
+            len = 2 * len + 3;
+        }
+        (value, len)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// The iterative depth check agrees with a recursive reference on random
+        /// trees on both sides of the bound, and the bound is exactly 128.
+        #[test]
+        fn depth_check_agrees_with_a_recursive_reference_on_random_trees(tree in arb_tree()) {
+            let depth = tree.depth();
+            let text = tree.text();
+            let scan = scan_frame(text.as_bytes());
+            prop_assert!(scan.valid_json);
+            prop_assert_eq!(scan.max_depth, depth);
+            prop_assert_eq!(scan.within_depth(), depth <= MAX_JSON_DEPTH);
+            match parse_value(text.as_bytes()) {
+                Ok(value) => {
+                    prop_assert!(depth <= MAX_JSON_DEPTH);
+                    prop_assert_eq!(value_depth(&value), depth);
+                    prop_assert_eq!(reference_depth(&value), depth);
+                    drop_value(value);
+                }
+                Err(error) => {
+                    prop_assert!(depth > MAX_JSON_DEPTH);
+                    prop_assert_eq!(error.kind(), crate::ErrorKind::ProtocolError);
+                }
+            }
+            // Inside an envelope the root is container two: the envelope counts.
+            let frame = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":[{text}]}}");
+            let classified = crate::jsonrpc::classify(frame.as_bytes());
+            prop_assert_eq!(classified.is_ok(), depth + 2 <= MAX_JSON_DEPTH);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(6))]
+
+        /// 100 000 containers of random kinds: scanning, refusing to parse,
+        /// classifying, measuring, bounding the encoding and dropping never
+        /// overflow the (2 MiB) test-thread stack.
+        #[test]
+        fn nothing_overflows_the_stack_at_depth_100_000(
+            extra in 0usize..64,
+            kinds in prop::collection::vec(any::<bool>(), 1..8),
+        ) {
+            let depth = 100_000 + extra;
+            let text = deep_text(depth, &kinds);
+            let scan = scan_frame(text.as_bytes());
+            prop_assert!(scan.valid_json && !scan.within_depth());
+            prop_assert_eq!(scan.max_depth, depth);
+            prop_assert_eq!(scan.top_level_object, kinds[(depth - 1) % kinds.len()]);
+            prop_assert!(parse_value(text.as_bytes()).is_err());
+            let frame = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{text}}}");
+            prop_assert_eq!(
+                crate::jsonrpc::classify(frame.as_bytes()).map_err(|e| e.kind()).err(),
+                Some(crate::ErrorKind::ProtocolError)
+            );
+
+            let value = deep_value(depth, &kinds);
+            prop_assert_eq!(value_depth(&value), depth);
+            prop_assert!(encoded_len_exceeds(&value, 1 << 16));
+            prop_assert!(!encoded_len_exceeds(&value, text.len()));
+            prop_assert!(encoded_len_exceeds(&value, text.len() - 1));
+            drop_value(value);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The expansion bound on values whose encoding doubles with every level:
+        /// the answer matches the length formula for every budget, and a small
+        /// budget is decided without walking the value.
+        #[test]
+        fn expansion_bound_matches_the_doubling_formula(
+            leaf in arb_value().prop_filter("small leaf", |v| serde_json::to_vec(v).unwrap().len() < 64),
+            k in 0u32..14,
+            budget in 0usize..1_000_000,
+        ) {
+            let (value, len) = doubling(&leaf, k);
+            prop_assert_eq!(encoded_len_exceeds(&value, budget), len > budget);
+            prop_assert!(!encoded_len_exceeds(&value, len));
+            prop_assert!(encoded_len_exceeds(&value, len - 1));
+            if k <= 10 {
+                prop_assert_eq!(serde_json::to_vec(&value).unwrap().len(), len);
+            }
+            // The writer bound agrees, and stops at the limit.
+            let mut writer = LimitedWriter::new(budget.min(1 << 16));
+            let written = serde_json::to_writer(&mut writer, &value);
+            prop_assert_eq!(written.is_ok(), len <= budget.min(1 << 16));
+            prop_assert!(writer.written() <= budget.min(1 << 16));
+        }
+
+        /// UTF-8 size accounting: multi-byte characters, escapes and controls are
+        /// counted in encoded bytes, in strings and in keys, exactly at the limit.
+        #[test]
+        fn utf8_sizes_are_counted_in_encoded_bytes(
+            text in "(\\PC|[\\x00-\\x1f\"\\\\\u{7f}\u{80}\u{2028}\u{ffff}\u{10000}\u{10ffff}]){0,40}",
+            key in "(\\PC|[\\x00-\\x1f\"\\\\]){0,8}",
+        ) {
+            let string = Value::String(text.clone());
+            let len = reference_string_len(&text);
+            prop_assert_eq!(serde_json::to_vec(&string).unwrap().len(), len);
+            prop_assert!(!encoded_len_exceeds(&string, len));
+            prop_assert!(encoded_len_exceeds(&string, len - 1));
+
+            let mut map = Map::new();
+            map.insert(key.clone(), string.clone());
+            let object = Value::Object(map);
+            let object_len = 2 + reference_string_len(&key) + 1 + len;
+            prop_assert_eq!(serde_json::to_vec(&object).unwrap().len(), object_len);
+            prop_assert!(!encoded_len_exceeds(&object, object_len));
+            prop_assert!(encoded_len_exceeds(&object, object_len - 1));
+
+            let mut exact = LimitedWriter::new(object_len);
+            prop_assert!(serde_json::to_writer(&mut exact, &object).is_ok());
+            let mut short = LimitedWriter::new(object_len - 1);
+            prop_assert!(serde_json::to_writer(&mut short, &object).is_err());
+            prop_assert!(short.exceeded());
+
+            // And the inbound side reads the same bytes back.
+            let bytes = exact.into_inner();
+            prop_assert_eq!(parse_value(&bytes).unwrap(), object);
         }
     }
 }

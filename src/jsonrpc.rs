@@ -17,7 +17,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::json_bounds::{parse_value, scan_frame};
+use crate::json_bounds::{Envelope, EnvelopeMembers, parse_envelope, parse_value, scan_frame};
 use crate::limits::MAX_JSON_DEPTH;
 
 /// A JSON-RPC id as the server sent it: a string or an integer, echoed exactly.
@@ -135,6 +135,18 @@ fn malformed(what: &str) -> Error {
 /// Returns `Err` (`protocol_error`) only for protocol traffic that breaks the rules;
 /// noise is `Ok(Inbound::Noise)`.
 pub fn classify(frame: &[u8]) -> Result<Inbound> {
+    // One pass that checks the frame and builds only the members read below; a
+    // frame it cannot decide alone (too deep, a number out of range) takes the
+    // two-pass path, whose answer is the reference.
+    match parse_envelope(frame) {
+        Envelope::Noise => Ok(Inbound::Noise),
+        Envelope::Members(members) => classify_members(members),
+        Envelope::Undecided => classify_two_pass(frame),
+    }
+}
+
+/// The reference classification: a full scan, then a full parse.
+fn classify_two_pass(frame: &[u8]) -> Result<Inbound> {
     let scan = scan_frame(frame);
     if !scan.valid_json || !scan.top_level_object || !scan.has_jsonrpc_key {
         return Ok(Inbound::Noise);
@@ -151,6 +163,36 @@ pub fn classify(frame: &[u8]) -> Result<Inbound> {
         Value::Object(object) => classify_object(object),
         _ => Ok(Inbound::Noise),
     }
+}
+
+/// [`classify_object`] on the members [`parse_envelope`] kept: the same checks in
+/// the same order.
+fn classify_members(members: EnvelopeMembers) -> Result<Inbound> {
+    if !members.jsonrpc_is_2_0 {
+        return Err(malformed("jsonrpc must be \"2.0\""));
+    }
+    if let Some(method) = members.method {
+        let Value::String(method) = method else {
+            return Err(malformed("method must be a string"));
+        };
+        if members.params_is_container == Some(false) {
+            return Err(malformed("params must be an object or an array"));
+        }
+        if members.result.is_some() || members.error.is_some() {
+            return Err(malformed("a request carries result or error"));
+        }
+        return match members.id {
+            None => Ok(Inbound::Notification { method }),
+            Some(id) => match Id::from_value(id) {
+                Some(id) => Ok(Inbound::Request { id, method }),
+                None => Err(malformed("request id must be a string or an integer")),
+            },
+        };
+    }
+    let Some(id) = members.id else {
+        return Err(malformed("reply without an id"));
+    };
+    reply(id, members.result, members.error)
 }
 
 fn classify_object(mut object: Map<String, Value>) -> Result<Inbound> {
@@ -182,6 +224,10 @@ fn classify_object(mut object: Map<String, Value>) -> Result<Inbound> {
     };
     let result = object.remove("result");
     let error = object.remove("error");
+    reply(id, result, error)
+}
+
+fn reply(id: Value, result: Option<Value>, error: Option<Value>) -> Result<Inbound> {
     let outcome = match (result, error) {
         (Some(result), None) => Ok(result),
         (None, Some(error)) => Err(parse_error_object(error)?),
@@ -325,5 +371,158 @@ mod tests {
         assert_eq!(ping_reply(&id)["id"], "abc");
         let id = Id::Number(serde_json::Number::from(-3));
         assert_eq!(method_not_found_reply(&id)["error"]["code"], -32601);
+    }
+
+    /// The one-pass classification and the two-pass reference give the same
+    /// answer (kind and message of an error, or the same classified value).
+    fn same_as_two_pass(frame: &str) {
+        let one = classify(frame.as_bytes()).map_err(|e| (e.kind(), e.message().to_string()));
+        let two =
+            classify_two_pass(frame.as_bytes()).map_err(|e| (e.kind(), e.message().to_string()));
+        assert_eq!(one, two, "{frame}");
+    }
+
+    #[test]
+    fn one_pass_agrees_with_two_passes_on_the_corpus() {
+        let nest = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let frames = [
+            String::new(),
+            "noise".into(),
+            "[1]".into(),
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}"#.into(),
+            r#"{"json\u0072pc":"2\u002e0","\u0069d":"x","res\u0075lt":[1,2.5,-0,true,null]}"#
+                .into(),
+            r#"{"jsonrpc":"2.0","jsonrpc":"1.0","id":1,"result":{}}"#.into(),
+            r#"{"jsonrpc":"1.0","jsonrpc":"2.0","id":1,"result":{}}"#.into(),
+            r#"{"jsonrpc":["2.0"],"id":1,"result":{}}"#.into(),
+            r#"{"jsonrpc":2.0,"id":1,"result":{}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{},"result":[]}"#.into(),
+            r#"{"jsonrpc":"2.0","id":{"a":1},"result":{}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#.into(),
+            r#"{"jsonrpc":"2.0","method":"ping","params":null}"#.into(),
+            r#"{"jsonrpc":"2.0","method":"x","params":[],"params":"s"}"#.into(),
+            r#"{"jsonrpc":"2.0","method":"x","params":"s","params":{}}"#.into(),
+            r#"{"jsonrpc":"2.0","method":{"m":1},"id":1}"#.into(),
+            r#"{"jsonrpc":"2.0","method":"x","id":1,"error":null}"#.into(),
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"m","data":{"d":[1]}}}"#
+                .into(),
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":1.5,"message":"m"}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":3,"result":1e400}"#.into(),
+            r#"{"jsonrpc":"2.0","id":3,"result":{},"other":1e400}"#.into(),
+            r#"{"jsonrpc":"2.0","id":3,"result":{},"other":1e400,}"#.into(),
+            r#"{"jsonrpc":"2.0","id":3,"result":{},"other":[1,{"x":"\ud800"}]}"#.into(),
+            r#"{"other":{"jsonrpc":"2.0"},"id":1,"result":{}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":1,"result":{}} trailing"#.into(),
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\u{1}\"}".into(),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#, nest(127)),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#, nest(128)),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"other":{}}}"#, nest(127)),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{}},"other":{}}}"#,
+                nest(130)
+            ),
+            format!(r#"{{"id":1,"result":{{}},"other":{}}}"#, nest(130)),
+            nest(200),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}"#, nest(300)),
+        ];
+        for frame in &frames {
+            same_as_two_pass(frame);
+        }
+    }
+
+    mod random {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn key() -> impl Strategy<Value = &'static str> {
+            prop::sample::select(vec![
+                "jsonrpc",
+                "json\\u0072pc",
+                "id",
+                "\\u0069d",
+                "method",
+                "params",
+                "result",
+                "res\\u0075lt",
+                "error",
+                "other",
+                "",
+            ])
+        }
+
+        fn scalar() -> impl Strategy<Value = &'static str> {
+            prop::sample::select(vec![
+                "\"2.0\"",
+                "\"2\\u002e0\"",
+                "\"1.0\"",
+                "1",
+                "-7",
+                "0",
+                "1.5",
+                "1e400",
+                "123456789012345678901234567890",
+                "null",
+                "true",
+                "false",
+                "\"ping\"",
+                "\"tools/list\"",
+                "\"\\ud800x\"",
+                "\"caf\\u00e9\"",
+            ])
+        }
+
+        fn value() -> impl Strategy<Value = String> {
+            let leaf = scalar().prop_map(str::to_string);
+            leaf.prop_recursive(4, 24, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4)
+                        .prop_map(|items| format!("[{}]", items.join(","))),
+                    prop::collection::vec((key(), inner), 0..4).prop_map(|members| {
+                        let members: Vec<String> = members
+                            .iter()
+                            .map(|(k, v)| format!("\"{k}\":{v}"))
+                            .collect();
+                        format!("{{{}}}", members.join(","))
+                    }),
+                ]
+            })
+        }
+
+        fn frame() -> impl Strategy<Value = String> {
+            (
+                prop::collection::vec((key(), value()), 0..7),
+                0usize..140,
+                any::<bool>(),
+                prop::sample::select(vec!["", " ", "x", ",", "}"]),
+            )
+                .prop_map(|(members, deep, deep_array, tail)| {
+                    let mut members: Vec<String> = members
+                        .iter()
+                        .map(|(k, v)| format!("\"{k}\":{v}"))
+                        .collect();
+                    if deep > 100 {
+                        let (open, close) = if deep_array {
+                            ("[", "]")
+                        } else {
+                            ("{\"a\":", "}")
+                        };
+                        members.push(format!(
+                            "\"result\":{}1{}",
+                            open.repeat(deep),
+                            close.repeat(deep)
+                        ));
+                    }
+                    format!("{{{}}}{tail}", members.join(","))
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            #[test]
+            fn one_pass_agrees_with_two_passes_on_random_envelopes(frame in frame()) {
+                same_as_two_pass(&frame);
+            }
+        }
     }
 }

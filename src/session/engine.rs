@@ -2,11 +2,12 @@
 //! cancellation and the single terminal transition.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, TryLockError};
 
 use bytes::Bytes;
 use secrecy::SecretString;
+use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -17,7 +18,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::json_bounds::LimitedWriter;
 use crate::jsonrpc::{self, Inbound, RpcError};
 use crate::limits::Limits;
-use crate::transport::{FrameSink, FrameSource, InboundEvent, OutboundFrame, RequestHandle};
+use crate::transport::{
+    FrameSink, FrameSource, InboundEvent, OutboundFrame, RequestHandle, TrySend,
+};
 
 /// Request states, advanced with compare-and-swap by the writer and the caller.
 const QUEUED: u8 = 0;
@@ -37,6 +40,8 @@ pub(crate) enum Queued {
     },
     /// Tell the transport the negotiated protocol version.
     Negotiated(String),
+    /// Finish a frame that a direct write left partly written.
+    Flush,
 }
 
 struct Pending {
@@ -45,17 +50,76 @@ struct Pending {
     done: CancellationToken,
 }
 
+/// Hashes the engine's own request ids (sequential `u64`s) with one multiply
+/// (Fibonacci hashing), so the high bits the table probes with differ for
+/// consecutive ids. Only ids this engine chose are ever stored; a server's reply
+/// id is only looked up.
+#[derive(Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = (self.0 ^ id).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type PendingMap = HashMap<u64, Pending, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// A request envelope, serialized without building a `Value`; the keys are in the
+/// order a `serde_json::Map` writes them, so the bytes are the same.
+#[derive(Serialize)]
+struct RequestFrame<'a, P: Serialize + ?Sized> {
+    id: u64,
+    jsonrpc: &'static str,
+    method: &'a str,
+    params: &'a P,
+}
+
+/// A notification envelope (keys in `serde_json::Map` order).
+#[derive(Serialize)]
+pub(crate) struct NotificationFrame<'a, P: Serialize> {
+    pub(crate) jsonrpc: &'static str,
+    pub(crate) method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) params: Option<P>,
+}
+
+/// `notifications/cancelled` parameters (keys in `serde_json::Map` order).
+#[derive(Serialize)]
+struct CancelledParams {
+    reason: &'static str,
+    #[serde(rename = "requestId")]
+    request_id: u64,
+}
+
 /// What the session's tasks share.
 pub(crate) struct Shared {
     pub(crate) server: Arc<str>,
     pub(crate) limits: Limits,
     pub(crate) diagnostics: Diagnostics,
     next_id: AtomicU64,
-    pending: Mutex<HashMap<u64, Pending>>,
+    pending: Mutex<PendingMap>,
     terminal: OnceLock<Error>,
     /// Cancelled once, when the terminal error is recorded.
     pub(crate) ended: CancellationToken,
     queue: mpsc::Sender<Queued>,
+    /// Items admitted to `queue` and not yet written (or skipped) by the writer.
+    /// While it is non-zero no frame is written directly: nothing overtakes them.
+    backlog: AtomicUsize,
+    /// The sink, while the writer task is idle: a caller may then write its frame
+    /// directly ([`Shared::write_now`]). Taken by the writer while it writes, and
+    /// dropped when the writer ends.
+    sink: Mutex<Option<Box<dyn FrameSink>>>,
     /// The frozen catalog, once the handshake has produced it (the HTTP 404
     /// re-initialise compares a new catalog with it).
     pub(crate) catalog: OnceLock<Arc<crate::catalog::Catalog>>,
@@ -97,10 +161,12 @@ impl Shared {
             limits,
             diagnostics,
             next_id: AtomicU64::new(0),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(PendingMap::default()),
             terminal: OnceLock::new(),
             ended: CancellationToken::new(),
             queue,
+            backlog: AtomicUsize::new(0),
+            sink: Mutex::new(None),
             catalog: OnceLock::new(),
             reinit: Mutex::new(Reinit::Idle),
         });
@@ -139,15 +205,16 @@ impl Shared {
     }
 
     /// Serializes a frame under `maxOutboundFrameBytes`, stopping early on overflow.
-    pub(crate) fn encode(&self, message: &Value) -> Result<Bytes> {
+    pub(crate) fn encode<T: Serialize + ?Sized>(&self, message: &T) -> Result<Bytes> {
         let limit = Limits::usize_of(self.limits.max_outbound_frame_bytes);
-        let mut writer = LimitedWriter::new(limit);
-        if serde_json::to_writer(&mut writer, message).is_err() {
+        // The serializer owns the writer (no `&mut W` layer on every write).
+        let mut serializer = serde_json::Serializer::new(LimitedWriter::with_capacity(limit, 256));
+        if message.serialize(&mut serializer).is_err() {
             return Err(Error::protocol(format!(
                 "outbound frame exceeds maxOutboundFrameBytes ({limit} bytes)"
             )));
         }
-        let bytes = writer.into_inner();
+        let bytes = serializer.into_inner().into_inner();
         // Exact UTF-8 sizing of the final frame (escapes included).
         if bytes.len() > limit {
             return Err(Error::protocol(format!(
@@ -160,17 +227,130 @@ impl Shared {
     /// Queues a frame that is not a request (notification or reply), waiting for
     /// admission until `deadline`.
     pub(crate) async fn enqueue(&self, frame: Bytes, deadline: Instant) -> Result<()> {
-        let item = Queued::Frame {
-            frame: OutboundFrame {
-                bytes: frame,
-                request: None,
-            },
-            state: None,
+        let frame = OutboundFrame {
+            bytes: frame,
+            request: None,
         };
-        self.admit(item, deadline).await
+        let alone = lock(&self.pending).is_empty();
+        self.submit(frame, None, alone, deadline).await
+    }
+
+    /// Writes `frame` at once when it can ([`Shared::write_now`]), else queues it
+    /// for the writer, waiting for admission until `deadline`.
+    ///
+    /// `alone`: no other request is waiting for its reply. Otherwise the sink may
+    /// prefer the queue (stdio: the writer sends the frames that gather there in
+    /// one write, fewer system calls per frame); alone, the direct write saves the
+    /// writer's wake-up on the latency-bound path.
+    async fn submit(
+        &self,
+        frame: OutboundFrame,
+        state: Option<Arc<AtomicU8>>,
+        alone: bool,
+        deadline: Instant,
+    ) -> Result<()> {
+        let frame = match self.write_now(frame, state.as_deref(), !alone) {
+            Ok(()) => return Ok(()),
+            Err(frame) => frame,
+        };
+        self.admit(Queued::Frame { frame, state }, deadline).await
+    }
+
+    /// The direct write: when the session is open, nothing is queued, the writer
+    /// task is idle (its sink is parked in `self.sink`) and the medium takes the
+    /// frame without waiting, the calling task writes it (no wake-up of the writer
+    /// task). Otherwise the frame is given back for the queue.
+    ///
+    /// `Ok` means the frame was handled as the writer would have: written, or
+    /// skipped (a request settled meanwhile), or its write failed and ended the
+    /// session (the caller then sees the terminal error, as after a queued write).
+    fn write_now(
+        &self,
+        frame: OutboundFrame,
+        state: Option<&AtomicU8>,
+        busy: bool,
+    ) -> std::result::Result<(), OutboundFrame> {
+        if self.backlog.load(Ordering::Acquire) != 0 || self.terminal().is_some() {
+            return Err(frame);
+        }
+        let mut slot = match self.sink.try_lock() {
+            Ok(slot) => slot,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(frame),
+        };
+        // Checked again under the lock the writer takes the sink with.
+        if self.backlog.load(Ordering::Acquire) != 0 {
+            return Err(frame);
+        }
+        let Some(sink) = slot.as_mut() else {
+            return Err(frame);
+        };
+        if let Some(state) = state {
+            if state
+                .compare_exchange(QUEUED, WRITTEN, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                return Ok(()); // settled meanwhile: the writer would skip it too
+            }
+        }
+        match sink.try_send_now(frame, busy) {
+            TrySend::Sent => Ok(()),
+            TrySend::SentPartly => {
+                drop(slot);
+                // The writer finishes it; nothing is written directly meanwhile
+                // (the sink refuses, and the backlog is non-zero).
+                self.backlog.fetch_add(1, Ordering::AcqRel);
+                if self.queue.try_send(Queued::Flush).is_err() {
+                    // Full (the writer is busy and writes the rest before the
+                    // queued frames) or closed (the session is ending).
+                    self.backlog.fetch_sub(1, Ordering::AcqRel);
+                }
+                Ok(())
+            }
+            TrySend::WouldBlock(frame) => {
+                if let Some(state) = state {
+                    let _ = state.compare_exchange(
+                        WRITTEN,
+                        QUEUED,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    );
+                }
+                Err(frame)
+            }
+            TrySend::Failed(error) => {
+                drop(slot);
+                self.terminate(error);
+                Ok(())
+            }
+        }
     }
 
     async fn admit(&self, item: Queued, deadline: Instant) -> Result<()> {
+        // Counted before it can reach the queue, so no direct write overtakes it;
+        // uncounted again unless it was admitted (the writer uncounts it then).
+        self.backlog.fetch_add(1, Ordering::AcqRel);
+        let mut counted = Backlogged {
+            backlog: &self.backlog,
+            admitted: false,
+        };
+        let admitted = self.admit_counted(item, deadline).await;
+        counted.admitted = admitted.is_ok();
+        admitted
+    }
+
+    async fn admit_counted(&self, item: Queued, deadline: Instant) -> Result<()> {
+        // Fast path: the session is open and the queue has room, so no waiter or
+        // timer is registered. (The terminal error is recorded before `ended` is
+        // cancelled, so this refuses whatever the select below would refuse.)
+        if self.terminal().is_some() {
+            return Err(self.ended_error());
+        }
+        let item = match self.queue.try_send(item) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::error::TrySendError::Closed(_)) => return Err(self.ended_error()),
+            Err(mpsc::error::TrySendError::Full(item)) => item,
+        };
         tokio::select! {
             biased;
             _ = self.ended.cancelled() => Err(self.ended_error()),
@@ -194,10 +374,10 @@ impl Shared {
     ///
     /// `cancellable`: send `notifications/cancelled` if the request is abandoned
     /// after the writer took it (never for `initialize`).
-    pub(crate) async fn request(
+    pub(crate) async fn request<P: Serialize>(
         self: &Arc<Self>,
         method: &str,
-        params: Value,
+        params: P,
         deadline: Instant,
         cancellable: bool,
     ) -> Result<Value> {
@@ -205,16 +385,17 @@ impl Shared {
             return Err(error.clone());
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let frame = self.encode(&serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "method": method,
-            "params": params,
-        }))?;
+        let frame = self.encode(&RequestFrame {
+            id,
+            jsonrpc: "2.0",
+            method,
+            params: &params,
+        })?;
+        drop(params);
         let state = Arc::new(AtomicU8::new(QUEUED));
         let done = CancellationToken::new();
         let (reply_tx, reply_rx) = oneshot::channel();
-        {
+        let alone = {
             let mut pending = lock(&self.pending);
             // Checked under the lock `terminate` drains with, so no request can be
             // registered after the drain and then wait forever.
@@ -229,7 +410,8 @@ impl Shared {
                     done: done.clone(),
                 },
             );
-        }
+            pending.len() == 1
+        };
         let guard = RequestGuard {
             shared: self.clone(),
             id,
@@ -243,14 +425,11 @@ impl Shared {
                 shared.settle(id, Err(error));
             }
         });
-        let item = Queued::Frame {
-            frame: OutboundFrame {
-                bytes: frame,
-                request: Some(RequestHandle::new(done, fail)),
-            },
-            state: Some(state),
+        let frame = OutboundFrame {
+            bytes: frame,
+            request: Some(RequestHandle::new(done, fail)),
         };
-        let outcome = match self.admit(item, deadline).await {
+        let outcome = match self.submit(frame, Some(state), alone, deadline).await {
             Err(error) if error.kind() == ErrorKind::Timeout => Err(Error::timeout(format!(
                 "{method} to server \"{}\" timed out waiting for the outbound queue",
                 self.server
@@ -280,23 +459,30 @@ impl Shared {
     }
 
     fn send_cancelled(&self, id: u64) {
-        let frame = match self.encode(&serde_json::json!({
-            "jsonrpc": "2.0",
-            "method": "notifications/cancelled",
-            "params": {"requestId": id, "reason": "request abandoned by the client"},
-        })) {
+        let frame = match self.encode(&NotificationFrame {
+            jsonrpc: "2.0",
+            method: "notifications/cancelled",
+            params: Some(CancelledParams {
+                reason: "request abandoned by the client",
+                request_id: id,
+            }),
+        }) {
             Ok(frame) => frame,
             Err(_) => return,
         };
         // Best effort: a full queue drops the notification rather than delaying the
         // deadline it reports.
-        let _ = self.queue.try_send(Queued::Frame {
+        self.backlog.fetch_add(1, Ordering::AcqRel);
+        let queued = self.queue.try_send(Queued::Frame {
             frame: OutboundFrame {
                 bytes: frame,
                 request: None,
             },
             state: None,
         });
+        if queued.is_err() {
+            self.backlog.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
     /// Handles one inbound frame. Returns the terminal error when the frame ends the
@@ -413,6 +599,22 @@ impl Shared {
     }
 }
 
+/// One count in [`Shared::backlog`] for an item being admitted: given back unless
+/// the item reached the queue (the writer gives it back after writing it), also
+/// when the admitting future is dropped.
+struct Backlogged<'a> {
+    backlog: &'a AtomicUsize,
+    admitted: bool,
+}
+
+impl Drop for Backlogged<'_> {
+    fn drop(&mut self) {
+        if !self.admitted {
+            self.backlog.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
 /// Settles a request's fate when its caller stops waiting (reply, timeout, drop).
 struct RequestGuard {
     shared: Arc<Shared>,
@@ -427,7 +629,9 @@ impl Drop for RequestGuard {
         // Whoever removes the pending entry decides its fate: if the reader (or a
         // per-request transport failure) removed it first, the request was
         // answered and must never be cancelled.
-        let unanswered = lock(&self.shared.pending).remove(&self.id).is_some();
+        // (A settled entry is already gone: skip the lock.)
+        let unanswered = self.state.load(Ordering::Acquire) != SETTLED
+            && lock(&self.shared.pending).remove(&self.id).is_some();
         let previous = self.state.swap(ABANDONED, Ordering::AcqRel);
         self.done.cancel();
         if previous == SETTLED {
@@ -445,22 +649,34 @@ impl Drop for RequestGuard {
 /// Writes queued frames, skipping abandoned requests, batching what is ready.
 pub(crate) async fn run_writer(
     shared: Arc<Shared>,
-    mut sink: Box<dyn FrameSink>,
+    sink: Box<dyn FrameSink>,
     mut queue: mpsc::Receiver<Queued>,
 ) {
+    // While the writer waits, its sink waits in `shared.sink`, where a caller may
+    // write to it directly; when the writer ends, for any reason, it is dropped.
+    let _release = ReleaseSink(&shared);
+    *lock(&shared.sink) = Some(sink);
     let batch_limit = queue_slots(&shared.limits);
     let mut items = Vec::with_capacity(batch_limit.min(64));
+    // One waiter on `ended` for the whole loop (not one per select).
+    let ended = shared.ended.clone();
+    let ended = ended.cancelled();
+    tokio::pin!(ended);
     loop {
         items.clear();
         let received = tokio::select! {
             biased;
-            _ = shared.ended.cancelled() => return,
+            _ = &mut ended => return,
             n = queue.recv_many(&mut items, batch_limit) => n,
         };
         if received == 0 {
             return;
         }
+        let Some(mut sink) = lock(&shared.sink).take() else {
+            return;
+        };
         let mut frames = Vec::with_capacity(items.len());
+        let mut flush = false;
         for item in items.drain(..) {
             match item {
                 Queued::Frame { frame, state } => {
@@ -481,7 +697,7 @@ pub(crate) async fn run_writer(
                         // a peer that stopped reading cannot block teardown.
                         let result = tokio::select! {
                             biased;
-                            _ = shared.ended.cancelled() => return,
+                            _ = &mut ended => return,
                             result = write(&mut sink, std::mem::take(&mut frames)) => result,
                         };
                         if let Err(error) = result {
@@ -491,20 +707,34 @@ pub(crate) async fn run_writer(
                     }
                     sink.protocol_negotiated(&version);
                 }
+                Queued::Flush => flush = true,
             }
         }
-        if frames.is_empty() {
-            continue;
+        if !frames.is_empty() || flush {
+            let result = tokio::select! {
+                biased;
+                _ = &mut ended => return,
+                result = write(&mut sink, frames) => result,
+            };
+            if let Err(error) = result {
+                shared.terminate(error);
+                return;
+            }
         }
-        let result = tokio::select! {
-            biased;
-            _ = shared.ended.cancelled() => return,
-            result = write(&mut sink, frames) => result,
-        };
-        if let Err(error) = result {
-            shared.terminate(error);
-            return;
-        }
+        // Everything received is written (or skipped): direct writes may resume
+        // once the sink is back.
+        shared.backlog.fetch_sub(received, Ordering::AcqRel);
+        *lock(&shared.sink) = Some(sink);
+    }
+}
+
+/// Drops the parked sink when the writer ends (closing stdin before teardown).
+struct ReleaseSink<'a>(&'a Shared);
+
+impl Drop for ReleaseSink<'_> {
+    fn drop(&mut self) {
+        let sink = lock(&self.0.sink).take();
+        drop(sink);
     }
 }
 
@@ -518,10 +748,14 @@ async fn write(sink: &mut Box<dyn FrameSink>, mut frames: Vec<OutboundFrame>) ->
 
 /// Reads inbound events until the session ends.
 pub(crate) async fn run_reader(shared: Arc<Shared>, mut source: Box<dyn FrameSource>) {
+    // One waiter on `ended` for the whole loop (not one per select).
+    let ended = shared.ended.clone();
+    let ended = ended.cancelled();
+    tokio::pin!(ended);
     loop {
         let event = tokio::select! {
             biased;
-            _ = shared.ended.cancelled() => return,
+            _ = &mut ended => return,
             event = source.next() => event,
         };
         match event {

@@ -73,20 +73,30 @@ pub struct ToolResult {
 impl ToolResult {
     fn from_value(value: Value) -> Result<ToolResult> {
         let bad = |what: &str| Error::invalid_response(format!("tools/call result {what}"));
-        let Value::Object(mut object) = value else {
+        let Value::Object(object) = value else {
             return Err(bad("is not an object"));
         };
-        let content = match object.remove("content") {
+        // One pass over the members (rather than a lookup and removal per field).
+        let (mut content, mut is_error, mut structured_content) = (None, None, None);
+        for (key, member) in object {
+            match key.as_str() {
+                "content" => content = Some(member),
+                "isError" => is_error = Some(member),
+                "structuredContent" => structured_content = Some(member),
+                _ => {}
+            }
+        }
+        let content = match content {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items,
             Some(_) => return Err(bad("content is not an array")),
         };
-        let is_error = match object.remove("isError") {
+        let is_error = match is_error {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => b,
             Some(_) => return Err(bad("isError is not a boolean")),
         };
-        let structured_content = match object.remove("structuredContent") {
+        let structured_content = match structured_content {
             None | Some(Value::Null) => None,
             Some(Value::Object(map)) => Some(map),
             Some(_) => return Err(bad("structuredContent is not an object")),
@@ -97,6 +107,13 @@ impl ToolResult {
             structured_content,
         })
     }
+}
+
+/// `tools/call` parameters (keys in the order a `serde_json::Map` writes them).
+#[derive(Serialize)]
+struct CallParams<'a> {
+    arguments: Value,
+    name: &'a str,
 }
 
 /// Configures and connects a [`Client`].
@@ -455,7 +472,8 @@ impl Client {
                 "tool arguments nest deeper than {MAX_JSON_DEPTH} JSON containers"
             )));
         }
-        let params = serde_json::json!({ "name": name, "arguments": arguments });
+        // Serialized as `{"arguments":..,"name":..}` without building a `Value`.
+        let params = CallParams { arguments, name };
         let result = shared
             .request("tools/call", params, deadline, true)
             .await

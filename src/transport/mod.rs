@@ -123,6 +123,21 @@ impl std::fmt::Debug for InboundEvent {
     }
 }
 
+/// What [`FrameSink::try_send_now`] did with a frame.
+#[derive(Debug)]
+pub enum TrySend {
+    /// The whole frame was handed to the medium without waiting.
+    Sent,
+    /// Part of the frame was handed to the medium. The sink keeps the rest and
+    /// writes it before anything else on its next [`FrameSink::send_batch`] (an
+    /// empty batch only finishes it); until then `try_send_now` gives frames back.
+    SentPartly,
+    /// Nothing was written (the medium would have to wait): the frame, given back.
+    WouldBlock(OutboundFrame),
+    /// The medium failed; terminal, as an error from [`FrameSink::send`].
+    Failed(Error),
+}
+
 /// The outbound half of an open transport.
 pub trait FrameSink: Send + 'static {
     /// Writes one frame.
@@ -144,6 +159,24 @@ pub trait FrameSink: Send + 'static {
     /// Told once the handshake negotiated a protocol version (HTTP sends it as the
     /// `MCP-Protocol-Version` header on every later request).
     fn protocol_negotiated(&mut self, _version: &str) {}
+
+    /// Hands `frame` to the medium only if that needs no waiting (a non-blocking
+    /// write, a free in-flight slot), so the engine can write from the caller's
+    /// task when nothing is queued ahead of the frame, instead of waking its writer
+    /// task. Must not wait and must not be a partial write unless it returns
+    /// [`TrySend::SentPartly`].
+    ///
+    /// `busy`: other requests are waiting for their replies, so more frames are
+    /// likely to follow; a sink that writes a batch more cheaply than its frames
+    /// one by one (stdio: one system call) may give the frame back, and the writer
+    /// batches it with the others.
+    ///
+    /// The default gives every frame back: all of them then go through
+    /// [`FrameSink::send`] and [`FrameSink::send_batch`].
+    fn try_send_now(&mut self, frame: OutboundFrame, busy: bool) -> TrySend {
+        let _ = busy;
+        TrySend::WouldBlock(frame)
+    }
 }
 
 /// The inbound half of an open transport.

@@ -18,21 +18,25 @@
 
 use std::ffi::OsString;
 use std::fmt;
+use std::io::IoSlice;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use secrecy::{ExposeSecret, SecretString};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 use super::framing::{Framed, FramedReader};
 use super::{
     Connection, FrameSink, FrameSource, InboundEvent, OutboundFrame, Shutdown, Transport,
-    TransportContext,
+    TransportContext, TrySend,
 };
 use crate::diagnostics::{DiagnosticEvent, Diagnostics};
 use crate::error::{Error, Result};
@@ -232,7 +236,8 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
     let max_frame = Limits::usize_of(ctx.limits.max_frame_bytes);
     Ok(Connection {
         sink: Box::new(StdinSink {
-            stdin: Some(BufWriter::new(stdin)),
+            stdin: Some(stdin),
+            partial: None,
         }),
         source: Box::new(StdoutSource {
             reader: FramedReader::new(stdout, max_frame),
@@ -308,28 +313,56 @@ fn exit_message(status: &ExitStatus) -> String {
     "exited".to_string()
 }
 
+/// Writes frames to the child's stdin: each frame and its newline in one `writev`
+/// (a batch in as few as the pipe allows), with no copy into a buffer.
 struct StdinSink {
-    stdin: Option<BufWriter<ChildStdin>>,
+    stdin: Option<ChildStdin>,
+    /// What a non-blocking write ([`FrameSink::try_send_now`]) left unwritten: the
+    /// rest of the frame's bytes and whether its newline is still due. Written
+    /// before anything else.
+    partial: Option<(Bytes, bool)>,
 }
 
 impl StdinSink {
     async fn write_all(&mut self, frames: &[OutboundFrame]) -> Result<()> {
         let closed = || Error::closed("stdin closed");
         let stdin = self.stdin.as_mut().ok_or_else(closed)?;
-        let result = async {
-            for frame in frames {
-                stdin.write_all(&frame.bytes).await?;
-                stdin.write_all(b"\n").await?;
-            }
-            stdin.flush().await
-        }
-        .await;
-        if result.is_err() {
+        let partial = self.partial.take();
+        if write_frames(stdin, partial.as_ref(), frames).await.is_err() {
             self.stdin = None;
             return Err(closed());
         }
         Ok(())
     }
+}
+
+/// Writes `partial` (the unwritten rest of an earlier frame), then each frame
+/// followed by a newline, with vectored writes.
+async fn write_frames(
+    stdin: &mut ChildStdin,
+    partial: Option<&(Bytes, bool)>,
+    frames: &[OutboundFrame],
+) -> std::io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(2 + 2 * frames.len());
+    if let Some((rest, newline)) = partial {
+        slices.push(IoSlice::new(rest));
+        if *newline {
+            slices.push(IoSlice::new(b"\n"));
+        }
+    }
+    for frame in frames {
+        slices.push(IoSlice::new(&frame.bytes));
+        slices.push(IoSlice::new(b"\n"));
+    }
+    let mut remaining = &mut slices[..];
+    while remaining.iter().any(|slice| !slice.is_empty()) {
+        let written = stdin.write_vectored(remaining).await?;
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut remaining, written);
+    }
+    stdin.flush().await
 }
 
 impl FrameSink for StdinSink {
@@ -339,6 +372,40 @@ impl FrameSink for StdinSink {
 
     fn send_batch(&mut self, frames: Vec<OutboundFrame>) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move { self.write_all(&frames).await })
+    }
+
+    fn try_send_now(&mut self, frame: OutboundFrame, busy: bool) -> TrySend {
+        // With replies pending, let the writer gather frames into one `writev`.
+        if busy || self.partial.is_some() {
+            return TrySend::WouldBlock(frame);
+        }
+        let Some(stdin) = self.stdin.as_mut() else {
+            return TrySend::Failed(Error::closed("stdin closed"));
+        };
+        // One non-blocking `writev`: a pipe with room takes the whole frame.
+        let mut cx = Context::from_waker(Waker::noop());
+        let slices = [IoSlice::new(&frame.bytes), IoSlice::new(b"\n")];
+        let total = frame.bytes.len() + 1;
+        match Pin::new(stdin).poll_write_vectored(&mut cx, &slices) {
+            Poll::Ready(Ok(written)) if written >= total => TrySend::Sent,
+            Poll::Ready(Ok(0)) => {
+                self.stdin = None;
+                TrySend::Failed(Error::closed("stdin closed"))
+            }
+            Poll::Ready(Ok(written)) => {
+                let at = written.min(frame.bytes.len());
+                self.partial = Some((frame.bytes.slice(at..), true));
+                TrySend::SentPartly
+            }
+            Poll::Ready(Err(error)) if error.kind() == std::io::ErrorKind::Interrupted => {
+                TrySend::WouldBlock(frame)
+            }
+            Poll::Ready(Err(_)) => {
+                self.stdin = None;
+                TrySend::Failed(Error::closed("stdin closed"))
+            }
+            Poll::Pending => TrySend::WouldBlock(frame),
+        }
     }
 }
 

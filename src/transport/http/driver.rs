@@ -34,6 +34,7 @@ use crate::layer::{BoxError, same_origin};
 use crate::limits::Limits;
 use crate::transport::{
     Connection, FrameSink, FrameSource, InboundEvent, OutboundFrame, RequestHandle, Shutdown,
+    TrySend,
 };
 
 static LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
@@ -74,6 +75,7 @@ pub(crate) fn open(params: OpenParams) -> Connection {
         sink: Box::new(HttpSink {
             shared: shared.clone(),
             permits: Arc::new(Semaphore::new(queue)),
+            runtime: tokio::runtime::Handle::try_current().ok(),
             _guard: guard.clone(),
         }),
         source: Box::new(HttpSource {
@@ -730,7 +732,30 @@ fn redirect_target(response: &HttpResponse, base: &Uri) -> Option<Uri> {
 struct HttpSink {
     shared: Arc<Shared>,
     permits: Arc<Semaphore>,
+    /// The runtime the transport was opened on: POSTs started from a caller's
+    /// task ([`FrameSink::try_send_now`]) run there too.
+    runtime: Option<tokio::runtime::Handle>,
     _guard: Arc<Guard>,
+}
+
+/// Runs one request's POST in its own task (until the transport ends).
+fn spawn_post(
+    runtime: Option<&tokio::runtime::Handle>,
+    task: Arc<Shared>,
+    frame: OutboundFrame,
+    permit: OwnedSemaphorePermit,
+) {
+    let post = async move {
+        let work = task.work.clone();
+        tokio::select! {
+            _ = work.cancelled() => {}
+            _ = task.post(frame, permit) => {}
+        }
+    };
+    match runtime {
+        Some(runtime) => drop(runtime.spawn(post)),
+        None => drop(tokio::spawn(post)),
+    }
 }
 
 impl FrameSink for HttpSink {
@@ -761,15 +786,30 @@ impl FrameSink for HttpSink {
                 }
                 return Ok(());
             }
-            tokio::spawn(async move {
-                let work = task.work.clone();
-                tokio::select! {
-                    _ = work.cancelled() => {}
-                    _ = task.post(frame, permit) => {}
-                }
-            });
+            spawn_post(self.runtime.as_ref(), task, frame, permit);
             Ok(())
         })
+    }
+
+    fn try_send_now(&mut self, frame: OutboundFrame, _busy: bool) -> TrySend {
+        // Every POST is its own exchange: nothing to gain from waiting for a batch.
+        let shared = &self.shared;
+        if shared.work.is_cancelled() {
+            return TrySend::Failed(shared.terminal_error());
+        }
+        // Only a request, and only with a free in-flight slot, starts its POST here:
+        // notifications and replies go through `send`, which keeps them in order.
+        if frame.request.is_none() || self.runtime.is_none() {
+            return TrySend::WouldBlock(frame);
+        }
+        match self.permits.clone().try_acquire_owned() {
+            Ok(permit) => {
+                spawn_post(self.runtime.as_ref(), shared.clone(), frame, permit);
+                TrySend::Sent
+            }
+            Err(tokio::sync::TryAcquireError::NoPermits) => TrySend::WouldBlock(frame),
+            Err(tokio::sync::TryAcquireError::Closed) => TrySend::Failed(shared.terminal_error()),
+        }
     }
 
     fn protocol_negotiated(&mut self, version: &str) {

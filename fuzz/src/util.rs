@@ -1,0 +1,63 @@
+//! Deterministic helpers shared by the checks.
+
+/// A tiny xorshift generator: the fuzz input seeds it, so a chunking is a pure
+/// function of the input and every finding replays exactly.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator seeded from `seed` (zero is remapped).
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
+    }
+
+    /// The next value.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// A value in `1..=max` (`max >= 1`).
+    pub fn size(&mut self, max: usize) -> usize {
+        1 + (self.next_u64() % max.max(1) as u64) as usize
+    }
+}
+
+/// Splits `data` into chunks of `1..=max` bytes chosen by `seed`.
+pub fn chunks(data: &[u8], seed: u64, max: usize) -> Vec<&[u8]> {
+    let mut rng = Rng::new(seed);
+    let mut out = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        let take = rng.size(max).min(rest.len());
+        let (head, tail) = rest.split_at(take);
+        out.push(head);
+        rest = tail;
+    }
+    out
+}
+
+/// A seed from up to eight bytes.
+pub fn seed_of(bytes: &[u8]) -> u64 {
+    let mut seed = [0u8; 8];
+    let n = bytes.len().min(8);
+    seed[..n].copy_from_slice(&bytes[..n]);
+    u64::from_le_bytes(seed)
+}
+
+/// A current-thread tokio runtime with a paused clock, one per thread: timers fire
+/// as soon as every task is idle, so a deadline costs no wall-clock time.
+pub fn with_runtime<T>(f: impl FnOnce(&tokio::runtime::Runtime) -> T) -> T {
+    thread_local! {
+        static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a current-thread runtime");
+    }
+    RUNTIME.with(|rt| f(rt))
+}

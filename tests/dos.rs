@@ -1,0 +1,562 @@
+//! Denial-of-service checks: servers that answer every request with a 128-deep
+//! nest, flood pings, flood notifications, send 10 000 replies for ids nobody waits
+//! on, or trickle an SSE stream one byte a second. The client must keep working
+//! (or fail with its own typed error) and meet its deadlines: a call under a short
+//! `requestTimeoutMs` ends with `timeout`, never a hang.
+//!
+//! These tests assert behaviour, not time or memory. The memory and time figures in
+//! `DOS.md` come from the `#[ignore]`d `measure_*` functions at the end, each run in
+//! its own process so that its peak RSS (VmHWM) is its own:
+//!
+//! ```sh
+//! for m in deep_nest ping_flood notification_flood unknown_id_flood sse_trickle sse_blank_lines; do
+//!   cargo test --release --test dos -- --ignored --exact measure_$m --nocapture
+//! done
+//! ```
+
+#[path = "support/http_server.rs"]
+mod http_server;
+mod support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http_server::{Recorded, TestServer, json as json_response, status, streaming};
+use serde_json::{Value, json};
+use smthrs_mcp::transport::http::HttpTransport;
+use smthrs_mcp::{Client, ErrorKind, Limits};
+use support::{Recording, Server, args};
+
+/// A guard against a hang: far above every deadline a test sets.
+const HANG: Duration = Duration::from_secs(60);
+
+/// `[[[ ... ]]]`, `depth` arrays deep.
+fn nest(depth: usize) -> String {
+    format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+/// A scenario too large for argv, written to a file the server reads.
+struct ScenarioFile {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl ScenarioFile {
+    fn new(scenario: &Value) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scenario.json");
+        std::fs::write(&path, scenario.to_string()).unwrap();
+        ScenarioFile { _dir: dir, path }
+    }
+
+    fn server(&self) -> Server {
+        Server {
+            args: vec![self.path.clone().into()],
+            env: Vec::new(),
+        }
+    }
+}
+
+fn limits(request_timeout_ms: u64) -> Limits {
+    Limits {
+        handshake_timeout_ms: 10_000,
+        request_timeout_ms,
+        ..Limits::default()
+    }
+}
+
+async fn connect(server: Server, limits: Limits) -> Client {
+    tokio::time::timeout(HANG, Client::builder("dos").limits(limits).connect(server))
+        .await
+        .expect("connect does not hang")
+        .expect("connects")
+}
+
+async fn call(
+    client: &Client,
+    name: &str,
+    arguments: Value,
+) -> smthrs_mcp::Result<smthrs_mcp::ToolResult> {
+    tokio::time::timeout(HANG, client.call_tool(name, args(arguments)))
+        .await
+        .expect("a call does not hang")
+}
+
+// ----- every answer 128 containers deep -----
+
+/// The deepest legal answers: 128 containers counting the envelope, at every step
+/// of the handshake and on every call.
+fn deep_scenario() -> Value {
+    let init = format!(
+        r#"{{"jsonrpc":"2.0","id":$ID,"result":{{"protocolVersion":"2025-06-18","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"deep","version":"1"}},"x":{}}}}}"#,
+        nest(126)
+    );
+    // envelope, result, tools array, tool, inputSchema, properties: 6, then 122.
+    let list = format!(
+        r#"{{"jsonrpc":"2.0","id":$ID,"result":{{"tools":[{{"name":"echo","inputSchema":{{"type":"object","properties":{{"n":{}}}}}}}]}}}}"#,
+        nest(122)
+    );
+    let reply = format!(
+        r#"{{"jsonrpc":"2.0","id":$ID,"result":{{"content":[{{"type":"text","text":"deep"}}],"structuredContent":{{"n":{}}}}}}}"#,
+        nest(125)
+    );
+    json!({
+        "initialize": {"raw": init},
+        "tools_list": {"raw": list},
+        "on_call": {"echo": {"reply_raw": reply}},
+    })
+}
+
+#[tokio::test]
+async fn every_answer_128_deep() {
+    let file = ScenarioFile::new(&deep_scenario());
+    let client = connect(file.server(), limits(5_000)).await;
+    let tool = client
+        .catalog()
+        .get("echo")
+        .expect("the deep catalog is accepted");
+    assert_eq!(
+        smthrs_mcp::json_bounds::value_depth(&Value::Object(tool.input_schema().clone())),
+        124
+    );
+    for _ in 0..50 {
+        let result = call(&client, "echo", json!({}))
+            .await
+            .expect("a 128-deep reply is legal");
+        let structured = Value::Object(result.structured_content.expect("structuredContent"));
+        assert_eq!(smthrs_mcp::json_bounds::value_depth(&structured), 126);
+    }
+    client.close().await;
+
+    // One container more, and the session ends with a typed error, not a crash.
+    let mut scenario = deep_scenario();
+    scenario["on_call"]["echo"]["reply_raw"] = json!(format!(
+        r#"{{"jsonrpc":"2.0","id":$ID,"result":{{"structuredContent":{{"n":{}}}}}}}"#,
+        nest(100_000)
+    ));
+    let file = ScenarioFile::new(&scenario);
+    let client = connect(file.server(), limits(5_000)).await;
+    let error = call(&client, "echo", json!({})).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
+}
+
+// ----- floods on stdout while a call is pending -----
+
+/// How the flood is played.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Play {
+    /// On the server's worker thread (`delay_ms`): it keeps reading our replies.
+    Worker,
+    /// On the server's reader thread: it reads nothing while it writes.
+    Inline,
+    /// On the worker thread for the first call; later calls answer normally.
+    WorkerOnce,
+}
+
+/// A scenario whose `echo` writes `count` lines from `line(i)` before its reply,
+/// streamed to a file line by line (too large for argv, and so that the test
+/// process never holds the flood: its peak RSS is then the client's).
+fn flood_file(count: usize, line: fn(usize) -> Value, play: Play) -> ScenarioFile {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scenario.json");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let delay = if play == Play::Inline {
+        ""
+    } else {
+        r#""delay_ms":1,"#
+    };
+    let open = if play == Play::WorkerOnce { "[" } else { "" };
+    write!(out, r#"{{"on_call":{{"echo":{open}{{{delay}"raw_lines":["#).unwrap();
+    for i in 0..count {
+        if i > 0 {
+            out.write_all(b",").unwrap();
+        }
+        serde_json::to_writer(&mut out, &line(i)).unwrap();
+    }
+    let close = if play == Play::WorkerOnce {
+        "]},{}]}}"
+    } else {
+        "]}}}"
+    };
+    out.write_all(close.as_bytes()).unwrap();
+    out.flush().unwrap();
+    ScenarioFile { _dir: dir, path }
+}
+
+fn ping(i: usize) -> Value {
+    json!({"jsonrpc": "2.0", "id": format!("flood-{i}"), "method": "ping"})
+}
+
+fn notification(i: usize) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/progress",
+           "params": {"progressToken": i, "progress": i, "message": "x".repeat(200)}})
+}
+
+fn unknown_reply(i: usize) -> Value {
+    if i % 2 == 0 {
+        json!({"jsonrpc": "2.0", "id": 1_000_000 + i, "result": {"pad": "y".repeat(100)}})
+    } else {
+        json!({"jsonrpc": "2.0", "id": format!("stray-{i}"), "error": {"code": 1, "message": "stray"}})
+    }
+}
+
+#[tokio::test]
+async fn ping_flood_is_answered_and_the_call_completes() {
+    const PINGS: usize = 10_000;
+    let file = flood_file(PINGS, ping, Play::Worker);
+    let recording = Recording::new();
+    let client = connect(recording.attach(file.server()), limits(20_000)).await;
+    let result = call(&client, "echo", json!({"text": "after the flood"}))
+        .await
+        .unwrap();
+    assert_eq!(result.content[0]["text"], "after the flood");
+    client.close().await;
+    // Every ping got its own pong, with its exact id.
+    let pongs = recording
+        .lines()
+        .into_iter()
+        .filter(|line| {
+            line["id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("flood-"))
+        })
+        .filter(|line| line["result"] == json!({}))
+        .count();
+    assert_eq!(pongs, PINGS);
+}
+
+#[tokio::test]
+async fn ping_flood_from_a_server_that_stops_reading_meets_the_deadline() {
+    // The flood is written by the server's reader thread itself, so it reads nothing
+    // while it writes: our pongs back up, the outbound queue fills, and the session
+    // must end within requestTimeoutMs instead of waiting on the server forever.
+    let file = flood_file(200_000, ping, Play::Inline);
+    let mut limits = limits(500);
+    limits.queue_capacity = 4;
+    let client = connect(file.server(), limits).await;
+    let error = call(&client, "echo", json!({"text": "x"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error.kind(),
+            ErrorKind::Timeout | ErrorKind::ConnectionClosed
+        ),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn notification_flood_is_dropped_and_the_call_completes() {
+    let file = flood_file(10_000, notification, Play::Worker);
+    let client = connect(file.server(), limits(20_000)).await;
+    for round in 0..3 {
+        let text = format!("round {round}");
+        let result = call(&client, "echo", json!({"text": text})).await.unwrap();
+        assert_eq!(result.content[0]["text"], text);
+    }
+    client.close().await;
+}
+
+#[tokio::test]
+async fn ten_thousand_replies_for_unknown_ids_are_dropped() {
+    let file = flood_file(10_000, unknown_reply, Play::Worker);
+    let client = connect(file.server(), limits(20_000)).await;
+    for round in 0..3 {
+        let text = format!("round {round}");
+        let result = call(&client, "echo", json!({"text": text})).await.unwrap();
+        assert_eq!(result.content[0]["text"], text);
+    }
+    assert!(client.terminal_error().is_none());
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_flood_with_a_short_deadline_times_out_and_the_session_survives() {
+    // 100 000 notifications (25 MB) cannot be read in 10 ms: the call times out
+    // (it does not wait for the flood), and the session is still usable after it.
+    let file = flood_file(100_000, notification, Play::WorkerOnce);
+    let mut limits = limits(10);
+    limits.handshake_timeout_ms = 60_000; // the server first parses a 25 MB scenario
+    let client = connect(file.server(), limits).await;
+    let error = call(&client, "echo", json!({"text": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{error:?}");
+    // While the flood drains, a later call may time out too (10 ms is short), but
+    // it never hangs and never ends the session.
+    let _ = call(&client, "echo", json!({"text": "y"})).await;
+    assert!(
+        client.terminal_error().is_none(),
+        "{:?}",
+        client.terminal_error()
+    );
+    client.close().await;
+}
+
+// ----- stderr: 8 MiB before the server reads anything -----
+
+#[tokio::test]
+async fn stderr_flood_is_drained_and_the_tail_stays_bounded() {
+    // The server writes 8 MiB to stderr before it reads `initialize`: a client that
+    // did not drain stderr would deadlock the handshake.
+    for no_newline in [false, true] {
+        let observer = support::Collect::new();
+        let server = support::inline(json!({
+            "stderr_flood_bytes": 8 << 20,
+            "stderr_flood_no_newline": no_newline,
+        }));
+        let client = tokio::time::timeout(
+            HANG,
+            Client::builder("chatty")
+                .limits(limits(5_000))
+                .diagnostics(observer.clone())
+                .connect(server),
+        )
+        .await
+        .expect("connect does not hang")
+        .expect("connects");
+        call(&client, "echo", json!({"text": "x"})).await.unwrap();
+        client.close().await;
+        let tails: Vec<_> = observer
+            .events()
+            .into_iter()
+            .filter(|(name, _)| name == "stderr-tail")
+            .collect();
+        assert_eq!(tails.len(), 1, "{tails:?}");
+        let max = Limits::default().max_stderr_bytes as usize;
+        assert!(tails[0].1.len() <= max, "{} bytes", tails[0].1.len());
+    }
+}
+
+// ----- an SSE stream that sends one byte a second -----
+
+/// A minimal Streamable HTTP MCP server whose `tools/call` answers with an event
+/// stream that sends one byte, then one more every `gap`, never finishing an event.
+async fn trickle_server(gap: Duration, sent: Arc<AtomicUsize>) -> TestServer {
+    TestServer::start(move |req: Recorded| {
+        let sent = sent.clone();
+        async move {
+            if req.method != http::Method::POST {
+                return status(405);
+            }
+            let message: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            let id = message["id"].clone();
+            match message["method"].as_str() {
+                Some("initialize") => json_response(
+                    &json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "trickle", "version": "1"}}})
+                    .to_string(),
+                ),
+                Some("tools/list") => json_response(
+                    &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+                        {"name": "echo", "inputSchema": {"type": "object"}}]}})
+                    .to_string(),
+                ),
+                Some("tools/call") => {
+                    let first = futures_util::stream::once(async { Bytes::from_static(b"d") });
+                    let rest = futures_util::stream::unfold((), move |()| async move {
+                        tokio::time::sleep(gap).await;
+                        Some((Bytes::from_static(b"a"), ()))
+                    });
+                    let body = first.chain(rest).inspect(move |chunk| {
+                        sent.fetch_add(chunk.len(), Ordering::SeqCst);
+                    });
+                    streaming("text/event-stream", body)
+                }
+                _ => status(202),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn sse_trickle_meets_the_request_deadline() {
+    let sent = Arc::new(AtomicUsize::new(0));
+    let server = trickle_server(Duration::from_secs(1), sent.clone()).await;
+    let transport = HttpTransport::builder("trickle", server.url())
+        .build()
+        .unwrap();
+    let client = tokio::time::timeout(
+        HANG,
+        Client::builder("trickle")
+            .limits(limits(300))
+            .connect(transport),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    for _ in 0..3 {
+        let error = call(&client, "echo", json!({})).await.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Timeout, "{error:?}");
+    }
+    assert!(client.terminal_error().is_none());
+    assert!(sent.load(Ordering::SeqCst) >= 3, "the streams were opened");
+    client.close().await;
+}
+
+// ----- measurements for DOS.md (ignored: run one per process) -----
+
+fn rss_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn report(name: &str, phase: &str, started: Instant, units: usize, unit: &str) {
+    println!(
+        "MEASURE {name} {phase}: {units} {unit} in {:.2} s; VmRSS {} KiB, VmHWM {} KiB",
+        started.elapsed().as_secs_f64(),
+        rss_kib("VmRSS:"),
+        rss_kib("VmHWM:"),
+    );
+}
+
+async fn measure_flood(name: &str, line: fn(usize) -> Value, rounds: &[usize]) {
+    for &count in rounds {
+        let file = flood_file(count, line, Play::Worker);
+        report(name, "before", Instant::now(), count, "lines");
+        let client = connect(file.server(), limits(120_000)).await;
+        let started = Instant::now();
+        call(&client, "echo", json!({"text": "x"})).await.unwrap();
+        report(name, "flood", started, count, "lines");
+        client.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "measurement for DOS.md; run alone"]
+async fn measure_deep_nest() {
+    let file = ScenarioFile::new(&deep_scenario());
+    report("deep_nest", "start", Instant::now(), 0, "calls");
+    let client = connect(file.server(), limits(60_000)).await;
+    for calls in [1_000usize, 10_000] {
+        let started = Instant::now();
+        for _ in 0..calls {
+            call(&client, "echo", json!({})).await.unwrap();
+        }
+        report("deep_nest", "calls", started, calls, "calls");
+    }
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "measurement for DOS.md; run alone"]
+async fn measure_ping_flood() {
+    measure_flood("ping_flood", ping, &[10_000, 100_000]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "measurement for DOS.md; run alone"]
+async fn measure_notification_flood() {
+    measure_flood("notification_flood", notification, &[10_000, 100_000]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "measurement for DOS.md; run alone"]
+async fn measure_unknown_id_flood() {
+    measure_flood("unknown_id_flood", unknown_reply, &[10_000, 100_000]).await;
+}
+
+/// A stream of blank lines: no event grows past the per-event bound, but
+/// eventsource-stream copies its remaining buffer once per line (quadratic), on
+/// the runtime thread. On a current-thread runtime the call's deadline cannot fire
+/// while that runs: this prints by how much it is missed.
+#[tokio::test]
+#[ignore = "measurement for DOS.md; run alone"]
+async fn measure_sse_blank_lines() {
+    for kib in [64usize, 128, 256] {
+        let body = Bytes::from(vec![b'\n'; kib * 1024]);
+        let server = TestServer::start(move |req: Recorded| {
+            let body = body.clone();
+            async move {
+                let message: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+                let id = message["id"].clone();
+                match message["method"].as_str() {
+                    Some("initialize") => json_response(
+                        &json!({"jsonrpc": "2.0", "id": id, "result": {
+                            "protocolVersion": "2025-06-18",
+                            "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "blank", "version": "1"}}})
+                        .to_string(),
+                    ),
+                    Some("tools/list") => json_response(
+                        &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+                            {"name": "echo", "inputSchema": {"type": "object"}}]}})
+                        .to_string(),
+                    ),
+                    Some("tools/call") => {
+                        let chunk = body.clone();
+                        let stream = futures_util::stream::once(async move { chunk })
+                            .chain(futures_util::stream::pending());
+                        streaming("text/event-stream", stream)
+                    }
+                    _ => status(202),
+                }
+            }
+        })
+        .await;
+        let transport = HttpTransport::builder("blank", server.url())
+            .build()
+            .unwrap();
+        let client = Client::builder("blank")
+            .limits(limits(500))
+            .connect(transport)
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let result = client.call_tool("echo", args(json!({}))).await;
+        println!(
+            "MEASURE sse_blank_lines {kib} KiB of \\n: call ended after {:.2} s (deadline 0.50 s): {:?}",
+            started.elapsed().as_secs_f64(),
+            result.map(|_| ()).map_err(|e| e.kind())
+        );
+        client.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "measurement for DOS.md; run alone"]
+async fn measure_sse_trickle() {
+    // 1 byte per 10 ms (100x faster than the spec'd byte a second, to fill the
+    // per-event bound sooner), 20 concurrent trickling calls, deadline 3 s.
+    let sent = Arc::new(AtomicUsize::new(0));
+    let server = trickle_server(Duration::from_millis(10), sent.clone()).await;
+    let transport = HttpTransport::builder("trickle", server.url())
+        .build()
+        .unwrap();
+    report("sse_trickle", "start", Instant::now(), 0, "calls");
+    let client = Client::builder("trickle")
+        .limits(limits(3_000))
+        .connect(transport)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let calls = (0..20).map(|_| {
+        let client = client.clone();
+        async move { client.call_tool("echo", args(json!({}))).await }
+    });
+    let results = futures_util::future::join_all(calls).await;
+    let timeouts = results
+        .iter()
+        .filter(|r| r.as_ref().is_err_and(|e| e.kind() == ErrorKind::Timeout))
+        .count();
+    report("sse_trickle", "timed out", started, timeouts, "of 20 calls");
+    println!(
+        "MEASURE sse_trickle bytes sent by the server: {}",
+        sent.load(Ordering::SeqCst)
+    );
+    client.close().await;
+}

@@ -1,0 +1,90 @@
+//! Replays every committed fuzz input through the same property checks the fuzz
+//! targets run, so plain `cargo test` (stable, no cargo-fuzz) exercises them.
+//!
+//! The checks live in `fuzz/src/` and are included here by path; each target in
+//! `fuzz/fuzz_targets/` is a one-line wrapper around the same `check` function.
+//! Inputs replayed: `fuzz/corpus/<target>/*` (seeds and minimized entries) and
+//! `fuzz/artifacts-found/<target>/*` (reproducers of past findings, once fixed).
+
+#![allow(dead_code)]
+
+#[path = "../fuzz/src/catalog_page.rs"]
+mod catalog_page;
+#[path = "../fuzz/src/http_sse.rs"]
+mod http_sse;
+#[path = "../fuzz/src/jsonrpc_classify.rs"]
+mod jsonrpc_classify;
+#[path = "../fuzz/src/line_framer.rs"]
+mod line_framer;
+#[path = "../fuzz/src/redaction.rs"]
+mod redaction;
+#[path = "../fuzz/src/server_file.rs"]
+mod server_file;
+#[path = "../fuzz/src/util.rs"]
+mod util;
+
+use std::path::{Path, PathBuf};
+
+/// The committed inputs of one target, sorted, so a failure names a file.
+fn inputs(target: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    let mut files = Vec::new();
+    for dir in ["corpus", "artifacts-found"] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_file() && path.file_name().is_none_or(|n| n != "README.md") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn replay(target: &str, check: fn(&[u8])) {
+    let files = inputs(target);
+    assert!(!files.is_empty(), "no committed corpus for {target}");
+    eprintln!("{target}: replaying {} inputs", files.len());
+    for path in files {
+        let data = std::fs::read(&path).unwrap();
+        let outcome = std::panic::catch_unwind(|| check(&data));
+        assert!(
+            outcome.is_ok(),
+            "{target}: {} fails its properties",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn line_framer_corpus() {
+    replay("line_framer", line_framer::check);
+}
+
+#[test]
+fn jsonrpc_classify_corpus() {
+    replay("jsonrpc_classify", jsonrpc_classify::check);
+}
+
+#[test]
+fn catalog_page_corpus() {
+    replay("catalog_page", catalog_page::check);
+}
+
+#[test]
+fn http_sse_corpus() {
+    replay("http_sse", http_sse::check);
+}
+
+#[test]
+fn server_file_corpus() {
+    replay("server_file", server_file::check);
+}
+
+#[test]
+fn redaction_corpus() {
+    replay("redaction", redaction::check);
+}

@@ -1,0 +1,973 @@
+//! The leak audit: every error path the crate has, run with secrets planted where a
+//! real deployment keeps them (argv, the child's environment, its stderr, URL
+//! userinfo and query, the bearer token, remote error bodies, session ids, redirect
+//! targets), and not one of them may appear in any `Display`, `Debug`, `message()`,
+//! `source()` chain, panic message, or CLI output.
+//!
+//! The private diagnostics observer is the one place remote error bodies may go;
+//! its stderr tail must still have the child's environment values and
+//! credential-shaped text redacted.
+
+#[path = "support/http_server.rs"]
+mod http_server;
+mod support;
+
+use std::error::Error as StdError;
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_server::{TestServer, full, status, with_header};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use smthrs_mcp::config::{decode_server_file, load_server_file};
+use smthrs_mcp::transport::http::HttpTransport;
+use smthrs_mcp::{Client, EgressGrants, Error, ErrorKind, Limits, StdioCommand};
+use support::{Collect, args, inline};
+
+// ----- the planted secrets (each unique, none a substring of another) -----
+
+/// An argument of the child process.
+const ARGV_SECRET: &str = "argv-secret-Qz7wK2pL9x";
+/// The program path of a spawn that fails.
+const PROGRAM_SECRET: &str = "program-secret-Dm3hR6";
+/// The value of an environment variable given to the child.
+const ENV_SECRET: &str = "env-secret-Vb4nM8rT1y";
+/// A credential-shaped token the child writes to stderr.
+const STDERR_TOKEN: &str = "ghp_Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2";
+/// A password the child writes to stderr as `password=...`.
+const STDERR_PASSWORD: &str = "stderr-pw-Ka9sL2dF";
+/// The password in a URL's userinfo.
+const USERINFO_SECRET: &str = "userinfo-pw-Hk3sD9";
+/// A URL query parameter.
+const QUERY_SECRET: &str = "query-key-Lp2xC7";
+/// The bearer token.
+const BEARER_SECRET: &str = "bearer-tok-Zr5vB1";
+/// The body of an HTTP error response.
+const BODY_SECRET: &str = "remote-body-Jt6yN4";
+/// The message and data of a JSON-RPC error reply.
+const RPC_SECRET: &str = "rpc-error-Wq8eF3";
+/// A redirect target's query.
+const REDIRECT_SECRET: &str = "redirect-q-Gh5tY2";
+/// A session id the server sends.
+const SESSION_SECRET: &str = "session-id-Pn4bV7";
+/// Text of an over-long or malformed frame.
+const FRAME_SECRET: &str = "frame-text-Cx1zA8";
+/// A proxy's credentials.
+const PROXY_SECRET: &str = "proxy-pw-Ue6iO0";
+
+const ALL: [&str; 15] = [
+    ARGV_SECRET,
+    PROGRAM_SECRET,
+    ENV_SECRET,
+    STDERR_TOKEN,
+    STDERR_PASSWORD,
+    USERINFO_SECRET,
+    QUERY_SECRET,
+    BEARER_SECRET,
+    BODY_SECRET,
+    RPC_SECRET,
+    REDIRECT_SECRET,
+    SESSION_SECRET,
+    FRAME_SECRET,
+    PROXY_SECRET,
+    "Qz7wK2pL9x", // the random half of the argv secret, on its own
+];
+
+/// Fails when any planted secret appears in `text`.
+fn assert_clean(what: &str, text: &str) {
+    for secret in ALL {
+        assert!(!text.contains(secret), "{what} leaks {secret:?}: {text}");
+    }
+}
+
+/// Every rendering of an error: `Display`, `Debug`, `message()`, the `source()`
+/// chain, and the message of a panic caused by `unwrap()` / `expect()` on it.
+#[allow(clippy::unnecessary_literal_unwrap)]
+fn audit_error<E>(what: &str, error: &E)
+where
+    E: StdError + Clone + Send + 'static,
+{
+    assert_clean(what, &error.to_string());
+    assert_clean(what, &format!("{error:?}"));
+    assert_clean(what, &format!("{error:#?}"));
+    let mut source = error.source();
+    while let Some(inner) = source {
+        assert_clean(what, &inner.to_string());
+        assert_clean(what, &format!("{inner:?}"));
+        source = inner.source();
+    }
+    for panicking in [
+        Box::new({
+            let error = error.clone();
+            move || {
+                Err::<(), E>(error).unwrap();
+            }
+        }) as Box<dyn FnOnce() + Send>,
+        Box::new({
+            let error = error.clone();
+            move || {
+                Err::<(), E>(error).expect("the session failed");
+            }
+        }),
+    ] {
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(panicking))
+            .expect_err("it panics");
+        let message = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        assert!(!message.is_empty());
+        assert_clean(&format!("{what} (panic message)"), &message);
+    }
+}
+
+/// The crate's `Error`: all of the above, plus `message()` and its kind.
+fn audit(what: &str, error: &Error, kind: ErrorKind) {
+    assert_eq!(error.kind(), kind, "{what}: {error}");
+    assert_clean(what, error.message());
+    audit_error(what, error);
+}
+
+fn audit_debug(what: &str, value: &impl Debug) {
+    assert_clean(what, &format!("{value:?}"));
+    assert_clean(what, &format!("{value:#?}"));
+}
+
+/// The observer's stderr tails: private, but still redacted.
+fn audit_tails(what: &str, observer: &Collect) {
+    for (name, text) in observer.events() {
+        if name == "stderr-tail" {
+            for secret in [ENV_SECRET, STDERR_TOKEN, STDERR_PASSWORD] {
+                assert!(
+                    !text.contains(secret),
+                    "{what}: tail keeps {secret:?}: {text}"
+                );
+            }
+        }
+    }
+}
+
+/// Lines a leaky child writes to stderr.
+fn leaky_stderr() -> Vec<String> {
+    vec![
+        format!("starting with SERVICE_API_KEY={ENV_SECRET}"),
+        format!("token {STDERR_TOKEN} loaded"),
+        format!("db password={STDERR_PASSWORD} port=5432"),
+        format!("config value {ENV_SECRET} echoed bare"),
+    ]
+}
+
+/// The scripted server with `scenario` (plus the argv secret) and the env secret.
+fn leaky(mut scenario: Value) -> StdioCommand {
+    let map = scenario.as_object_mut().unwrap();
+    map.insert("description".into(), json!(ARGV_SECRET));
+    map.entry("stderr_lines").or_insert(json!(leaky_stderr()));
+    inline(scenario)
+        .stdio()
+        .env("SERVICE_API_KEY", ENV_SECRET)
+        .env_secret("OTHER_TOKEN", SecretString::from(ENV_SECRET))
+}
+
+fn short_limits() -> Limits {
+    Limits {
+        handshake_timeout_ms: 2_000,
+        request_timeout_ms: 2_000,
+        ..Limits::default()
+    }
+}
+
+/// Connects `command` with an observer; returns the client or the error.
+async fn connect(
+    name: &str,
+    command: StdioCommand,
+    limits: Limits,
+) -> (Result<Client, Error>, Arc<Collect>) {
+    audit_debug("StdioCommand", &command);
+    let observer = Collect::new();
+    let builder = Client::builder(name)
+        .limits(limits)
+        .diagnostics(observer.clone());
+    audit_debug("ClientBuilder", &builder);
+    (builder.connect(command).await, observer)
+}
+
+// ----- stdio: spawn, handshake, calls, the child's exit -----
+
+#[tokio::test]
+async fn spawn_failure() {
+    let program = format!("/nonexistent-smthrs-leak-audit/{PROGRAM_SECRET}");
+    let command = StdioCommand::new(program)
+        .arg(ARGV_SECRET)
+        .arg(format!("--api-key={ARGV_SECRET}"))
+        .env("SERVICE_API_KEY", ENV_SECRET);
+    let error = Client::builder("spawn").connect(command).await.unwrap_err();
+    audit("spawn failure", &error, ErrorKind::SpawnFailed);
+}
+
+#[tokio::test]
+async fn handshake_timeout() {
+    let mut limits = short_limits();
+    limits.handshake_timeout_ms = 300;
+    let (result, observer) =
+        connect("stall", leaky(json!({"initialize": "never_reply"})), limits).await;
+    audit(
+        "handshake timeout",
+        &result.unwrap_err(),
+        ErrorKind::Timeout,
+    );
+    audit_tails("handshake timeout", &observer);
+    // Not vacuous: the tail arrived, and it was redacted rather than dropped.
+    let tails: Vec<_> = observer
+        .events()
+        .into_iter()
+        .filter(|(name, _)| name == "stderr-tail")
+        .collect();
+    assert_eq!(tails.len(), 1, "{tails:?}");
+    assert!(tails[0].1.contains("[REDACTED]") && tails[0].1.contains("starting with"));
+}
+
+#[test]
+fn the_audit_catches_a_planted_secret() {
+    for secret in ALL {
+        let caught = std::panic::catch_unwind(|| assert_clean("probe", &format!("x{secret}y")));
+        assert!(caught.is_err(), "{secret} not caught");
+    }
+}
+
+#[tokio::test]
+async fn request_timeout_and_the_session_after_it() {
+    let mut limits = short_limits();
+    limits.request_timeout_ms = 300;
+    let (client, observer) = connect(
+        "slow",
+        leaky(json!({"on_call": {"echo": {"stderr": format!("Authorization: Bearer {STDERR_TOKEN}"), "delay_ms": 10_000}}})),
+        limits,
+    )
+    .await;
+    let client = client.unwrap();
+    audit_debug("Client", &client);
+    let error = client
+        .call_tool("echo", args(json!({"text": ENV_SECRET})))
+        .await
+        .unwrap_err();
+    audit("request timeout", &error, ErrorKind::Timeout);
+    client.close().await;
+    let after = client
+        .call_tool("echo", args(json!({"text": "x"})))
+        .await
+        .unwrap_err();
+    audit("call after close", &after, ErrorKind::ConnectionClosed);
+    audit_tails("request timeout", &observer);
+}
+
+#[tokio::test]
+async fn child_exit_stdout_close_and_stdin_close() {
+    for (what, scenario) in [
+        (
+            "child exit",
+            json!({"on_call": {"echo": {"stderr": format!("password={STDERR_PASSWORD} {STDERR_TOKEN}"), "exit_code": 3}}}),
+        ),
+        (
+            "stdout closed",
+            json!({"on_call": {"echo": {"close_stdout": true}}}),
+        ),
+        ("stdin closed", json!({"close_stdin": true})),
+        (
+            "exit after initialized",
+            json!({"exit_after_initialized": 4}),
+        ),
+    ] {
+        let (client, observer) = connect("exits", leaky(scenario), short_limits()).await;
+        let client = client.unwrap();
+        let error = client
+            .call_tool("echo", args(json!({"text": ARGV_SECRET})))
+            .await
+            .unwrap_err();
+        audit(what, &error, ErrorKind::ConnectionClosed);
+        if let Some(terminal) = client.terminal_error() {
+            audit(what, &terminal, terminal.kind());
+        }
+        client.close().await;
+        audit_tails(what, &observer);
+    }
+}
+
+#[tokio::test]
+async fn remote_error_replies() {
+    let rpc_error = json!({"code": -32000, "message": RPC_SECRET, "data": {"detail": BODY_SECRET}});
+    // A JSON-RPC error answering our call, and one with a null id before the reply.
+    let (client, observer) = connect(
+        "remote",
+        leaky(json!({"on_call": {"echo": [
+            {"error": rpc_error},
+            {"raw_lines": [{"jsonrpc": "2.0", "id": null, "error": rpc_error}]},
+        ]}})),
+        short_limits(),
+    )
+    .await;
+    let client = client.unwrap();
+    let error = client
+        .call_tool("echo", args(json!({"text": "a"})))
+        .await
+        .unwrap_err();
+    audit("remote error reply", &error, ErrorKind::RemoteError);
+    let ok = client.call_tool("echo", args(json!({"text": "b"}))).await;
+    assert!(ok.is_ok(), "a null-id error is not a failure: {ok:?}");
+    client.close().await;
+    // The bodies went to the private observer, and only there.
+    let remote: Vec<_> = observer
+        .events()
+        .into_iter()
+        .filter(|(name, _)| name == "remote-error")
+        .collect();
+    assert_eq!(remote.len(), 2, "{remote:?}");
+    assert!(remote.iter().all(|(_, text)| text.contains(RPC_SECRET)));
+
+    // `initialize` answered with an error.
+    let (result, _) = connect(
+        "init-error",
+        leaky(json!({"initialize": {"error": rpc_error}})),
+        short_limits(),
+    )
+    .await;
+    let error = result.unwrap_err();
+    audit("initialize error", &error, error.kind());
+}
+
+#[tokio::test]
+async fn malformed_oversized_and_invalid_server_output() {
+    let mut limits = short_limits();
+    limits.max_frame_bytes = 4096;
+    let long = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{{\"s\":\"{FRAME_SECRET}{}\"}}}}",
+        "x".repeat(8192)
+    );
+    for (what, scenario, kind) in [
+        (
+            "malformed envelope",
+            json!({"on_call": {"echo": {"reply_raw": format!("{{\"jsonrpc\":\"1.0\",\"id\":$ID,\"result\":{{\"s\":\"{FRAME_SECRET}\"}}}}")}}}),
+            ErrorKind::ProtocolError,
+        ),
+        (
+            "result and error",
+            json!({"on_call": {"echo": {"reply_raw": format!("{{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{{}},\"error\":{{\"code\":1,\"message\":\"{FRAME_SECRET}\"}}}}")}}}),
+            ErrorKind::ProtocolError,
+        ),
+        (
+            "over-long frame",
+            json!({"on_call": {"echo": {"reply_raw": long}}}),
+            ErrorKind::ProtocolError,
+        ),
+        (
+            "invalid tool result",
+            json!({"on_call": {"echo": {"result": {"content": FRAME_SECRET}}}}),
+            ErrorKind::InvalidResponse,
+        ),
+    ] {
+        let (client, observer) = connect("bad-output", leaky(scenario), limits).await;
+        let client = client.unwrap();
+        let error = client
+            .call_tool("echo", args(json!({"text": "x"})))
+            .await
+            .unwrap_err();
+        audit(what, &error, kind);
+        client.close().await;
+        audit_tails(what, &observer);
+    }
+
+    // Catalogs whose offending text is itself the secret.
+    for (what, tools) in [
+        (
+            "tool name with '/'",
+            json!([{"name": format!("{FRAME_SECRET}/x"), "inputSchema": {"type": "object"}}]),
+        ),
+        (
+            "invisible tool name",
+            json!([{"name": format!("{FRAME_SECRET}\u{200b}"), "inputSchema": {"type": "object"}}]),
+        ),
+        (
+            "duplicate tool name",
+            json!([
+                {"name": FRAME_SECRET, "inputSchema": {"type": "object"}},
+                {"name": FRAME_SECRET, "inputSchema": {"type": "object"}},
+            ]),
+        ),
+        (
+            "bad input schema",
+            json!([{"name": "t", "inputSchema": {"type": FRAME_SECRET}}]),
+        ),
+    ] {
+        let (result, _) = connect("bad-catalog", leaky(json!({"tools": tools})), limits).await;
+        audit(what, &result.unwrap_err(), ErrorKind::InvalidResponse);
+    }
+    let (result, _) = connect(
+        "bad-cursor",
+        leaky(json!({"pages": [
+            {"tools": [], "nextCursor": FRAME_SECRET},
+            {"tools": [], "nextCursor": FRAME_SECRET},
+        ]})),
+        limits,
+    )
+    .await;
+    audit(
+        "repeated cursor",
+        &result.unwrap_err(),
+        ErrorKind::InvalidResponse,
+    );
+}
+
+#[tokio::test]
+async fn caller_mistakes() {
+    let (client, _) = connect("misuse", leaky(json!({})), short_limits()).await;
+    let client = client.unwrap();
+    // Arguments too deep or too large: refused before sending, never echoed.
+    let mut deep = json!(ENV_SECRET);
+    for _ in 0..200 {
+        deep = json!([deep]);
+    }
+    let error = client
+        .call_tool("echo", args(json!({"text": deep})))
+        .await
+        .unwrap_err();
+    audit("too deep arguments", &error, ErrorKind::ProtocolError);
+    let big = format!("{ENV_SECRET}{}", "y".repeat(2 << 20));
+    let error = client
+        .call_tool("echo", args(json!({"text": big})))
+        .await
+        .unwrap_err();
+    audit("too large arguments", &error, ErrorKind::ProtocolError);
+    client.close().await;
+
+    // Invalid limits and names fail before anything is spawned.
+    let limits = Limits {
+        max_tools: 0,
+        ..Limits::default()
+    };
+    let error = Client::builder("x")
+        .limits(limits)
+        .connect(leaky(json!({})))
+        .await
+        .unwrap_err();
+    audit("invalid limits", &error, ErrorKind::ProtocolError);
+    let error = Client::builder("a/b")
+        .connect(leaky(json!({})))
+        .await
+        .unwrap_err();
+    audit("invalid server name", &error, ErrorKind::ProtocolError);
+}
+
+// ----- HTTP: statuses, bodies, redirects, session ids, TLS, egress, builder -----
+
+fn http_client(url: &str) -> smthrs_mcp::HttpTransportBuilder {
+    HttpTransport::builder("remote", url.to_owned()).bearer_token(SecretString::from(BEARER_SECRET))
+}
+
+async fn http_connect(
+    what: &str,
+    builder: smthrs_mcp::HttpTransportBuilder,
+    limits: Limits,
+) -> Result<Client, Error> {
+    audit_debug(what, &builder);
+    let transport = builder.build().expect("builds");
+    audit_debug(what, &transport);
+    let observer = Collect::new();
+    Client::builder("remote")
+        .limits(limits)
+        .diagnostics(observer)
+        .connect(transport)
+        .await
+}
+
+fn secret_url(server: &TestServer) -> String {
+    format!("{}?key={QUERY_SECRET}&sig={QUERY_SECRET}", server.url())
+}
+
+#[tokio::test]
+#[allow(clippy::type_complexity)]
+async fn http_error_statuses_and_bodies() {
+    let cases: Vec<(&str, u16, Option<(&'static str, String)>, ErrorKind)> = vec![
+        ("HTTP 500", 500, None, ErrorKind::HttpStatus),
+        ("HTTP 400", 400, None, ErrorKind::HttpStatus),
+        (
+            "HTTP 401",
+            401,
+            Some((
+                "www-authenticate",
+                format!("Bearer error=\"{BODY_SECRET}\""),
+            )),
+            ErrorKind::Unauthorized,
+        ),
+        ("HTTP 403", 403, None, ErrorKind::Unauthorized),
+        (
+            "unfollowed redirect",
+            307,
+            Some((
+                "location",
+                format!("http://elsewhere.invalid/mcp?r={REDIRECT_SECRET}"),
+            )),
+            ErrorKind::HttpStatus,
+        ),
+    ];
+    for (what, code, header, kind) in cases {
+        let server = TestServer::start(move |_req| {
+            let header = header.clone();
+            async move {
+                let response = full(
+                    code,
+                    "application/json",
+                    format!("{{\"error\":\"{BODY_SECRET}\",\"token\":\"{BEARER_SECRET}\"}}"),
+                );
+                match header {
+                    Some((name, value)) => with_header(response, name, &value),
+                    None => response,
+                }
+            }
+        })
+        .await;
+        let error = http_connect(
+            what,
+            http_client(&secret_url(&server)).follow_same_origin_redirects(3),
+            short_limits(),
+        )
+        .await
+        .unwrap_err();
+        audit(what, &error, kind);
+        let sent = server.requests();
+        assert!(
+            sent[0]
+                .header("authorization")
+                .is_some_and(|v| v.contains(BEARER_SECRET))
+        );
+    }
+}
+
+#[tokio::test]
+#[allow(clippy::type_complexity)]
+async fn http_bodies_session_ids_and_remote_errors() {
+    let mut limits = short_limits();
+    limits.max_frame_bytes = 1024;
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{{\"s\":\"{FRAME_SECRET}{}\"}}}}",
+        "z".repeat(4096)
+    );
+    let event = format!("data: {huge}\n\n");
+    let rpc = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":0,\"error\":{{\"code\":-32000,\"message\":\"{RPC_SECRET}\",\"data\":\"{BODY_SECRET}\"}}}}"
+    );
+    let mut malformed = format!("data: {FRAME_SECRET}\n\ndata: ").into_bytes();
+    malformed.extend_from_slice(b"\xff\xfe\n\n");
+    let cases: Vec<(&str, &'static str, Vec<u8>, Option<String>, ErrorKind)> = vec![
+        (
+            "JSON body over maxFrameBytes",
+            "application/json",
+            huge.clone().into_bytes(),
+            None,
+            ErrorKind::ProtocolError,
+        ),
+        (
+            "event over maxFrameBytes",
+            "text/event-stream",
+            event.into_bytes(),
+            None,
+            ErrorKind::ProtocolError,
+        ),
+        (
+            "malformed event stream",
+            "text/event-stream",
+            malformed,
+            None,
+            ErrorKind::ProtocolError,
+        ),
+        (
+            "unsupported content type",
+            "text/html",
+            format!("<p>{BODY_SECRET}</p>").into_bytes(),
+            None,
+            ErrorKind::ProtocolError,
+        ),
+        (
+            "invalid session id",
+            "application/json",
+            b"{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}".to_vec(),
+            Some(format!("{SESSION_SECRET} with spaces")),
+            ErrorKind::ProtocolError,
+        ),
+        (
+            "JSON-RPC error over HTTP",
+            "application/json",
+            rpc.into_bytes(),
+            None,
+            ErrorKind::RemoteError,
+        ),
+    ];
+    for (what, content_type, body, session, kind) in cases {
+        let server = TestServer::start(move |_req| {
+            let body = body.clone();
+            let session = session.clone();
+            async move {
+                let response = full(200, content_type, bytes::Bytes::from(body));
+                match session {
+                    Some(id) => with_header(response, "mcp-session-id", &id),
+                    None => response,
+                }
+            }
+        })
+        .await;
+        let error = http_connect(what, http_client(&secret_url(&server)), limits)
+            .await
+            .unwrap_err();
+        audit(what, &error, kind);
+    }
+}
+
+#[tokio::test]
+async fn http_connection_failures_tls_and_egress() {
+    // Connection refused: a port that was just released.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}/mcp?key={QUERY_SECRET}");
+    let error = http_connect("refused", http_client(&url), short_limits())
+        .await
+        .unwrap_err();
+    audit("connection refused", &error, ErrorKind::ConnectionClosed);
+
+    // TLS to a plain HTTP server.
+    let server = TestServer::start(|_req| async { status(200) }).await;
+    let url = format!(
+        "https://127.0.0.1:{}/mcp?key={QUERY_SECRET}",
+        server.addr.port()
+    );
+    let error = http_connect("tls", http_client(&url), short_limits())
+        .await
+        .unwrap_err();
+    audit("TLS failure", &error, error.kind());
+    assert!(
+        matches!(error.kind(), ErrorKind::Tls | ErrorKind::ConnectionClosed),
+        "{error:?}"
+    );
+
+    // Egress denied: the grants do not cover the endpoint; nothing is sent.
+    let server = TestServer::start(|_req| async { status(500) }).await;
+    let grants = EgressGrants::parse(["net:post:https://allowed.example"]).unwrap();
+    let error = http_connect(
+        "egress",
+        http_client(&secret_url(&server)).egress_grants(grants),
+        short_limits(),
+    )
+    .await
+    .unwrap_err();
+    audit("egress denied", &error, ErrorKind::EgressDenied);
+    assert_eq!(server.requests().len(), 0);
+
+    // A proxy with credentials in its URL: with a token over plain http the build
+    // refuses; without one the proxy refuses the connection.
+    let proxy = format!("http://proxyuser:{PROXY_SECRET}@127.0.0.1:{port}");
+    let builder = http_client(&secret_url(&server)).proxy(proxy.clone());
+    audit_debug("builder with proxy", &builder);
+    let error = builder.build().unwrap_err();
+    audit(
+        "token through an http proxy",
+        &error,
+        ErrorKind::InvalidConfig,
+    );
+    let error = http_connect(
+        "proxy",
+        HttpTransport::builder("remote", secret_url(&server)).proxy(proxy),
+        short_limits(),
+    )
+    .await
+    .unwrap_err();
+    audit("proxy refused", &error, ErrorKind::ConnectionClosed);
+}
+
+#[tokio::test]
+async fn http_builder_refusals() {
+    let userinfo = format!("https://user:{USERINFO_SECRET}@mcp.example/mcp?key={QUERY_SECRET}");
+    let builder = http_client(&userinfo);
+    audit_debug("builder with userinfo", &builder);
+    let error = builder.build().unwrap_err();
+    audit("URL with userinfo", &error, ErrorKind::InvalidConfig);
+
+    for proxy in [
+        format!("https://proxyuser:{PROXY_SECRET}@proxy.example:3128"),
+        format!("socks5://proxyuser:{PROXY_SECRET}@proxy.example:1080"),
+        format!("not a url {PROXY_SECRET}"),
+    ] {
+        let builder =
+            http_client(&format!("https://mcp.example/mcp?key={QUERY_SECRET}")).proxy(proxy);
+        audit_debug("builder with proxy", &builder);
+        let error = builder.build().unwrap_err();
+        audit("bad proxy", &error, ErrorKind::InvalidConfig);
+    }
+
+    // An unset token variable names the variable and the server, never a value.
+    let error = HttpTransport::builder(
+        "remote",
+        format!("https://mcp.example/mcp?key={QUERY_SECRET}"),
+    )
+    .bearer_token_env("SMTHRS_LEAK_AUDIT_UNSET_VARIABLE")
+    .build()
+    .unwrap_err();
+    audit("unset token variable", &error, ErrorKind::InvalidConfig);
+
+    // A bearer token that is not a valid header value.
+    let error = HttpTransport::builder("remote", "https://mcp.example/mcp")
+        .bearer_token(SecretString::from(format!("{BEARER_SECRET}\n")))
+        .build()
+        .unwrap_err();
+    audit("invalid bearer token", &error, ErrorKind::InvalidConfig);
+}
+
+/// Egress grants carrying credentials are refused without echoing them.
+#[test]
+#[ignore = "FINDING: EgressGrants::with echoes the text before '@' (`net:get:https://user:password`), \
+            exactly the userinfo it means to hide, and a grant's query; un-ignore once fixed"]
+fn egress_grant_errors() {
+    for grant in [
+        format!("net:get:https://user:{USERINFO_SECRET}@h.example"),
+        format!("net:get:https://h.example/?k={QUERY_SECRET}"),
+    ] {
+        let error = EgressGrants::parse([grant.as_str()]).unwrap_err();
+        audit(
+            &format!("bad egress grant {grant}"),
+            &error,
+            ErrorKind::InvalidConfig,
+        );
+    }
+}
+
+// ----- the server file -----
+
+#[test]
+fn server_file_errors() {
+    let files = [
+        json!([{"server": "s", "command": "c", "args": [ARGV_SECRET], "env": {"K": ENV_SECRET}, "maxTools": 0}]),
+        json!([{"server": "s", "command": "c", "args": [], "env": {"K": ENV_SECRET, "BAD=KEY": ENV_SECRET}}]),
+        json!([{"server": "s", "command": "c", "args": [], "env": {"K": ENV_SECRET, "N": 5}}]),
+        json!([{"server": "h", "url": format!("https://user:{USERINFO_SECRET}@h.example/mcp?key={QUERY_SECRET}")}]),
+        json!([{"server": "h", "url": format!("ftp://h.example/mcp?key={QUERY_SECRET}")}]),
+        json!([{"server": "h", "url": format!("not a url {QUERY_SECRET}")}]),
+        json!([{"server": "h", "url": format!("https://h.example/mcp?key={QUERY_SECRET}"), "env": {"K": ENV_SECRET}}]),
+        json!([{"server": "h", "url": format!("https://h.example/mcp?key={QUERY_SECRET}"), "bearerTokenEnv": BEARER_SECRET.to_owned() + "="}]),
+        json!([
+            {"server": "s", "command": "c", "args": [], "env": {"K": ENV_SECRET}},
+            {"server": "s", "url": format!("https://h.example/mcp?key={QUERY_SECRET}")},
+        ]),
+        json!({"server": "s", "env": {"K": ENV_SECRET}}),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (i, file) in files.iter().enumerate() {
+        let text = file.to_string();
+        let error = decode_server_file(&text).unwrap_err();
+        audit_error(&format!("server file {i}"), &error);
+        let converted: Error = error.clone().into();
+        audit(
+            &format!("server file {i} as Error"),
+            &converted,
+            ErrorKind::InvalidConfig,
+        );
+        let path = dir.path().join(format!("file-{i}.json"));
+        std::fs::write(&path, &text).unwrap();
+        audit_error(
+            &format!("loaded server file {i}"),
+            &load_server_file(&path).unwrap_err(),
+        );
+    }
+    // Not JSON: serde_json's own message (which can quote the text) is not echoed.
+    let error = decode_server_file(&format!(
+        "[{{\"env\": {{\"K\": \"{ENV_SECRET}\" {ENV_SECRET}"
+    ))
+    .unwrap_err();
+    audit_error("not JSON", &error);
+
+    // A valid file's entries print no secret either.
+    let entries = decode_server_file(
+        &json!([
+            {"server": "s", "command": "c", "args": [], "env": {"K": ENV_SECRET}},
+            {"server": "h", "url": format!("https://h.example/mcp?key={QUERY_SECRET}"), "bearerTokenEnv": "TOKEN"},
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    audit_debug("decoded entries", &entries);
+}
+
+// ----- the CLI -----
+
+const CLI: &str = env!("CARGO_BIN_EXE_smthrs-mcp");
+
+/// Runs the CLI (bounded by 30 s) and returns (exit code, stdout, stderr).
+async fn run_cli(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let mut command = tokio::process::Command::new(CLI);
+    command
+        .args(args)
+        .env_remove("SMITHERS_MCP_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = tokio::time::timeout(Duration::from_secs(30), command.output())
+        .await
+        .expect("the CLI finishes")
+        .expect("the CLI runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn stdio_entry(server: &str, scenario: Value) -> Value {
+    let mut scenario = scenario;
+    let map = scenario.as_object_mut().unwrap();
+    map.insert("description".into(), json!(ARGV_SECRET));
+    map.entry("stderr_lines").or_insert(json!(leaky_stderr()));
+    json!({
+        "server": server,
+        "command": support::scripted_server(),
+        "args": [scenario.to_string()],
+        "env": {"SERVICE_API_KEY": ENV_SECRET},
+        "handshakeTimeoutMs": 2000,
+        "requestTimeoutMs": 500,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_output_on_every_failure() {
+    let server = TestServer::start(|_req| async move {
+        full(
+            500,
+            "application/json",
+            format!("{{\"error\":\"{BODY_SECRET}\"}}"),
+        )
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, entries: Value| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, entries.to_string()).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let rpc_error = json!({"code": -32000, "message": RPC_SECRET, "data": BODY_SECRET});
+    let runs: Vec<(&str, String, Vec<&str>, i32)> = vec![
+        (
+            "child exit",
+            write(
+                "exit.json",
+                json!([stdio_entry(
+                    "leaky",
+                    json!({"on_call": {"echo": {"stderr": format!("token {STDERR_TOKEN}"), "exit_code": 1}}})
+                )]),
+            ),
+            vec!["call", "mcp/leaky/echo", "--args", "{\"text\":\"hi\"}"],
+            1,
+        ),
+        (
+            "call timeout",
+            write(
+                "slow.json",
+                json!([stdio_entry(
+                    "slow",
+                    json!({"on_call": {"echo": {"delay_ms": 10000}}})
+                )]),
+            ),
+            vec!["call", "mcp/slow/echo", "--args", "{\"text\":\"hi\"}"],
+            1,
+        ),
+        (
+            "remote error",
+            write(
+                "rpc.json",
+                json!([stdio_entry(
+                    "rpc",
+                    json!({"on_call": {"echo": {"error": rpc_error}}})
+                )]),
+            ),
+            vec!["call", "mcp/rpc/echo"],
+            1,
+        ),
+        (
+            "stalled handshake",
+            write(
+                "stall.json",
+                json!([stdio_entry("stall", json!({"initialize": "never_reply"}))]),
+            ),
+            vec!["tools"],
+            1,
+        ),
+        (
+            "spawn failure",
+            write(
+                "spawn.json",
+                json!([{"server": "gone", "command": format!("/nonexistent-smthrs/{PROGRAM_SECRET}"), "args": [ARGV_SECRET], "env": {"K": ENV_SECRET}}]),
+            ),
+            vec!["tools"],
+            1,
+        ),
+        (
+            "HTTP 500",
+            write(
+                "http.json",
+                json!([{"server": "remote", "url": secret_url(&server), "bearerTokenEnv": "LEAK_AUDIT_TOKEN"}]),
+            ),
+            vec!["tools"],
+            1,
+        ),
+        (
+            "bad server file",
+            write(
+                "bad.json",
+                json!([
+                    {"server": "s", "command": "c", "args": [ARGV_SECRET], "env": {"K": ENV_SECRET}},
+                    {"server": "h", "url": format!("https://user:{USERINFO_SECRET}@h.example/mcp?key={QUERY_SECRET}")},
+                ]),
+            ),
+            vec!["check"],
+            2,
+        ),
+        (
+            "bad arguments",
+            write("args.json", json!([stdio_entry("args", json!({}))])),
+            vec!["call", "mcp/args/echo", "--args", "[\"not an object\"]"],
+            2,
+        ),
+    ];
+    for (what, config, command, code) in runs {
+        for diagnostics in [false, true] {
+            let mut args = vec!["--mcp-config", config.as_str()];
+            if diagnostics {
+                args.push("--diagnostics");
+            }
+            args.extend(command.iter().copied());
+            let (status, stdout, stderr) =
+                run_cli(&args, &[("LEAK_AUDIT_TOKEN", BEARER_SECRET)]).await;
+            assert_eq!(status, Some(code), "{what}: {stderr}");
+            if diagnostics {
+                // The private channel may print remote error bodies, never the
+                // environment, credentials in stderr, the token, or the URL's secrets.
+                for secret in [
+                    ENV_SECRET,
+                    STDERR_TOKEN,
+                    STDERR_PASSWORD,
+                    BEARER_SECRET,
+                    QUERY_SECRET,
+                    USERINFO_SECRET,
+                    PROGRAM_SECRET,
+                ] {
+                    assert!(
+                        !stdout.contains(secret) && !stderr.contains(secret),
+                        "{what} --diagnostics leaks {secret}: {stderr}"
+                    );
+                }
+            } else {
+                assert_clean(&format!("{what}: CLI stdout"), &stdout);
+                assert_clean(&format!("{what}: CLI stderr"), &stderr);
+            }
+        }
+    }
+}
