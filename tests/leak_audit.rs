@@ -724,8 +724,6 @@ async fn http_builder_refusals() {
 
 /// Egress grants carrying credentials are refused without echoing them.
 #[test]
-#[ignore = "FINDING: EgressGrants::with echoes the text before '@' (`net:get:https://user:password`), \
-            exactly the userinfo it means to hide, and a grant's query; un-ignore once fixed"]
 fn egress_grant_errors() {
     for grant in [
         format!("net:get:https://user:{USERINFO_SECRET}@h.example"),
