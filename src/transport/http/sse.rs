@@ -226,7 +226,12 @@ impl<S> BoundedSse<S> {
             self.utf8_carry.extend_from_slice(&chunk[..take]);
             chunk = &chunk[take..];
             if self.utf8_carry.len() < need {
-                return Ok(());
+                // Judge a partial sequence now, so the same bytes fail the same way
+                // whatever the chunking (an invalid continuation is invalid at once).
+                return match std::str::from_utf8(&self.utf8_carry) {
+                    Err(e) if e.error_len().is_some() => Err(SseByteError::Malformed),
+                    _ => Ok(()),
+                };
             }
             if std::str::from_utf8(&self.utf8_carry).is_err() {
                 return Err(SseByteError::Malformed);
@@ -261,6 +266,12 @@ where
                     // A stream that ended inside a would-be BOM: pass those bytes on.
                     match self.head.take().filter(|head| !head.is_empty()) {
                         Some(head) => Bytes::from(head),
+                        None if !self.utf8_carry.is_empty() => {
+                            // Ended inside a UTF-8 sequence: malformed, as it would
+                            // be had the bytes arrived in one chunk.
+                            self.failed = true;
+                            return Poll::Ready(Some(Err(SseByteError::Malformed)));
+                        }
                         None => return Poll::Ready(None),
                     }
                 }
@@ -328,6 +339,25 @@ mod tests {
             }
         }
         (out, snapshot(&cursor))
+    }
+
+    #[tokio::test]
+    async fn an_invalid_utf8_tail_fails_the_same_whatever_the_chunking() {
+        // Found by the http_sse fuzz target: F3 ED is invalid; split between the two
+        // bytes it used to wait for more and end cleanly.
+        for chunks in [
+            vec![&b"data: x\n\ndata: \xF3\xED"[..]],
+            vec![&b"data: x\n\ndata: \xF3"[..], b"\xED"],
+            vec![&b"data: x\n\ndata: \xF3"[..]],
+        ] {
+            // However it was cut, the stream ends as malformed (not cleanly).
+            let (out, _) = run(chunks, 1024).await;
+            assert_eq!(
+                out.last(),
+                Some(&Err("invalid UTF-8".to_string())),
+                "{out:?}"
+            );
+        }
     }
 
     #[tokio::test]
