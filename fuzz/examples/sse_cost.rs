@@ -27,10 +27,20 @@ fn split(body: Vec<u8>, size: usize) -> Vec<Bytes> {
 fn main() {
     const MAX: usize = 1 << 20; // the default maxFrameBytes
     for n in [16_384usize, 32_768, 65_536, 131_072] {
-        time("blank lines, one chunk", n, vec![Bytes::from(vec![b'\n'; n])], MAX);
+        time(
+            "blank lines, one chunk",
+            n,
+            vec![Bytes::from(vec![b'\n'; n])],
+            MAX,
+        );
     }
     for n in [16_384usize, 32_768, 65_536, 131_072] {
-        time("comment lines (\":\\n\"), one chunk", n, vec![Bytes::from(b":\n".repeat(n / 2))], MAX);
+        time(
+            "comment lines (\":\\n\"), one chunk",
+            n,
+            vec![Bytes::from(b":\n".repeat(n / 2))],
+            MAX,
+        );
     }
     for n in [65_536usize, 131_072, 262_144, 524_288] {
         let mut body = b"data: ".to_vec();
@@ -40,6 +50,11 @@ fn main() {
     }
     for n in [65_536usize, 131_072, 262_144, 524_288] {
         let body = b"data: x\n\n".repeat(n / 9);
-        time("small events (baseline), 64-byte chunks", n, split(body, 64), MAX);
+        time(
+            "small events (baseline), 64-byte chunks",
+            n,
+            split(body, 64),
+            MAX,
+        );
     }
 }
