@@ -39,7 +39,7 @@ use smthrs_mcp::transport::{
 use smthrs_mcp::{ErrorKind, Limits};
 use tokio_util::sync::CancellationToken;
 
-use super::util::{chunks, seed_of, with_runtime};
+use super::util::{chunks, panicked_since_last_call, seed_of, with_runtime};
 
 /// Raw bytes an event may carry beyond `maxFrameBytes` (the crate's
 /// `SSE_FRAMING_ALLOWANCE`, which is private).
@@ -216,6 +216,13 @@ pub fn deliver(json: bool, chunks: Vec<Bytes>, max: usize) -> (Vec<Vec<u8>>, Str
 /// time. The request is never settled, as if its reply never came, so a stream
 /// that ends is resumed (a `GET`, refused) or fails the request.
 fn run(canned: &Canned, max: usize) -> (Vec<Vec<u8>>, End) {
+    panicked_since_last_call();
+    let outcome = run_unchecked(canned, max);
+    assert!(!panicked_since_last_call(), "a transport task panicked");
+    outcome
+}
+
+fn run_unchecked(canned: &Canned, max: usize) -> (Vec<Vec<u8>>, End) {
     let shared = Arc::new(Mutex::new(Some(canned.clone())));
     let layer = tower::layer::layer_fn(move |_inner: HttpService| {
         let shared = shared.clone();
@@ -387,8 +394,10 @@ fn reference_events(body: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// The raw size of each event: bytes from one blank line's end to the next (the
-/// last, unterminated one included).
+/// last, unterminated one included). A leading byte-order mark is not part of
+/// any event (the transport strips it).
 fn raw_event_sizes(body: &[u8]) -> Vec<usize> {
+    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     let mut sizes = Vec::new();
     let mut size = 0;
     let mut line_len = 0;

@@ -61,3 +61,22 @@ pub fn with_runtime<T>(f: impl FnOnce(&tokio::runtime::Runtime) -> T) -> T {
     }
     RUNTIME.with(|rt| f(rt))
 }
+
+thread_local! {
+    static PANICKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Records panics on this thread, including those tokio catches in tasks of a
+/// current-thread runtime (which would otherwise vanish: the task just dies).
+/// Returns whether one happened since the last call.
+pub fn panicked_since_last_call() -> bool {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICKED.with(|p| p.set(true));
+            previous(info);
+        }));
+    });
+    PANICKED.with(|p| p.replace(false))
+}

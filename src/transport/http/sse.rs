@@ -141,7 +141,13 @@ impl<S> BoundedSse<S> {
         }
         let head = self.head.take().unwrap_or_default();
         let body = head.strip_prefix(BOM).unwrap_or(&head);
-        Some(Bytes::copy_from_slice(body))
+        // The parser must never see U+FEFF as its first character (a second BOM is
+        // field text by the spec, but the parser would still slice it): a leading
+        // blank line dispatches nothing and makes its first character a `\n`.
+        let mut out = Vec::with_capacity(body.len() + 1);
+        out.push(b'\n');
+        out.extend_from_slice(body);
+        Some(Bytes::from(out))
     }
 
     fn scan(&mut self, chunk: &[u8]) -> Result<(), SseByteError> {
@@ -367,6 +373,8 @@ mod tests {
             vec![&b"\xEF\xBB\xBFdata: x\n\n"[..]],
             vec![&b"\xEF\xBB"[..], b"\xBFdata: x\n\n"],
             vec![&b"\xEF"[..], b"\xBB", b"\xBF", b"data: x\n\n"],
+            // Two marks: the second is field text (the line is ignored), no panic.
+            vec![&b"\xEF\xBB\xBF\xEF\xBB\xBFjunk\ndata: x\n\n"[..]],
         ] {
             let (out, _) = run(chunks, 1024).await;
             assert_eq!(out, vec![Ok("x".to_string())]);
