@@ -21,17 +21,22 @@
 //!
 //! # What the transport does, and does not
 //!
-//! It moves bytes; the session engine owns JSON-RPC meaning. Response bodies become
-//! inbound frames: an `application/json` body (or one without a content type) is one
-//! frame, each `text/event-stream` event with non-empty `data` is one frame, and
-//! `202`/`204` carry none. Every body and every event is bounded by `maxFrameBytes`.
+//! It moves bytes; the session engine owns JSON-RPC meaning. Response bodies to a
+//! request become inbound frames: an `application/json` body (or one without a
+//! content type) is one frame, each `text/event-stream` event with non-empty `data`
+//! is one frame; `202`/`204` to a request fail that request (its reply can never
+//! come). A POSTed notification or reply is answered `202`; a body a server sends
+//! anyway is ignored. Every body and every event is bounded by `maxFrameBytes`.
 //! The source is a bounded channel (`queueCapacity`, at most 4096 events): a reader
 //! that falls behind slows the HTTP reads down. At most `queueCapacity` POSTs are in
 //! flight (sent, response head not yet received);
 //! [`FrameSink::send`](crate::transport::FrameSink::send) waits for a slot, starts
-//! the POST and returns without waiting for the response. A response stream that
-//! stays open does not hold a slot, so the reply to a server request arriving on a
-//! stream can always be sent while that stream is open.
+//! the POST, and returns without waiting for the response for a request, but waits
+//! for the response head of a notification or reply, so those keep their order
+//! with what follows (`notifications/initialized` reaches the server before
+//! `tools/list`). A response stream that stays open does not hold a slot, so with
+//! an SSE-replying server the reply to a server request arriving on a stream can be
+//! sent while that stream is open.
 //!
 //! Streamable HTTP behaviour (MCP 2025-06-18, with 2025-11-25's SSE polling):
 //!
@@ -47,8 +52,10 @@
 //! - A response stream that breaks or ends while its request is unsettled, and that
 //!   carried an event id, is resumed: after the server's `retry:` delay (default
 //!   [`DEFAULT_RETRY`], capped at [`MAX_RETRY`]) the transport sends `GET` with
-//!   `Last-Event-ID` and reads on, up to [`MAX_RESUME_ATTEMPTS`] times in a row
-//!   without a delivered message. Without an id, the request fails with
+//!   `Last-Event-ID` and reads on. A stream the server ends cleanly (2025-11-25
+//!   polling) is not a failure; [`MAX_RESUME_ATTEMPTS`] broken or refused attempts
+//!   in a row without a delivered message end the resumption. The engine's request
+//!   deadline bounds the whole. Without an id, the request fails with
 //!   `connection_closed`.
 //! - A `404` answering a request that carried a session id forgets the session (id
 //!   and version) and reports [`InboundEvent::SessionExpired`](crate::transport::InboundEvent);
@@ -288,7 +295,7 @@ impl HttpTransportBuilder {
     /// and the HTTP client.
     ///
     /// Fails with `invalid_config` when the URL is not an absolute `http`/`https`
-    /// URL without userinfo, when the token variable is unset or empty, when a
+    /// URL without userinfo, when the token variable is unset, empty or not UTF-8, when a
     /// certificate or key is invalid, or when the proxy URL is unusable.
     pub fn build(self) -> Result<HttpTransport> {
         let server = self.server;
@@ -300,7 +307,7 @@ impl HttpTransportBuilder {
                 Ok(value) if !value.is_empty() => Some(SecretString::from(value)),
                 _ => {
                     return Err(Error::config(format!(
-                        "server \"{server}\": environment variable {var} (bearerTokenEnv) is unset or empty"
+                        "server \"{server}\": environment variable {var} (bearerTokenEnv) is unset, empty or not UTF-8"
                     )));
                 }
             },
