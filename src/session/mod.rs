@@ -218,11 +218,6 @@ impl ClientBuilder {
             }
         }
     }
-
-    /// Connects a stdio server: shorthand for `connect(command)`.
-    pub async fn connect_stdio(self, command: crate::StdioCommand) -> Result<Client> {
-        self.connect(command).await
-    }
 }
 
 async fn handshake(shared: &Arc<Shared>) -> Result<(Catalog, String)> {
