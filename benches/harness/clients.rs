@@ -33,6 +33,33 @@ pub const TEXT: &str = "hello from the benchmark harness";
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
+/// When a run stops: at a deadline (throughput), or after a number of calls
+/// shared by all the run's tasks (instruction counts).
+#[derive(Clone)]
+pub enum Until {
+    /// Start no call after this instant.
+    Deadline(Instant),
+    /// Start exactly this many calls in all.
+    Calls(Arc<AtomicU64>),
+}
+
+impl Until {
+    /// A budget of `calls` calls.
+    pub fn calls(calls: u64) -> Until {
+        Until::Calls(Arc::new(AtomicU64::new(calls)))
+    }
+
+    /// True when one more call may start (and takes it from the budget).
+    fn more(&self) -> bool {
+        match self {
+            Until::Deadline(deadline) => Instant::now() < *deadline,
+            Until::Calls(left) => left
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok(),
+        }
+    }
+}
+
 /// One connected client of any kind.
 pub enum Connected {
     RawStdio(RawStdio),
@@ -129,12 +156,12 @@ impl Connected {
 
     /// Runs calls with `inflight` outstanding until `deadline`; returns how many
     /// completed.
-    pub async fn run(&mut self, inflight: usize, deadline: Instant) -> BoxResult<u64> {
+    pub async fn run(&mut self, inflight: usize, until: Until) -> BoxResult<u64> {
         match self {
-            Connected::RawStdio(raw) => raw.run(inflight, deadline).await,
+            Connected::RawStdio(raw) => raw.run(inflight, until).await,
             Connected::RawHttp(raw) => {
                 let raw = raw.clone();
-                spread(inflight, deadline, move || {
+                spread(inflight, until, move || {
                     let raw = raw.clone();
                     async move { raw.call().await }
                 })
@@ -143,7 +170,7 @@ impl Connected {
             Connected::Ours(client) => {
                 let client = client.clone();
                 let args = echo_args();
-                spread(inflight, deadline, move || {
+                spread(inflight, until, move || {
                     let client = client.clone();
                     let args = args.clone();
                     async move {
@@ -159,7 +186,7 @@ impl Connected {
             Connected::Rmcp(service) => {
                 let peer = service.peer().clone();
                 let args = echo_args();
-                spread(inflight, deadline, move || {
+                spread(inflight, until, move || {
                     let peer = peer.clone();
                     let args = args.clone();
                     async move {
@@ -176,46 +203,18 @@ impl Connected {
             }
         }
     }
-
-    /// Runs exactly `calls` sequential calls (for instruction counts).
-    pub async fn run_count(&mut self, calls: u64) -> BoxResult<()> {
-        for _ in 0..calls {
-            self.call_once().await?;
-        }
-        Ok(())
-    }
-
-    async fn call_once(&mut self) -> BoxResult<()> {
-        match self {
-            Connected::RawStdio(raw) => raw.call_once().await,
-            Connected::RawHttp(raw) => raw.call().await,
-            Connected::Ours(client) => {
-                let result = client.call_tool("echo", echo_args()).await?;
-                if result.is_error {
-                    return Err("tool failed".into());
-                }
-                Ok(())
-            }
-            Connected::Rmcp(service) => {
-                let params =
-                    rmcp::model::CallToolRequestParams::new("echo").with_arguments(echo_args());
-                service.peer().call_tool(params).await?;
-                Ok(())
-            }
-        }
-    }
 }
 
-/// Runs `call` in a loop until `deadline`, in `inflight` concurrent tasks (or in
-/// this task when `inflight` is 1).
-async fn spread<F, Fut>(inflight: usize, deadline: Instant, call: F) -> BoxResult<u64>
+/// Runs `call` in a loop until `until` says stop, in `inflight` concurrent tasks
+/// (or in this task when `inflight` is 1).
+async fn spread<F, Fut>(inflight: usize, until: Until, call: F) -> BoxResult<u64>
 where
     F: Fn() -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = BoxResult<()>> + Send + 'static,
 {
     if inflight <= 1 {
         let mut done = 0;
-        while Instant::now() < deadline {
+        while until.more() {
             call().await?;
             done += 1;
         }
@@ -224,9 +223,10 @@ where
     let mut tasks = Vec::with_capacity(inflight);
     for _ in 0..inflight {
         let call = call.clone();
+        let until = until.clone();
         tasks.push(tokio::spawn(async move {
             let mut done = 0u64;
-            while Instant::now() < deadline {
+            while until.more() {
                 call().await?;
                 done += 1;
             }
@@ -319,26 +319,27 @@ impl RawStdio {
         self.read_reply().await
     }
 
-    async fn run(&mut self, inflight: usize, deadline: Instant) -> BoxResult<u64> {
+    async fn run(&mut self, inflight: usize, until: Until) -> BoxResult<u64> {
         let mut done = 0;
         if inflight <= 1 {
-            while Instant::now() < deadline {
+            while until.more() {
                 self.call_once().await?;
                 done += 1;
             }
             return Ok(done);
         }
-        for _ in 0..inflight {
+        let mut outstanding = 0;
+        while outstanding < inflight && until.more() {
             self.queue_call().await?;
+            outstanding += 1;
         }
-        let mut outstanding = inflight;
         while outstanding > 0 {
             if self.reader.buffer().is_empty() {
                 self.writer.flush().await?;
             }
             self.read_reply().await?;
             done += 1;
-            if Instant::now() < deadline {
+            if until.more() {
                 self.queue_call().await?;
             } else {
                 outstanding -= 1;

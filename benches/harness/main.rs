@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use clients::ServerTarget;
+use clients::{ServerTarget, Until};
 
 /// The in-flight count of the concurrent scenarios.
 pub const MAX_INFLIGHT: usize = 64;
@@ -267,22 +267,22 @@ fn role_client(options: &Options) {
             .await
             .unwrap_or_else(|e| fail("connect", e));
         if let Some(calls) = options.calls {
-            connected
-                .run_count(calls)
+            let done = connected
+                .run(options.inflight, Until::calls(calls))
                 .await
                 .unwrap_or_else(|e| fail("calls", e));
             connected.close().await;
-            return json!({"calls": calls});
+            return json!({"calls": done});
         }
         let warmup = Duration::from_millis(options.warmup_ms.unwrap_or(300));
         connected
-            .run(options.inflight, Instant::now() + warmup)
+            .run(options.inflight, Until::Deadline(Instant::now() + warmup))
             .await
             .unwrap_or_else(|e| fail("warm-up", e));
         let duration = Duration::from_millis(options.duration_ms.unwrap_or(1500));
         let started = Instant::now();
         let calls = connected
-            .run(options.inflight, started + duration)
+            .run(options.inflight, Until::Deadline(started + duration))
             .await
             .unwrap_or_else(|e| fail("run", e));
         let secs = started.elapsed().as_secs_f64();
@@ -907,79 +907,104 @@ fn fmt_ratio(a: Option<f64>, b: Option<f64>) -> String {
 // ---------------------------------------------------------------------------
 // Instruction counts.
 
-/// Runs each stdio client under callgrind twice (`calls` and `calls / 10`
-/// sequential calls, same connect) and reports the difference per call: startup,
-/// spawn and handshake cancel out.
+/// Runs each stdio client under callgrind twice (`calls` and `calls / 10` calls,
+/// same connect) and reports the difference per call: startup, spawn and
+/// handshake cancel out. Once one call at a time, once with
+/// [`MAX_INFLIGHT`] in flight.
 fn callgrind(options: &Options, calls: u64) {
     let exe = std::env::current_exe().expect("the harness binary");
     let small = (calls / 10).max(1);
     let mut out = String::new();
     out += &format!(
-        "instructions per sequential stdio call (callgrind, ({calls} - {small}) calls, client process only, tokio current_thread)\n\n"
+        "instructions per stdio call (callgrind, ({calls} - {small}) calls, client process only, tokio current_thread)\n\n"
     );
-    out += "| client | instructions / call |\n| --- | ---: |\n";
+    out += &format!("| client | sequential | {MAX_INFLIGHT} in flight |\n| --- | ---: | ---: |\n");
     let mut failed = false;
     for client in ClientKind::ALL {
         if !wanted(options, &[client.name()]) {
             continue;
         }
-        let mut counts = Vec::new();
-        for n in [small, calls] {
-            let dir =
-                std::env::temp_dir().join(format!("harness-callgrind-{}", std::process::id()));
-            let _ = std::fs::create_dir_all(&dir);
-            let output = Command::new("valgrind")
-                .arg("--tool=callgrind")
-                .arg(format!(
-                    "--callgrind-out-file={}",
-                    dir.join("callgrind.out.%p").display()
-                ))
-                .arg(&exe)
-                .args([
-                    "client",
-                    "--client",
-                    client.name(),
-                    "--transport",
-                    "stdio",
-                    "--rt",
-                    "current",
-                    "--calls",
-                ])
-                .arg(n.to_string())
-                .stdin(Stdio::null())
-                .output();
-            let _ = std::fs::remove_dir_all(&dir);
-            let output = match output {
-                Ok(output) => output,
-                Err(error) => {
-                    eprintln!("harness: cannot run valgrind: {error}");
-                    std::process::exit(1);
-                }
-            };
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let collected = stderr
-                .lines()
-                .find_map(|line| line.split("Collected :").nth(1))
-                .and_then(|n| n.trim().parse::<u64>().ok());
-            match collected {
-                Some(count) if output.status.success() => counts.push(count),
-                _ => {
-                    eprintln!(
-                        "harness: callgrind run of {} failed:\n{stderr}",
-                        client.name()
-                    );
-                    failed = true;
+        let mut row = Vec::new();
+        for inflight in [1, MAX_INFLIGHT] {
+            let mut counts = Vec::new();
+            for n in [small, calls] {
+                match callgrind_run(&exe, client, inflight, n) {
+                    Ok(count) => counts.push(count),
+                    Err(stderr) => {
+                        eprintln!(
+                            "harness: callgrind run of {} failed:\n{stderr}",
+                            client.name()
+                        );
+                        failed = true;
+                    }
                 }
             }
+            if let [a, b] = counts[..] {
+                let per_call = (b as f64 - a as f64) / (calls - small) as f64;
+                eprintln!(
+                    "  {:<11} {inflight:>2} in flight: {per_call:.0} instructions/call",
+                    client.name()
+                );
+                row.push(format!("{per_call:.0}"));
+            } else {
+                row.push("-".into());
+            }
         }
-        if let [a, b] = counts[..] {
-            let per_call = (b as f64 - a as f64) / (calls - small) as f64;
-            eprintln!("  {:<11} {per_call:.0} instructions/call", client.name());
-            out += &format!("| {} | {per_call:.0} |\n", client.name());
-        }
+        out += &format!("| {} | {} |\n", client.name(), row.join(" | "));
     }
     print!("{out}");
     if failed {
         std::process::exit(1);
+    }
+}
+
+/// One client process under callgrind making `calls` calls with `inflight` in
+/// flight; the instructions it executed, or valgrind's stderr.
+fn callgrind_run(
+    exe: &std::path::Path,
+    client: ClientKind,
+    inflight: usize,
+    calls: u64,
+) -> Result<u64, String> {
+    let dir = std::env::temp_dir().join(format!("harness-callgrind-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let output = Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!(
+            "--callgrind-out-file={}",
+            dir.join("callgrind.out.%p").display()
+        ))
+        .arg(exe)
+        .args([
+            "client",
+            "--client",
+            client.name(),
+            "--transport",
+            "stdio",
+            "--rt",
+            "current",
+            "--inflight",
+        ])
+        .arg(inflight.to_string())
+        .arg("--calls")
+        .arg(calls.to_string())
+        .stdin(Stdio::null())
+        .output();
+    let _ = std::fs::remove_dir_all(&dir);
+    let output = match output {
+        Ok(output) => output,
+        Err(error) => {
+            eprintln!("harness: cannot run valgrind: {error}");
+            std::process::exit(1);
+        }
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let collected = stderr
+        .lines()
+        .find_map(|line| line.split("Collected :").nth(1))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    match collected {
+        Some(count) if output.status.success() => Ok(count),
+        _ => Err(stderr),
     }
 }
