@@ -2,14 +2,18 @@
 //! cancellation and the single terminal transition.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, TryLockError};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, TryLockError, Weak};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use futures_util::task::AtomicWaker;
 use secrecy::SecretString;
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -33,10 +37,11 @@ pub(crate) const SCOPE_CLOSED: &str = "connection scope closed";
 
 /// One item of the outbound queue.
 pub(crate) enum Queued {
-    /// A frame; `state` is present for requests so an abandoned one can be skipped.
+    /// A frame; `request` is present for requests so an abandoned one can be
+    /// skipped (its state must still be `QUEUED`).
     Frame {
         frame: OutboundFrame,
-        state: Option<Arc<AtomicU8>>,
+        request: Option<Arc<RequestCtl>>,
     },
     /// Tell the transport the negotiated protocol version.
     Negotiated(String),
@@ -44,10 +49,90 @@ pub(crate) enum Queued {
     Flush,
 }
 
-struct Pending {
-    reply: oneshot::Sender<Result<Value>>,
-    state: Arc<AtomicU8>,
-    done: CancellationToken,
+/// One request's state, shared by its caller, the pending map, the writer and the
+/// transport's [`RequestHandle`]: a single allocation per request, in place of a
+/// reply channel, a state cell, a cancellation token and a failure callback.
+pub(crate) struct RequestCtl {
+    id: u64,
+    /// `QUEUED`, `WRITTEN`, `ABANDONED` or `SETTLED`.
+    state: AtomicU8,
+    /// The outcome, stored once by whoever settles the request.
+    outcome: Mutex<Option<Result<Value>>>,
+    /// The caller waiting for `outcome`.
+    waker: AtomicWaker,
+    /// Set before anyone waits in [`RequestCtl::done`], so that settling wakes
+    /// `done_waiters` only when someone may be waiting.
+    watched: AtomicBool,
+    done_waiters: Notify,
+    /// For [`RequestCtl::fail`] (a transport failing just this request).
+    shared: Weak<Shared>,
+}
+
+impl RequestCtl {
+    /// Settled or abandoned: nothing more is expected for this request.
+    pub(crate) fn is_done(&self) -> bool {
+        matches!(self.state.load(Ordering::Acquire), ABANDONED | SETTLED)
+    }
+
+    /// Resolves once [`RequestCtl::is_done`].
+    pub(crate) async fn done(&self) {
+        self.watched.store(true, Ordering::SeqCst);
+        loop {
+            let notified = self.done_waiters.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            // SeqCst, paired with the stores in `complete` and the guard's swap.
+            if matches!(self.state.load(Ordering::SeqCst), ABANDONED | SETTLED) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Fails this request only.
+    pub(crate) fn fail(&self, error: Error) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.settle(self.id, Err(error));
+        }
+    }
+
+    fn wake_done_waiters(&self) {
+        if self.watched.load(Ordering::SeqCst) {
+            self.done_waiters.notify_waiters();
+        }
+    }
+
+    /// Stores the outcome and wakes the caller. Called once, by whoever removed the
+    /// request from the pending map.
+    fn complete(&self, outcome: Result<Value>) {
+        *lock(&self.outcome) = Some(outcome);
+        self.state.store(SETTLED, Ordering::SeqCst);
+        self.wake_done_waiters();
+        self.waker.wake();
+    }
+}
+
+/// The caller's wait for [`RequestCtl::complete`].
+struct Reply<'a>(&'a RequestCtl);
+
+impl Future for Reply<'_> {
+    type Output = Result<Value>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let control = self.0;
+        if control.state.load(Ordering::Acquire) != SETTLED {
+            control.waker.register(cx.waker());
+            if control.state.load(Ordering::Acquire) != SETTLED {
+                return Poll::Pending;
+            }
+        }
+        match lock(&control.outcome).take() {
+            Some(outcome) => Poll::Ready(outcome),
+            // Settled by the guard's swap dance only after the caller stopped
+            // waiting; never seen here, but never a panic either.
+            None => Poll::Pending,
+        }
+    }
 }
 
 /// Hashes the engine's own request ids (sequential `u64`s) with one multiply
@@ -73,7 +158,7 @@ impl std::hash::Hasher for IdHasher {
     }
 }
 
-type PendingMap = HashMap<u64, Pending, std::hash::BuildHasherDefault<IdHasher>>;
+type PendingMap = HashMap<u64, Arc<RequestCtl>, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// A request envelope, serialized without building a `Value`; the keys are in the
 /// order a `serde_json::Map` writes them, so the bytes are the same.
@@ -189,11 +274,9 @@ impl Shared {
             .get()
             .cloned()
             .unwrap_or_else(|| Error::closed(SCOPE_CLOSED));
-        let drained: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();
+        let drained: Vec<Arc<RequestCtl>> = lock(&self.pending).drain().map(|(_, p)| p).collect();
         for pending in drained {
-            pending.state.store(SETTLED, Ordering::Release);
-            pending.done.cancel();
-            let _ = pending.reply.send(Err(error.clone()));
+            pending.complete(Err(error.clone()));
         }
         self.ended.cancel();
     }
@@ -245,15 +328,16 @@ impl Shared {
     async fn submit(
         &self,
         frame: OutboundFrame,
-        state: Option<Arc<AtomicU8>>,
+        request: Option<Arc<RequestCtl>>,
         alone: bool,
         deadline: Instant,
     ) -> Result<()> {
-        let frame = match self.write_now(frame, state.as_deref(), !alone) {
+        let state = request.as_ref().map(|request| &request.state);
+        let frame = match self.write_now(frame, state, !alone) {
             Ok(()) => return Ok(()),
             Err(frame) => frame,
         };
-        self.admit(Queued::Frame { frame, state }, deadline).await
+        self.admit(Queued::Frame { frame, request }, deadline).await
     }
 
     /// The direct write: when the session is open, nothing is queued, the writer
@@ -392,9 +476,15 @@ impl Shared {
             params: &params,
         })?;
         drop(params);
-        let state = Arc::new(AtomicU8::new(QUEUED));
-        let done = CancellationToken::new();
-        let (reply_tx, reply_rx) = oneshot::channel();
+        let control = Arc::new(RequestCtl {
+            id,
+            state: AtomicU8::new(QUEUED),
+            outcome: Mutex::new(None),
+            waker: AtomicWaker::new(),
+            watched: AtomicBool::new(false),
+            done_waiters: Notify::new(),
+            shared: Arc::downgrade(self),
+        });
         let alone = {
             let mut pending = lock(&self.pending);
             // Checked under the lock `terminate` drains with, so no request can be
@@ -402,42 +492,29 @@ impl Shared {
             if let Some(error) = self.terminal() {
                 return Err(error.clone());
             }
-            pending.insert(
-                id,
-                Pending {
-                    reply: reply_tx,
-                    state: state.clone(),
-                    done: done.clone(),
-                },
-            );
+            pending.insert(id, control.clone());
             pending.len() == 1
         };
         let guard = RequestGuard {
-            shared: self.clone(),
-            id,
-            state: state.clone(),
-            done: done.clone(),
+            shared: self,
+            control: &control,
             cancellable,
         };
-        let weak = Arc::downgrade(self);
-        let fail: Arc<dyn Fn(Error) + Send + Sync> = Arc::new(move |error: Error| {
-            if let Some(shared) = weak.upgrade() {
-                shared.settle(id, Err(error));
-            }
-        });
         let frame = OutboundFrame {
             bytes: frame,
-            request: Some(RequestHandle::new(done, fail)),
+            request: Some(RequestHandle::engine(control.clone())),
         };
-        let outcome = match self.submit(frame, Some(state), alone, deadline).await {
+        let outcome = match self
+            .submit(frame, Some(control.clone()), alone, deadline)
+            .await
+        {
             Err(error) if error.kind() == ErrorKind::Timeout => Err(Error::timeout(format!(
                 "{method} to server \"{}\" timed out waiting for the outbound queue",
                 self.server
             ))),
             Err(error) => Err(error),
-            Ok(()) => match tokio::time::timeout_at(deadline, reply_rx).await {
-                Ok(Ok(outcome)) => outcome,
-                Ok(Err(_)) => Err(self.ended_error()),
+            Ok(()) => match tokio::time::timeout_at(deadline, Reply(&control)).await {
+                Ok(outcome) => outcome,
                 Err(_) => Err(Error::timeout(format!(
                     "{method} to server \"{}\" timed out",
                     self.server
@@ -453,9 +530,7 @@ impl Shared {
         let Some(pending) = lock(&self.pending).remove(&id) else {
             return;
         };
-        pending.state.store(SETTLED, Ordering::Release);
-        pending.done.cancel();
-        let _ = pending.reply.send(outcome);
+        pending.complete(outcome);
     }
 
     fn send_cancelled(&self, id: u64) {
@@ -478,7 +553,7 @@ impl Shared {
                 bytes: frame,
                 request: None,
             },
-            state: None,
+            request: None,
         });
         if queued.is_err() {
             self.backlog.fetch_sub(1, Ordering::AcqRel);
@@ -586,7 +661,12 @@ impl Shared {
                             continue;
                         }
                         let deadline = Instant::now() + shared.limits.request_timeout();
-                        let item = Queued::Frame { frame, state: None };
+                        // Its state is `WRITTEN` already: the writer skips it if
+                        // it is done by the time it comes up.
+                        let item = Queued::Frame {
+                            frame,
+                            request: None,
+                        };
                         if let Err(error) = shared.admit(item, deadline).await {
                             shared.terminate(error);
                             return;
@@ -616,32 +696,35 @@ impl Drop for Backlogged<'_> {
 }
 
 /// Settles a request's fate when its caller stops waiting (reply, timeout, drop).
-struct RequestGuard {
-    shared: Arc<Shared>,
-    id: u64,
-    state: Arc<AtomicU8>,
-    done: CancellationToken,
+struct RequestGuard<'a> {
+    shared: &'a Arc<Shared>,
+    control: &'a Arc<RequestCtl>,
     cancellable: bool,
 }
 
-impl Drop for RequestGuard {
+impl Drop for RequestGuard<'_> {
     fn drop(&mut self) {
+        let control = self.control;
         // Whoever removes the pending entry decides its fate: if the reader (or a
         // per-request transport failure) removed it first, the request was
         // answered and must never be cancelled.
         // (A settled entry is already gone: skip the lock.)
-        let unanswered = self.state.load(Ordering::Acquire) != SETTLED
-            && lock(&self.shared.pending).remove(&self.id).is_some();
-        let previous = self.state.swap(ABANDONED, Ordering::AcqRel);
-        self.done.cancel();
+        if control.state.load(Ordering::Acquire) == SETTLED {
+            return;
+        }
+        let unanswered = lock(&self.shared.pending).remove(&control.id).is_some();
+        let previous = control.state.swap(ABANDONED, Ordering::SeqCst);
         if previous == SETTLED {
-            self.state.store(SETTLED, Ordering::Release);
-        } else if unanswered
-            && previous == WRITTEN
-            && self.cancellable
-            && self.shared.terminal().is_none()
-        {
-            self.shared.send_cancelled(self.id);
+            control.state.store(SETTLED, Ordering::Release);
+        } else {
+            control.wake_done_waiters();
+            if unanswered
+                && previous == WRITTEN
+                && self.cancellable
+                && self.shared.terminal().is_none()
+            {
+                self.shared.send_cancelled(control.id);
+            }
         }
     }
 }
@@ -657,7 +740,9 @@ pub(crate) async fn run_writer(
     let _release = ReleaseSink(&shared);
     *lock(&shared.sink) = Some(sink);
     let batch_limit = queue_slots(&shared.limits);
+    // Both reused from batch to batch (no allocation per batch).
     let mut items = Vec::with_capacity(batch_limit.min(64));
+    let mut frames = Vec::with_capacity(batch_limit.min(64));
     // One waiter on `ended` for the whole loop (not one per select).
     let ended = shared.ended.clone();
     let ended = ended.cancelled();
@@ -675,19 +760,22 @@ pub(crate) async fn run_writer(
         let Some(mut sink) = lock(&shared.sink).take() else {
             return;
         };
-        let mut frames = Vec::with_capacity(items.len());
         let mut flush = false;
         for item in items.drain(..) {
             match item {
-                Queued::Frame { frame, state } => {
-                    if let Some(state) = state {
-                        // Skip a request abandoned while queued.
-                        if state
+                Queued::Frame { frame, request } => {
+                    let skip = match request {
+                        // A request abandoned while queued.
+                        Some(request) => request
+                            .state
                             .compare_exchange(QUEUED, WRITTEN, Ordering::AcqRel, Ordering::Acquire)
-                            .is_err()
-                        {
-                            continue;
-                        }
+                            .is_err(),
+                        // A re-sent request (after an HTTP re-initialise) that was
+                        // settled or abandoned meanwhile.
+                        None => frame.request.as_ref().is_some_and(RequestHandle::is_done),
+                    };
+                    if skip {
+                        continue;
                     }
                     frames.push(frame);
                 }
@@ -698,7 +786,7 @@ pub(crate) async fn run_writer(
                         let result = tokio::select! {
                             biased;
                             _ = &mut ended => return,
-                            result = write(&mut sink, std::mem::take(&mut frames)) => result,
+                            result = write(&mut sink, &mut frames) => result,
                         };
                         if let Err(error) = result {
                             shared.terminate(error);
@@ -714,7 +802,7 @@ pub(crate) async fn run_writer(
             let result = tokio::select! {
                 biased;
                 _ = &mut ended => return,
-                result = write(&mut sink, frames) => result,
+                result = write(&mut sink, &mut frames) => result,
             };
             if let Err(error) = result {
                 shared.terminate(error);
@@ -738,11 +826,14 @@ impl Drop for ReleaseSink<'_> {
     }
 }
 
-async fn write(sink: &mut Box<dyn FrameSink>, mut frames: Vec<OutboundFrame>) -> Result<()> {
+/// Writes `frames` (left empty, its allocation kept for the next batch).
+async fn write(sink: &mut Box<dyn FrameSink>, frames: &mut Vec<OutboundFrame>) -> Result<()> {
     if frames.len() == 1 {
         sink.send(frames.pop().expect("one frame")).await
     } else {
-        sink.send_batch(frames).await
+        let result = sink.send_batch(frames).await;
+        frames.clear();
+        result
     }
 }
 
@@ -753,10 +844,18 @@ pub(crate) async fn run_reader(shared: Arc<Shared>, mut source: Box<dyn FrameSou
     let ended = ended.cancelled();
     tokio::pin!(ended);
     loop {
-        let event = tokio::select! {
-            biased;
-            _ = &mut ended => return,
-            event = source.next() => event,
+        // A frame at hand is taken without building `next()`'s future.
+        let at_hand = match shared.terminal() {
+            Some(_) => return,
+            None => source.try_next(),
+        };
+        let event = match at_hand {
+            Some(event) => event,
+            None => tokio::select! {
+                biased;
+                _ = &mut ended => return,
+                event = source.next() => event,
+            },
         };
         match event {
             InboundEvent::Frame(frame) => {

@@ -18,7 +18,7 @@
 //! malformed tagged envelope. The first event wins, and every pending and later call
 //! fails with that one error.
 
-mod engine;
+pub(crate) mod engine;
 
 use std::sync::Arc;
 

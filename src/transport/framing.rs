@@ -134,6 +134,11 @@ impl<R: AsyncRead + Unpin> FramedReader<R> {
         &self.decoder
     }
 
+    /// A frame (or an over-long line) already buffered, without reading.
+    pub fn try_next(&mut self) -> Option<Framed> {
+        self.decoder.decode()
+    }
+
     /// Reads until a frame, an over-long line or EOF. I/O errors count as EOF.
     pub async fn next(&mut self) -> Framed {
         loop {

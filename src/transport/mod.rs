@@ -55,30 +55,57 @@ pub enum InboundEvent {
 /// status answering its POST) without parsing JSON-RPC.
 #[derive(Clone)]
 pub struct RequestHandle {
-    done: CancellationToken,
-    fail: Arc<dyn Fn(Error) + Send + Sync>,
+    control: Control,
+}
+
+#[derive(Clone)]
+enum Control {
+    /// The session engine's own request state (one allocation per request).
+    Engine(Arc<crate::session::engine::RequestCtl>),
+    /// Built with [`RequestHandle::new`] (tests, other engines).
+    Custom {
+        done: CancellationToken,
+        fail: Arc<dyn Fn(Error) + Send + Sync>,
+    },
 }
 
 impl RequestHandle {
     /// Builds a handle: `done` is cancelled by the engine once the request is settled
     /// (reply routed, failed, or abandoned); `fail` settles it with an error.
     pub fn new(done: CancellationToken, fail: Arc<dyn Fn(Error) + Send + Sync>) -> Self {
-        RequestHandle { done, fail }
+        RequestHandle {
+            control: Control::Custom { done, fail },
+        }
+    }
+
+    pub(crate) fn engine(control: Arc<crate::session::engine::RequestCtl>) -> Self {
+        RequestHandle {
+            control: Control::Engine(control),
+        }
     }
 
     /// True once the request is settled; the transport need not deliver more for it.
     pub fn is_done(&self) -> bool {
-        self.done.is_cancelled()
+        match &self.control {
+            Control::Engine(control) => control.is_done(),
+            Control::Custom { done, .. } => done.is_cancelled(),
+        }
     }
 
     /// Resolves once the request is settled.
     pub async fn done(&self) {
-        self.done.cancelled().await
+        match &self.control {
+            Control::Engine(control) => control.done().await,
+            Control::Custom { done, .. } => done.cancelled().await,
+        }
     }
 
     /// Fails this request only (the session continues).
     pub fn fail(&self, error: Error) {
-        (self.fail)(error)
+        match &self.control {
+            Control::Engine(control) => control.fail(error),
+            Control::Custom { fail, .. } => fail(error),
+        }
     }
 }
 
@@ -146,10 +173,14 @@ pub trait FrameSink: Send + 'static {
     /// (for stdio: `connection_closed` "stdin closed").
     fn send(&mut self, frame: OutboundFrame) -> BoxFuture<'_, Result<()>>;
 
-    /// Writes several frames at once; transports that can batch override this.
-    fn send_batch(&mut self, frames: Vec<OutboundFrame>) -> BoxFuture<'_, Result<()>> {
+    /// Writes several frames at once, in order, leaving `frames` empty (the caller
+    /// reuses its allocation); transports that can batch override this.
+    fn send_batch<'a>(
+        &'a mut self,
+        frames: &'a mut Vec<OutboundFrame>,
+    ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            for frame in frames {
+            for frame in frames.drain(..) {
                 self.send(frame).await?;
             }
             Ok(())
@@ -183,6 +214,14 @@ pub trait FrameSink: Send + 'static {
 pub trait FrameSource: Send + 'static {
     /// The next inbound event. After [`InboundEvent::Closed`] it must not be called again.
     fn next(&mut self) -> BoxFuture<'_, InboundEvent>;
+
+    /// The next inbound event if it is at hand without waiting (stdio: a frame
+    /// already read along with an earlier one), so the engine takes it without
+    /// building a future; `None` sends it to [`FrameSource::next`]. The same
+    /// sequence of events either way. The default has none at hand.
+    fn try_next(&mut self) -> Option<InboundEvent> {
+        None
+    }
 }
 
 /// Tears the medium down (kill the child, send HTTP `DELETE`). Dropping it without

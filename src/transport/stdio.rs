@@ -237,6 +237,7 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
     Ok(Connection {
         sink: Box::new(StdinSink {
             stdin: Some(stdin),
+            slices: Vec::new(),
             partial: None,
         }),
         source: Box::new(StdoutSource {
@@ -317,6 +318,9 @@ fn exit_message(status: &ExitStatus) -> String {
 /// (a batch in as few as the pipe allows), with no copy into a buffer.
 struct StdinSink {
     stdin: Option<ChildStdin>,
+    /// The `writev` slice list, kept empty between writes so that its
+    /// allocation is reused (see [`reuse_slices`]).
+    slices: Vec<IoSlice<'static>>,
     /// What a non-blocking write ([`FrameSink::try_send_now`]) left unwritten: the
     /// rest of the frame's bytes and whether its newline is still due. Written
     /// before anything else.
@@ -328,7 +332,10 @@ impl StdinSink {
         let closed = || Error::closed("stdin closed");
         let stdin = self.stdin.as_mut().ok_or_else(closed)?;
         let partial = self.partial.take();
-        if write_frames(stdin, partial.as_ref(), frames).await.is_err() {
+        let mut slices = reuse_slices(std::mem::take(&mut self.slices));
+        let written = write_frames(stdin, &mut slices, partial.as_ref(), frames).await;
+        self.slices = reuse_slices(slices);
+        if written.is_err() {
             self.stdin = None;
             return Err(closed());
         }
@@ -336,14 +343,27 @@ impl StdinSink {
     }
 }
 
+/// An empty slice list of any lifetime, in the allocation of `slices` (cleared):
+/// `IoSlice`s of every lifetime have one layout, and collecting a mapped
+/// `vec::IntoIter` into a `Vec` of the same layout reuses its buffer. Lists
+/// grown past 1024 slices (a huge batch) are not kept.
+fn reuse_slices<'a>(mut slices: Vec<IoSlice<'_>>) -> Vec<IoSlice<'a>> {
+    slices.clear();
+    if slices.capacity() > 1024 {
+        return Vec::new();
+    }
+    slices.into_iter().map(|_| IoSlice::new(&[])).collect()
+}
+
 /// Writes `partial` (the unwritten rest of an earlier frame), then each frame
 /// followed by a newline, with vectored writes.
-async fn write_frames(
+async fn write_frames<'a>(
     stdin: &mut ChildStdin,
-    partial: Option<&(Bytes, bool)>,
-    frames: &[OutboundFrame],
+    slices: &mut Vec<IoSlice<'a>>,
+    partial: Option<&'a (Bytes, bool)>,
+    frames: &'a [OutboundFrame],
 ) -> std::io::Result<()> {
-    let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(2 + 2 * frames.len());
+    slices.reserve(2 + 2 * frames.len());
     if let Some((rest, newline)) = partial {
         slices.push(IoSlice::new(rest));
         if *newline {
@@ -370,8 +390,15 @@ impl FrameSink for StdinSink {
         Box::pin(async move { self.write_all(std::slice::from_ref(&frame)).await })
     }
 
-    fn send_batch(&mut self, frames: Vec<OutboundFrame>) -> BoxFuture<'_, Result<()>> {
-        Box::pin(async move { self.write_all(&frames).await })
+    fn send_batch<'a>(
+        &'a mut self,
+        frames: &'a mut Vec<OutboundFrame>,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let result = self.write_all(frames).await;
+            frames.clear();
+            result
+        })
     }
 
     fn try_send_now(&mut self, frame: OutboundFrame, busy: bool) -> TrySend {
@@ -457,10 +484,7 @@ impl StdoutSource {
         };
         match framed {
             Framed::Frame(bytes) => InboundEvent::Frame(bytes),
-            Framed::TooLong => InboundEvent::Closed(Error::protocol(format!(
-                "inbound frame exceeds maxFrameBytes ({} bytes)",
-                self.max_frame
-            ))),
+            Framed::TooLong => self.too_long(),
             Framed::Eof => {
                 let exit =
                     tokio::time::timeout(EXIT_GRACE, self.exit.wait_for(|status| status.is_some()))
@@ -477,9 +501,28 @@ impl StdoutSource {
     }
 }
 
+impl StdoutSource {
+    fn too_long(&self) -> InboundEvent {
+        InboundEvent::Closed(Error::protocol(format!(
+            "inbound frame exceeds maxFrameBytes ({} bytes)",
+            self.max_frame
+        )))
+    }
+}
+
 impl FrameSource for StdoutSource {
     fn next(&mut self) -> BoxFuture<'_, InboundEvent> {
         Box::pin(self.next_event())
+    }
+
+    fn try_next(&mut self) -> Option<InboundEvent> {
+        // `next_event` returns a buffered frame before anything else too (before
+        // an exit or a drain deadline is looked at).
+        match self.reader.try_next()? {
+            Framed::Frame(bytes) => Some(InboundEvent::Frame(bytes)),
+            Framed::TooLong => Some(self.too_long()),
+            Framed::Eof => None,
+        }
     }
 }
 
@@ -522,5 +565,29 @@ impl Drop for StdioShutdown {
             self.supervisor.abort();
         }
         self.stderr_task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slice_list_keeps_its_allocation_between_writes() {
+        let frame = b"frame".to_vec();
+        let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(130);
+        slices.push(IoSlice::new(&frame));
+        let buffer = slices.as_ptr() as usize;
+        let kept: Vec<IoSlice<'static>> = reuse_slices(slices);
+        assert!(kept.is_empty());
+        assert_eq!(kept.capacity(), 130);
+        assert_eq!(
+            kept.as_ptr() as usize,
+            buffer,
+            "the same buffer, not a new one"
+        );
+        // A list grown huge is dropped rather than kept.
+        let huge: Vec<IoSlice<'_>> = Vec::with_capacity(4096);
+        assert_eq!(reuse_slices(huge).capacity(), 0);
     }
 }
