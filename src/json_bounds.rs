@@ -507,14 +507,18 @@ pub(crate) struct EnvelopeMembers {
     pub(crate) method: Option<Value>,
     /// `params` is present: `true` for an object or array, `false` otherwise.
     pub(crate) params_is_container: Option<bool>,
-    /// `result`, as parsed.
+    /// `result`, as parsed (unless it was read into `tool_call_result`).
     pub(crate) result: Option<Value>,
+    /// `result`, read as a `tools/call` result (see [`parse_envelope`]).
+    pub(crate) tool_call_result: Option<ToolCallMembers>,
     /// `error`, as parsed.
     pub(crate) error: Option<Value>,
 }
 
 /// How [`parse_envelope`] ended.
 #[derive(Debug)]
+// Returned by value once per frame: boxing the members would cost an allocation.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Envelope {
     /// Valid JSON, within the depth bound, every number in range: a top-level
     /// object with an own `jsonrpc` key, and its members.
@@ -526,15 +530,108 @@ pub(crate) enum Envelope {
     Undecided,
 }
 
+/// The members of a `tools/call` result object that a tool result reads, each
+/// built exactly as [`parse_value`] builds it, without the object around them
+/// (no map, no keys). A member given twice: the last wins, as in a map.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ToolCallMembers {
+    /// `content`.
+    pub content: Option<Value>,
+    /// `isError`.
+    pub is_error: Option<Value>,
+    /// `structuredContent`.
+    pub structured_content: Option<Value>,
+}
+
+impl ToolCallMembers {
+    /// The members of a result object (the others are dropped).
+    pub fn from_object(object: Map<String, Value>) -> ToolCallMembers {
+        let mut members = ToolCallMembers::default();
+        for (key, value) in object {
+            if let Some(slot) = members.slot(ToolMember::of_key(key.as_bytes())) {
+                *slot = Some(value);
+            }
+        }
+        members
+    }
+
+    /// Back to an object holding just these members.
+    pub fn into_object(self) -> Map<String, Value> {
+        let mut object = Map::new();
+        for (key, value) in [
+            ("content", self.content),
+            ("isError", self.is_error),
+            ("structuredContent", self.structured_content),
+        ] {
+            if let Some(value) = value {
+                object.insert(key.to_string(), value);
+            }
+        }
+        object
+    }
+
+    fn slot(&mut self, member: ToolMember) -> Option<&mut Option<Value>> {
+        match member {
+            ToolMember::Content => Some(&mut self.content),
+            ToolMember::IsError => Some(&mut self.is_error),
+            ToolMember::StructuredContent => Some(&mut self.structured_content),
+            ToolMember::Other => None,
+        }
+    }
+}
+
+/// A member of a `tools/call` result object.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+enum ToolMember {
+    Content,
+    IsError,
+    StructuredContent,
+    #[default]
+    Other,
+}
+
+impl ToolMember {
+    /// From a decoded key.
+    fn of_key(key: &[u8]) -> ToolMember {
+        match key {
+            b"content" => ToolMember::Content,
+            b"isError" => ToolMember::IsError,
+            b"structuredContent" => ToolMember::StructuredContent,
+            _ => ToolMember::Other,
+        }
+    }
+
+    /// From a validated raw key (escapes intact).
+    fn of_raw(raw: &[u8]) -> ToolMember {
+        if raw.contains(&b'\\') {
+            ToolMember::of_key(decode_string(raw).as_bytes())
+        } else {
+            ToolMember::of_key(raw)
+        }
+    }
+}
+
 /// One pass over an inbound frame that checks what [`scan_frame`] checks and, for
 /// a JSON-RPC envelope, builds only the members classification reads (`id`,
 /// `method`, `result`, `error` as [`Value`]s built exactly as [`parse_value`]
 /// builds them; `jsonrpc` and `params` only as facts). Other members are checked
 /// (syntax, depth, number range) but not built. Duplicate keys: the last wins, as
 /// in [`parse_value`].
-pub(crate) fn parse_envelope(bytes: &[u8]) -> Envelope {
-    let mut core = Core::new(bytes, EnvelopeSink::default());
+///
+/// When `result` is an object that follows `id` and `tool_call(id)` says the id
+/// asks for a `tools/call` result, only its [`ToolCallMembers`] are built (into
+/// `tool_call_result`; the rest is checked, not built).
+pub(crate) fn parse_envelope(bytes: &[u8], tool_call: &mut dyn FnMut(&Value) -> bool) -> Envelope {
+    let mut core = Core::new(bytes, EnvelopeSink::new(tool_call));
     match core.run() {
+        // An `id` after the `result` read for the one before it: the choice may
+        // not hold for the id that counts; the generic path decides.
+        Ok(())
+            if core.sink.members.tool_call_result.is_some()
+                && core.sink.ids != core.sink.ids_at_tool_choice =>
+        {
+            Envelope::Undecided
+        }
         Ok(()) if core.top_level_object && core.has_jsonrpc_key => {
             Envelope::Members(core.sink.members)
         }
@@ -576,8 +673,7 @@ fn member_of(raw: &[u8]) -> Member {
 }
 
 /// The sink of [`parse_envelope`].
-#[derive(Default)]
-struct EnvelopeSink {
+struct EnvelopeSink<'f> {
     /// Open containers, envelope included.
     depth: usize,
     top_is_object: bool,
@@ -585,10 +681,44 @@ struct EnvelopeSink {
     member: Member,
     /// Builds the current member's value when it is a container that is kept.
     builder: Option<Builder>,
+    /// An empty builder stack, kept for the next builder (one allocation per
+    /// frame, not one per kept container).
+    spare: Vec<Frame>,
+    /// Whether an id asks for a `tools/call` result.
+    tool_call: &'f mut dyn FnMut(&Value) -> bool,
+    /// Set while inside a `result` object read as a `tools/call` result.
+    tool: Option<ToolCallSink>,
+    /// `id` members seen so far, and how many had been seen when `result` was
+    /// read as a `tools/call` result (a later `id` would make that choice stale).
+    ids: usize,
+    ids_at_tool_choice: usize,
     members: EnvelopeMembers,
 }
 
-impl EnvelopeSink {
+/// Reads a `tools/call` result object (depth 2) member by member.
+#[derive(Default)]
+struct ToolCallSink {
+    /// The result member whose value comes next.
+    member: ToolMember,
+    members: ToolCallMembers,
+}
+
+impl<'f> EnvelopeSink<'f> {
+    fn new(tool_call: &'f mut dyn FnMut(&Value) -> bool) -> Self {
+        EnvelopeSink {
+            depth: 0,
+            top_is_object: false,
+            member: Member::Other,
+            builder: None,
+            spare: Vec::new(),
+            tool_call,
+            tool: None,
+            ids: 0,
+            ids_at_tool_choice: 0,
+            members: EnvelopeMembers::default(),
+        }
+    }
+
     /// True when the next scalar is the value of a top-level member.
     fn at_member(&self) -> bool {
         self.depth == 1 && self.top_is_object
@@ -597,17 +727,56 @@ impl EnvelopeSink {
     fn assign(&mut self, value: Value) {
         match self.member {
             Member::Jsonrpc => self.members.jsonrpc_is_2_0 = value.as_str() == Some("2.0"),
-            Member::Id => self.members.id = Some(value),
+            Member::Id => {
+                self.members.id = Some(value);
+                self.ids += 1;
+            }
             Member::Method => self.members.method = Some(value),
             Member::Params => self.members.params_is_container = Some(false),
-            Member::Result => self.members.result = Some(value),
+            Member::Result => {
+                self.members.result = Some(value);
+                self.members.tool_call_result = None;
+            }
             Member::Error => self.members.error = Some(value),
             Member::Other => {}
         }
     }
+
+    /// A builder for a kept container, opened.
+    fn start_builder(&mut self, object: bool) -> std::result::Result<(), Stop> {
+        let mut builder = Builder {
+            stack: std::mem::take(&mut self.spare),
+            root: None,
+        };
+        builder.open(object)?;
+        self.builder = Some(builder);
+        Ok(())
+    }
+
+    /// The finished builder's value; its stack is kept for the next one.
+    fn finish_builder(&mut self) -> Option<Value> {
+        let mut builder = self.builder.take()?;
+        builder.stack.clear();
+        self.spare = builder.stack;
+        builder.root
+    }
+
+    /// A scalar or finished container at depth 2 of a `tools/call` result.
+    fn assign_tool_member(&mut self, value: Value) {
+        if let Some(tool) = &mut self.tool {
+            if let Some(slot) = tool.members.slot(tool.member) {
+                *slot = Some(value);
+            }
+        }
+    }
+
+    /// Inside a `tools/call` result object (depth 2 and below).
+    fn in_tool_result(&self) -> bool {
+        self.tool.is_some() && self.depth >= 2
+    }
 }
 
-impl Sink for EnvelopeSink {
+impl Sink for EnvelopeSink<'_> {
     fn open(&mut self, object: bool) -> std::result::Result<(), Stop> {
         if self.depth >= MAX_JSON_DEPTH {
             return Err(Stop::Sink(
@@ -619,15 +788,31 @@ impl Sink for EnvelopeSink {
             self.top_is_object = object;
         } else if self.depth == 2 && self.top_is_object {
             match self.member {
+                Member::Result
+                    if object
+                        && self
+                            .members
+                            .id
+                            .as_ref()
+                            .is_some_and(|id| (self.tool_call)(id)) =>
+                {
+                    self.tool = Some(ToolCallSink::default());
+                    self.ids_at_tool_choice = self.ids;
+                }
                 Member::Id | Member::Method | Member::Result | Member::Error => {
-                    let mut builder = Builder::default();
-                    builder.open(object)?;
-                    self.builder = Some(builder);
+                    self.start_builder(object)?;
                 }
                 Member::Params => self.members.params_is_container = Some(true),
                 Member::Jsonrpc => self.members.jsonrpc_is_2_0 = false,
                 Member::Other => {}
             }
+        } else if self.depth == 3
+            && self
+                .tool
+                .as_ref()
+                .is_some_and(|tool| tool.member != ToolMember::Other)
+        {
+            self.start_builder(object)?;
         } else if let Some(builder) = &mut self.builder {
             builder.open(object)?;
         }
@@ -635,10 +820,19 @@ impl Sink for EnvelopeSink {
     }
 
     fn close(&mut self) {
-        if let Some(builder) = &mut self.builder {
+        if self.depth == 2 && self.tool.is_some() {
+            // The end of a `tools/call` result object.
+            let tool = self.tool.take().map(|tool| tool.members);
+            self.members.tool_call_result = tool;
+            self.members.result = None;
+        } else if let Some(builder) = &mut self.builder {
             builder.close();
-            if self.depth == 2 {
-                if let Some(value) = self.builder.take().and_then(|b| b.root) {
+            if self.depth == 3 && self.tool.is_some() {
+                if let Some(value) = self.finish_builder() {
+                    self.assign_tool_member(value);
+                }
+            } else if self.depth == 2 {
+                if let Some(value) = self.finish_builder() {
                     self.assign(value);
                 }
             }
@@ -649,6 +843,10 @@ impl Sink for EnvelopeSink {
     fn key(&mut self, raw: &[u8]) {
         if self.at_member() {
             self.member = member_of(raw);
+        } else if self.depth == 2 && self.tool.is_some() {
+            if let Some(tool) = &mut self.tool {
+                tool.member = ToolMember::of_raw(raw);
+            }
         } else if let Some(builder) = &mut self.builder {
             builder.key(raw);
         }
@@ -670,6 +868,14 @@ impl Sink for EnvelopeSink {
             }
         } else if let Some(builder) = &mut self.builder {
             builder.string(raw);
+        } else if self.depth == 2
+            && self.in_tool_result()
+            && self
+                .tool
+                .as_ref()
+                .is_some_and(|tool| tool.member != ToolMember::Other)
+        {
+            self.assign_tool_member(Value::String(decode_string(raw)));
         }
     }
 
@@ -681,6 +887,8 @@ impl Sink for EnvelopeSink {
         let number = parse_number(raw).ok_or(Stop::Sink("inbound JSON number out of range"))?;
         if self.at_member() {
             self.assign(Value::Number(number));
+        } else if self.depth == 2 && self.in_tool_result() {
+            self.assign_tool_member(Value::Number(number));
         }
         Ok(())
     }
@@ -690,6 +898,8 @@ impl Sink for EnvelopeSink {
             self.assign(value);
         } else if let Some(builder) = &mut self.builder {
             builder.literal(value);
+        } else if self.depth == 2 && self.in_tool_result() {
+            self.assign_tool_member(value);
         }
     }
 }
@@ -715,23 +925,34 @@ enum State {
     Done,
 }
 
-/// A stack of container kinds, one bit per open container (1 = object).
+/// A stack of container kinds, one bit per open container (1 = object): the
+/// first 128 levels (every frame within the depth bound) in place, deeper ones
+/// (only [`scan_frame`] goes there) in `spill`.
 #[derive(Default)]
 struct KindStack {
-    words: Vec<u64>,
+    inline: [u64; 2],
+    spill: Vec<u64>,
     len: usize,
 }
 
 impl KindStack {
-    fn push(&mut self, object: bool) {
-        let (word, bit) = (self.len / 64, self.len % 64);
-        if word == self.words.len() {
-            self.words.push(0);
+    fn word(&mut self, index: usize) -> &mut u64 {
+        if index < 2 {
+            return &mut self.inline[index];
         }
+        if index - 2 == self.spill.len() {
+            self.spill.push(0);
+        }
+        &mut self.spill[index - 2]
+    }
+
+    fn push(&mut self, object: bool) {
+        let (index, bit) = (self.len / 64, self.len % 64);
+        let word = self.word(index);
         if object {
-            self.words[word] |= 1 << bit;
+            *word |= 1 << bit;
         } else {
-            self.words[word] &= !(1 << bit);
+            *word &= !(1 << bit);
         }
         self.len += 1;
     }
@@ -742,7 +963,11 @@ impl KindStack {
 
     fn top_is_object(&self) -> Option<bool> {
         let top = self.len.checked_sub(1)?;
-        Some((self.words[top / 64] >> (top % 64)) & 1 == 1)
+        let word = match top / 64 {
+            index @ 0..2 => self.inline[index],
+            index => self.spill[index - 2],
+        };
+        Some((word >> (top % 64)) & 1 == 1)
     }
 }
 

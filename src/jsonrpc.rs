@@ -17,7 +17,9 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::json_bounds::{Envelope, EnvelopeMembers, parse_envelope, parse_value, scan_frame};
+use crate::json_bounds::{
+    Envelope, EnvelopeMembers, ToolCallMembers, parse_envelope, parse_value, scan_frame,
+};
 use crate::limits::MAX_JSON_DEPTH;
 
 /// A JSON-RPC id as the server sent it: a string or an integer, echoed exactly.
@@ -75,6 +77,25 @@ impl std::fmt::Debug for RpcError {
     }
 }
 
+/// The `result` of a reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResultBody {
+    /// The whole value.
+    Value(Value),
+    /// Only the members a `tools/call` result reads (see [`classify_with`]).
+    ToolCall(ToolCallMembers),
+}
+
+impl ResultBody {
+    /// The result as a value (a `ToolCall` body: an object of its members).
+    pub fn into_value(self) -> Value {
+        match self {
+            ResultBody::Value(value) => value,
+            ResultBody::ToolCall(members) => Value::Object(members.into_object()),
+        }
+    }
+}
+
 /// One classified inbound frame. `Debug` never prints a result or an error body.
 #[derive(PartialEq)]
 pub enum Inbound {
@@ -97,7 +118,7 @@ pub enum Inbound {
         /// The id it answers.
         id: Id,
         /// `Ok(result)` or `Err(error)`.
-        outcome: std::result::Result<Value, RpcError>,
+        outcome: std::result::Result<ResultBody, RpcError>,
     },
     /// A valid error reply with `id: null`: goes to diagnostics only.
     NullIdError(RpcError),
@@ -135,10 +156,18 @@ fn malformed(what: &str) -> Error {
 /// Returns `Err` (`protocol_error`) only for protocol traffic that breaks the rules;
 /// noise is `Ok(Inbound::Noise)`.
 pub fn classify(frame: &[u8]) -> Result<Inbound> {
+    classify_with(frame, &mut |_| false)
+}
+
+/// [`classify`], reading the `result` of a reply as a `tools/call` result
+/// ([`ResultBody::ToolCall`]: its members only, without the object around them)
+/// when `tool_call(id)` says so, for a result object that follows its `id`.
+/// Otherwise (and on the two-pass path) the result is a [`ResultBody::Value`].
+pub fn classify_with(frame: &[u8], tool_call: &mut dyn FnMut(&Value) -> bool) -> Result<Inbound> {
     // One pass that checks the frame and builds only the members read below; a
     // frame it cannot decide alone (too deep, a number out of range) takes the
     // two-pass path, whose answer is the reference.
-    match parse_envelope(frame) {
+    match parse_envelope(frame, tool_call) {
         Envelope::Noise => Ok(Inbound::Noise),
         Envelope::Members(members) => classify_members(members),
         Envelope::Undecided => classify_two_pass(frame),
@@ -178,7 +207,8 @@ fn classify_members(members: EnvelopeMembers) -> Result<Inbound> {
         if members.params_is_container == Some(false) {
             return Err(malformed("params must be an object or an array"));
         }
-        if members.result.is_some() || members.error.is_some() {
+        if members.result.is_some() || members.tool_call_result.is_some() || members.error.is_some()
+        {
             return Err(malformed("a request carries result or error"));
         }
         return match members.id {
@@ -192,7 +222,12 @@ fn classify_members(members: EnvelopeMembers) -> Result<Inbound> {
     let Some(id) = members.id else {
         return Err(malformed("reply without an id"));
     };
-    reply(id, members.result, members.error)
+    let result = match (members.result, members.tool_call_result) {
+        (Some(value), _) => Some(ResultBody::Value(value)),
+        (None, Some(members)) => Some(ResultBody::ToolCall(members)),
+        (None, None) => None,
+    };
+    reply(id, result, members.error)
 }
 
 fn classify_object(mut object: Map<String, Value>) -> Result<Inbound> {
@@ -222,12 +257,12 @@ fn classify_object(mut object: Map<String, Value>) -> Result<Inbound> {
     let Some(id) = object.remove("id") else {
         return Err(malformed("reply without an id"));
     };
-    let result = object.remove("result");
+    let result = object.remove("result").map(ResultBody::Value);
     let error = object.remove("error");
     reply(id, result, error)
 }
 
-fn reply(id: Value, result: Option<Value>, error: Option<Value>) -> Result<Inbound> {
+fn reply(id: Value, result: Option<ResultBody>, error: Option<Value>) -> Result<Inbound> {
     let outcome = match (result, error) {
         (Some(result), None) => Ok(result),
         (None, Some(error)) => Err(parse_error_object(error)?),
@@ -375,7 +410,84 @@ mod tests {
 
     /// The one-pass classification and the two-pass reference give the same
     /// answer (kind and message of an error, or the same classified value).
+    /// Reading every result as a `tools/call` result changes only its form: the
+    /// members equal those of the object the plain reading built.
+    fn tool_call_reading_agrees(frame: &str) {
+        let plain = classify(frame.as_bytes());
+        let read = classify_with(frame.as_bytes(), &mut |_| true);
+        match (plain, read) {
+            (
+                Ok(Inbound::Response {
+                    id,
+                    outcome: Ok(ResultBody::Value(Value::Object(object))),
+                }),
+                Ok(Inbound::Response {
+                    id: read_id,
+                    outcome: Ok(ResultBody::ToolCall(members)),
+                }),
+            ) => {
+                assert_eq!(id, read_id, "{frame}");
+                assert_eq!(members, ToolCallMembers::from_object(object), "{frame}");
+            }
+            (Ok(plain), Ok(read)) => assert_eq!(plain, read, "{frame}"),
+            (Err(plain), Err(read)) => assert_eq!(
+                (plain.kind(), plain.message().to_string()),
+                (read.kind(), read.message().to_string()),
+                "{frame}"
+            ),
+            (plain, read) => panic!("{frame}: {plain:?} vs {read:?}"),
+        }
+    }
+
+    #[test]
+    fn tools_call_results_are_read_member_by_member() {
+        let read = |frame: &str| match classify_with(frame.as_bytes(), &mut |id| id == 7) {
+            Ok(Inbound::Response {
+                outcome: Ok(body), ..
+            }) => body,
+            other => panic!("{frame}: {other:?}"),
+        };
+        let text = serde_json::json!([{"type": "text", "text": "hi"}]);
+        // The usual order: the members only, without the object.
+        assert_eq!(
+            read(
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}],"isError":false,"_meta":{"x":[1]}}}"#
+            ),
+            ResultBody::ToolCall(ToolCallMembers {
+                content: Some(text.clone()),
+                is_error: Some(Value::Bool(false)),
+                structured_content: None,
+            })
+        );
+        // Escaped keys, a member given twice (the last wins), scalars of the wrong kind.
+        assert_eq!(
+            read(
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":1,"content":[{"type":"text","text":"hi"}],"isError":"no","structuredContent":{"a":{"b":null}}}}"#
+            ),
+            ResultBody::ToolCall(ToolCallMembers {
+                content: Some(text.clone()),
+                is_error: Some(Value::String("no".into())),
+                structured_content: Some(serde_json::json!({"a": {"b": null}})),
+            })
+        );
+        // Another id, a result before its id, a later id, a non-object: whole values.
+        for frame in [
+            r#"{"jsonrpc":"2.0","id":8,"result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","result":{"content":[]},"id":7}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]},"id":8}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":[1]}"#,
+        ] {
+            assert!(matches!(read(frame), ResultBody::Value(_)), "{frame}");
+        }
+        // A later result that is not an object replaces one read member by member.
+        assert_eq!(
+            read(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]},"result":5}"#),
+            ResultBody::Value(Value::from(5))
+        );
+    }
+
     fn same_as_two_pass(frame: &str) {
+        tool_call_reading_agrees(frame);
         let one = classify(frame.as_bytes()).map_err(|e| (e.kind(), e.message().to_string()));
         let two =
             classify_two_pass(frame.as_bytes()).map_err(|e| (e.kind(), e.message().to_string()));

@@ -14,18 +14,24 @@
 //! - `parse_value` agrees with serde_json whenever serde_json accepts the frame
 //!   (floats up to one ULP; serde_json's magic `RawValue` key aside);
 //! - an error is always `protocol_error` and its message never quotes the frame;
-//! - a request id is echoed exactly by `ping_reply` / `method_not_found_reply`.
+//! - a request id is echoed exactly by `ping_reply` / `method_not_found_reply`;
+//! - `classify_with` reading every result as a `tools/call` result classifies
+//!   exactly as `classify` does, its `ToolCall` members equal to those of the
+//!   result object `classify` built.
 
 use serde_json::{Map, Value};
 use smthrs_mcp::ErrorKind;
-use smthrs_mcp::json_bounds::{parse_value, scan_frame, value_depth};
-use smthrs_mcp::jsonrpc::{Id, Inbound, classify, method_not_found_reply, ping_reply};
+use smthrs_mcp::json_bounds::{ToolCallMembers, parse_value, scan_frame, value_depth};
+use smthrs_mcp::jsonrpc::{
+    Id, Inbound, ResultBody, classify, classify_with, method_not_found_reply, ping_reply,
+};
 use smthrs_mcp::limits::MAX_JSON_DEPTH;
 
 /// Runs the properties on one input.
 pub fn check(data: &[u8]) {
     let scan = scan_frame(data);
     let result = classify(data);
+    tool_call_reading_agrees(data, &result);
 
     if let Err(error) = &result {
         assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
@@ -118,7 +124,7 @@ fn reference(mut object: Map<String, Value>) -> Option<Inbound> {
     }
     let id = object.remove("id")?;
     let outcome = match (object.remove("result"), object.remove("error")) {
-        (Some(result), None) => Ok(result),
+        (Some(result), None) => Ok(ResultBody::Value(result)),
         (None, Some(Value::Object(mut error))) => {
             let code = error.get("code")?.as_i64()?;
             let Value::String(message) = error.remove("message")? else {
@@ -142,6 +148,35 @@ fn reference(mut object: Map<String, Value>) -> Option<Inbound> {
         id: id_of(id)?,
         outcome,
     })
+}
+
+/// Reading results as `tools/call` results changes nothing but the result's form.
+fn tool_call_reading_agrees(data: &[u8], plain: &smthrs_mcp::Result<Inbound>) {
+    let read = classify_with(data, &mut |_| true);
+    match (plain, &read) {
+        (
+            Ok(Inbound::Response {
+                id,
+                outcome: Ok(ResultBody::Value(value)),
+            }),
+            Ok(Inbound::Response {
+                id: read_id,
+                outcome: Ok(ResultBody::ToolCall(members)),
+            }),
+        ) => {
+            assert_eq!(id, read_id);
+            let Value::Object(object) = value else {
+                panic!("only an object result is read as a tools/call result");
+            };
+            assert_eq!(members, &ToolCallMembers::from_object(object.clone()));
+        }
+        (Ok(plain), Ok(read)) => assert_eq!(plain, read),
+        (Err(plain), Err(read)) => {
+            assert_eq!(plain.kind(), read.kind());
+            assert_eq!(plain.message(), read.message());
+        }
+        _ => panic!("classify_with disagrees: {plain:?} vs {read:?}"),
+    }
 }
 
 /// A server-request id must come back exactly in our replies.

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::diagnostics::{DiagnosticEvent, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
 use crate::json_bounds::LimitedWriter;
-use crate::jsonrpc::{self, Inbound, RpcError};
+use crate::jsonrpc::{self, Inbound, ResultBody, RpcError};
 use crate::limits::Limits;
 use crate::transport::{
     FrameSink, FrameSource, InboundEvent, OutboundFrame, RequestHandle, TrySend,
@@ -54,10 +54,12 @@ pub(crate) enum Queued {
 /// reply channel, a state cell, a cancellation token and a failure callback.
 pub(crate) struct RequestCtl {
     id: u64,
+    /// The reply's result is read as a `tools/call` result.
+    tool_call: bool,
     /// `QUEUED`, `WRITTEN`, `ABANDONED` or `SETTLED`.
     state: AtomicU8,
     /// The outcome, stored once by whoever settles the request.
-    outcome: Mutex<Option<Result<Value>>>,
+    outcome: Mutex<Option<Result<ResultBody>>>,
     /// The caller waiting for `outcome`.
     waker: AtomicWaker,
     /// Set before anyone waits in [`RequestCtl::done`], so that settling wakes
@@ -104,7 +106,7 @@ impl RequestCtl {
 
     /// Stores the outcome and wakes the caller. Called once, by whoever removed the
     /// request from the pending map.
-    fn complete(&self, outcome: Result<Value>) {
+    fn complete(&self, outcome: Result<ResultBody>) {
         *lock(&self.outcome) = Some(outcome);
         self.state.store(SETTLED, Ordering::SeqCst);
         self.wake_done_waiters();
@@ -116,7 +118,7 @@ impl RequestCtl {
 struct Reply<'a>(&'a RequestCtl);
 
 impl Future for Reply<'_> {
-    type Output = Result<Value>;
+    type Output = Result<ResultBody>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let control = self.0;
@@ -465,6 +467,22 @@ impl Shared {
         deadline: Instant,
         cancellable: bool,
     ) -> Result<Value> {
+        self.request_body(method, params, deadline, cancellable, false)
+            .await
+            .map(ResultBody::into_value)
+    }
+
+    /// [`Shared::request`], the result as the reader built it: `tool_call` asks
+    /// it to read the result as a `tools/call` result when it can
+    /// ([`jsonrpc::classify_with`]).
+    pub(crate) async fn request_body<P: Serialize>(
+        self: &Arc<Self>,
+        method: &str,
+        params: P,
+        deadline: Instant,
+        cancellable: bool,
+        tool_call: bool,
+    ) -> Result<ResultBody> {
         if let Some(error) = self.terminal() {
             return Err(error.clone());
         }
@@ -478,6 +496,7 @@ impl Shared {
         drop(params);
         let control = Arc::new(RequestCtl {
             id,
+            tool_call,
             state: AtomicU8::new(QUEUED),
             outcome: Mutex::new(None),
             waker: AtomicWaker::new(),
@@ -526,7 +545,7 @@ impl Shared {
     }
 
     /// Completes a pending request; a reply for an unknown id is dropped.
-    fn settle(&self, id: u64, outcome: Result<Value>) {
+    fn settle(&self, id: u64, outcome: Result<ResultBody>) {
         let Some(pending) = lock(&self.pending).remove(&id) else {
             return;
         };
@@ -563,7 +582,13 @@ impl Shared {
     /// Handles one inbound frame. Returns the terminal error when the frame ends the
     /// session.
     pub(crate) async fn on_frame(&self, frame: &[u8]) -> Result<()> {
-        match jsonrpc::classify(frame)? {
+        // A reply to a `tools/call` is read straight into the members a tool
+        // result reads.
+        let mut tool_call = |id: &Value| {
+            id.as_u64()
+                .is_some_and(|id| lock(&self.pending).get(&id).is_some_and(|c| c.tool_call))
+        };
+        match jsonrpc::classify_with(frame, &mut tool_call)? {
             Inbound::Noise | Inbound::Notification { .. } => Ok(()),
             Inbound::Response { id, outcome } => {
                 let Some(id) = id.as_u64() else {

@@ -30,7 +30,8 @@ use tokio::time::Instant;
 use crate::catalog::{Catalog, CatalogBuilder};
 use crate::diagnostics::{DiagnosticObserver, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
-use crate::json_bounds::value_depth;
+use crate::json_bounds::{ToolCallMembers, value_depth};
+use crate::jsonrpc::ResultBody;
 use crate::limits::{Limits, MAX_JSON_DEPTH};
 use crate::transport::{Transport, TransportContext};
 use engine::{SCOPE_CLOSED, Shared};
@@ -72,20 +73,22 @@ pub struct ToolResult {
 
 impl ToolResult {
     fn from_value(value: Value) -> Result<ToolResult> {
-        let bad = |what: &str| Error::invalid_response(format!("tools/call result {what}"));
         let Value::Object(object) = value else {
-            return Err(bad("is not an object"));
+            return Err(Error::invalid_response(
+                "tools/call result is not an object",
+            ));
         };
-        // One pass over the members (rather than a lookup and removal per field).
-        let (mut content, mut is_error, mut structured_content) = (None, None, None);
-        for (key, member) in object {
-            match key.as_str() {
-                "content" => content = Some(member),
-                "isError" => is_error = Some(member),
-                "structuredContent" => structured_content = Some(member),
-                _ => {}
-            }
-        }
+        ToolResult::from_members(ToolCallMembers::from_object(object))
+    }
+
+    /// From the members of a result object (the reader may have built just these).
+    fn from_members(members: ToolCallMembers) -> Result<ToolResult> {
+        let bad = |what: &str| Error::invalid_response(format!("tools/call result {what}"));
+        let ToolCallMembers {
+            content,
+            is_error,
+            structured_content,
+        } = members;
         let content = match content {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items,
@@ -470,7 +473,7 @@ impl Client {
         // Serialized as `{"arguments":..,"name":..}` without building a `Value`.
         let params = CallParams { arguments, name };
         let result = shared
-            .request("tools/call", params, deadline, true)
+            .request_body("tools/call", params, deadline, true, true)
             .await
             .map_err(|error| {
                 // The terminal error is final and reaches every caller unchanged;
@@ -484,7 +487,10 @@ impl Client {
                     error
                 }
             })?;
-        ToolResult::from_value(result)
+        match result {
+            ResultBody::ToolCall(members) => ToolResult::from_members(members),
+            ResultBody::Value(value) => ToolResult::from_value(value),
+        }
     }
 
     /// Closes the session: records "connection scope closed" as the terminal reason
