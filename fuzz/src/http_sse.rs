@@ -324,15 +324,9 @@ fn respond(canned: Option<Canned>) -> HttpResponse {
 }
 
 /// Splits a body into its complete lines the way the event-stream grammar does
-/// (CRLF, LF or CR line ends).
-///
-/// KNOWN FINDING (fuzz/artifacts-found/http_sse/cr-at-eof): eventsource-stream
-/// waits after a CR for a possible LF and drops the wait at end of stream, so a
-/// line ended by the body's very last byte, a lone CR, is never completed (the
-/// spec completes it, and `BoundedSse` commits its event id). The reference
-/// models that, so that the property checks everything else.
+/// (CRLF, LF or CR line ends; a lone CR as the body's last byte ends a line, as
+/// `fuzz/artifacts-found/http_sse/cr-at-eof` checks).
 fn lines(body: &[u8]) -> Vec<&[u8]> {
-    let body = body.strip_suffix(b"\r").unwrap_or(body);
     let mut out = Vec::new();
     let mut start = 0;
     let mut i = 0;

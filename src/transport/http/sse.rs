@@ -1,19 +1,30 @@
-//! A byte stream adapter that bounds each server-sent event before it reaches the
-//! `eventsource-stream` parser.
+//! A byte stream adapter that bounds each server-sent event and hands the
+//! `eventsource-stream` parser one complete line at a time.
 //!
 //! [`BoundedSse`] sits between the response body and the parser. It
 //!
 //! - counts the bytes since the last event boundary (a blank line, with `\n`, `\r`
 //!   or `\r\n` line ends) and fails with [`SseByteError::TooLarge`] as soon as one
 //!   event exceeds its limit, so an endless event fails at the limit instead of
-//!   growing the parser's buffers;
+//!   growing any buffer;
 //! - validates UTF-8 incrementally and fails with [`SseByteError::Malformed`] on an
-//!   invalid sequence (the parser would otherwise keep buffering behind it);
+//!   invalid sequence;
 //! - records, in a shared [`SseCursor`], the last event id (committed at each event
 //!   boundary, as the HTML spec does, including for events without data) and the
 //!   server's `retry:` reconnection time. The parser drops both for data-less events
 //!   such as the "priming" event a server sends before closing a stream on purpose,
-//!   which is exactly the case resumption needs.
+//!   which is exactly the case resumption needs;
+//! - forwards only complete lines, one per item, each ended by a single `\n`
+//!   whatever its line end was, and holds an incomplete line itself (within the
+//!   event bound). `eventsource-stream` 0.2.3 re-parses its buffered text from the
+//!   start on every item while a line is incomplete, and copies the rest of its
+//!   buffer once per line it consumes: quadratic in the bytes it holds. Given one
+//!   complete line per item its buffer is empty after each, so every byte is
+//!   scanned a bounded number of times, whatever the chunking. Ending a line at a
+//!   `\r` at once (and dropping a `\n` that follows it, even in the next chunk)
+//!   also completes a final blank line that is a lone `\r` at the end of the
+//!   body, which the parser would wait on forever (it waits after a `\r` for a
+//!   possible `\n`) while its event id is already committed here.
 //!
 //! The limit given to [`BoundedSse::new`] is the raw event size: the transport
 //! passes `maxFrameBytes` plus [`SSE_FRAMING_ALLOWANCE`] for field names, `id:` and
@@ -25,7 +36,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use futures_util::Stream;
 
 use crate::layer::BoxError;
@@ -106,6 +117,16 @@ pub(crate) struct BoundedSse<S> {
     /// BOM at byte 1 and panics (found by the `http_sse` fuzz target), so it must
     /// never see one, whatever the chunking.
     head: Option<Vec<u8>>,
+    /// The rest of the current chunk: already scanned, not yet forwarded.
+    pending: Bytes,
+    /// The start of a line whose end has not arrived (within the event bound).
+    partial: Vec<u8>,
+    /// The last forwarded line ended with `\r`: a `\n` right after it is part of
+    /// that line end, even at the start of the next chunk.
+    skip_lf: bool,
+    /// Bytes examined so far, by both passes (see `linear_work_whatever_the_chunking`).
+    #[cfg(test)]
+    examined: usize,
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -129,6 +150,11 @@ impl<S> BoundedSse<S> {
             cursor,
             failed: false,
             head: Some(Vec::new()),
+            pending: Bytes::new(),
+            partial: Vec::new(),
+            skip_lf: false,
+            #[cfg(test)]
+            examined: 0,
         }
     }
 
@@ -150,7 +176,10 @@ impl<S> BoundedSse<S> {
         Some(Bytes::from(out))
     }
 
+    /// Judges a whole chunk (UTF-8, the event bound, ids and `retry`) before any of
+    /// it is forwarded, so a chunk that fails delivers none of its events.
     fn scan(&mut self, chunk: &[u8]) -> Result<(), SseByteError> {
+        self.count(chunk.len());
         self.check_utf8(chunk)?;
         for &b in chunk {
             self.event_bytes += 1;
@@ -221,6 +250,57 @@ impl<S> BoundedSse<S> {
         self.line_len = 0;
     }
 
+    /// The next complete line of the scanned bytes, ended by one `\n`; `None`:
+    /// the rest (if any) is kept in `partial` until its line end arrives.
+    fn next_line(&mut self) -> Option<Bytes> {
+        if self.skip_lf && !self.pending.is_empty() {
+            self.skip_lf = false;
+            if self.pending[0] == b'\n' {
+                self.count(1);
+                self.pending.advance(1);
+            }
+        }
+        if self.pending.is_empty() {
+            return None;
+        }
+        let Some(end) = memchr::memchr2(b'\n', b'\r', &self.pending) else {
+            self.count(self.pending.len());
+            self.partial.extend_from_slice(&self.pending);
+            self.pending.clear();
+            return None;
+        };
+        self.count(end + 1);
+        let cr = self.pending[end] == b'\r';
+        if self.partial.is_empty() {
+            // The whole line is in this chunk: forward it without a copy when its
+            // line end is already complete.
+            if !cr {
+                return Some(self.pending.split_to(end + 1));
+            }
+            if self.pending.get(end + 1) == Some(&b'\n') {
+                self.count(1);
+                return Some(self.pending.split_to(end + 2));
+            }
+        }
+        let mut line = std::mem::take(&mut self.partial);
+        line.reserve_exact(end + 1);
+        line.extend_from_slice(&self.pending[..end]);
+        line.push(b'\n');
+        self.pending.advance(end + 1);
+        self.skip_lf = cr;
+        Some(Bytes::from(line))
+    }
+
+    /// Records bytes examined (the tests bound the total by the input's size).
+    fn count(&mut self, bytes: usize) {
+        #[cfg(test)]
+        {
+            self.examined += bytes;
+        }
+        #[cfg(not(test))]
+        let _ = bytes;
+    }
+
     fn check_utf8(&mut self, mut chunk: &[u8]) -> Result<(), SseByteError> {
         if !self.utf8_carry.is_empty() {
             let need = match self.utf8_carry[0] {
@@ -266,9 +346,13 @@ where
             return Poll::Ready(None);
         }
         loop {
+            if let Some(line) = self.next_line() {
+                return Poll::Ready(Some(Ok(line)));
+            }
             let chunk = match Pin::new(&mut self.inner).poll_next(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => {
+                    // An incomplete line left in `partial` is not a line: dropped.
                     // A stream that ended inside a would-be BOM: pass those bytes on.
                     match self.head.take().filter(|head| !head.is_empty()) {
                         Some(head) => Bytes::from(head),
@@ -299,13 +383,11 @@ where
             if chunk.is_empty() {
                 continue;
             }
-            return match self.scan(&chunk) {
-                Ok(()) => Poll::Ready(Some(Ok(chunk))),
-                Err(e) => {
-                    self.failed = true;
-                    Poll::Ready(Some(Err(e)))
-                }
-            };
+            if let Err(e) = self.scan(&chunk) {
+                self.failed = true;
+                return Poll::Ready(Some(Err(e)));
+            }
+            self.pending = chunk;
         }
     }
 }
@@ -436,5 +518,124 @@ mod tests {
         assert_eq!(out, vec![Err("invalid UTF-8".into())]);
         let (out, _) = run(vec![b"data: \xE2\x82", b"A\n\n"], 64).await;
         assert_eq!(out, vec![Err("invalid UTF-8".into())]);
+    }
+
+    /// Every chunking of `body`: whole, one byte per chunk, and cut in two at each
+    /// position.
+    fn chunkings(body: &'static [u8]) -> Vec<Vec<&'static [u8]>> {
+        let mut all = vec![vec![body], body.chunks(1).collect()];
+        for at in 1..body.len() {
+            all.push(vec![&body[..at], &body[at..]]);
+        }
+        all
+    }
+
+    /// Drives `BoundedSse` alone; returns what it forwards and the bytes it examined.
+    async fn forward(chunks: Vec<Bytes>, limit: usize) -> (Vec<Bytes>, usize) {
+        let input = stream::iter(chunks.into_iter().map(Ok::<_, BoxError>));
+        let mut sse = BoundedSse::new(input, limit, SharedCursor::default());
+        let mut items = Vec::new();
+        while let Some(item) = sse.next().await {
+            items.push(item.expect("within the bound"));
+        }
+        (items, sse.examined)
+    }
+
+    #[tokio::test]
+    async fn linear_work_whatever_the_chunking() {
+        // The parser behind us re-parses its buffer from the start on every item
+        // while a line is incomplete, and copies the rest of its buffer once per
+        // line: quadratic in what it holds. It never holds more than one line if
+        // every item is exactly one complete line, so its work is linear in the
+        // bytes forwarded; ours is bounded by the bytes examined. Both are counted
+        // here, for bodies that were quadratic (DOS.md), in one chunk and one byte
+        // per chunk.
+        const N: usize = 64 * 1024;
+        let mut long_line = b"data: ".to_vec();
+        long_line.resize(N, b'x');
+        long_line.extend_from_slice(b"\r\n\r\n");
+        let bodies = [
+            vec![b'\n'; N],
+            vec![b'\r'; N],
+            b"\r\n".repeat(N / 2),
+            b":\n".repeat(N / 2),
+            b"data: x\r\n\r".repeat(N / 10),
+            long_line,
+        ];
+        for body in bodies {
+            let n = body.len();
+            let one = vec![Bytes::from(body.clone())];
+            let bytewise = body.iter().map(|&b| Bytes::from(vec![b])).collect();
+            for chunks in [one, bytewise] {
+                let (items, examined) = forward(chunks, 2 * N).await;
+                // Both passes see each byte once (plus the leading blank line).
+                assert!(examined <= 2 * (n + 1), "{examined} bytes examined for {n}");
+                let mut forwarded = 0;
+                for item in &items {
+                    let line = item.strip_suffix(b"\n").expect("a complete line");
+                    let line = line.strip_suffix(b"\r").unwrap_or(line);
+                    assert!(!line.contains(&b'\n') && !line.contains(&b'\r'));
+                    forwarded += item.len();
+                }
+                // At most one added `\n` per line (for a `\r` line end).
+                assert!(
+                    forwarded <= 2 * (n + 1),
+                    "{forwarded} bytes forwarded for {n}"
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lone_cr_at_the_end_of_the_body_ends_the_last_event() {
+        // fuzz/artifacts-found/http_sse/cr-at-eof: the final blank line is a lone CR.
+        for chunks in chunkings(b"id: 1\rdata: a\r\rid: 2\rdata: b\r\r") {
+            let (out, cursor) = run(chunks.clone(), 64).await;
+            assert_eq!(out, vec![Ok("a".into()), Ok("b".into())], "{chunks:?}");
+            assert_eq!(cursor.last_event_id.as_deref(), Some("2"));
+        }
+        // One CR at the end is a line end, not a blank line: no event, no new id.
+        for chunks in chunkings(b"id: 1\rdata: a\r\rid: 2\rdata: b\r") {
+            let (out, cursor) = run(chunks, 64).await;
+            assert_eq!(out, vec![Ok("a".into())]);
+            assert_eq!(cursor.last_event_id.as_deref(), Some("1"));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_crlf_split_across_chunks_is_one_line_end() {
+        // Were the LF a second line end, `a` would be dispatched alone.
+        let (out, _) = run(vec![b"data: a\r", b"\n", b"data: b\r\n\r\n"], 64).await;
+        assert_eq!(out, vec![Ok("a\nb".into())]);
+        let (out, _) = run(vec![b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n"], 64).await;
+        assert_eq!(out, vec![Ok("a\nb".into())]);
+        // A CR, then a CR LF: two line ends, the second a blank line.
+        let (out, _) = run(vec![b"data: a\r", b"\r", b"\ndata: b\n\n"], 64).await;
+        assert_eq!(out, vec![Ok("a".into()), Ok("b".into())]);
+    }
+
+    #[tokio::test]
+    async fn a_lone_cr_at_a_chunk_end_is_a_line_end() {
+        let (out, _) = run(vec![b"data: a\r", b"data: b\r\r"], 64).await;
+        assert_eq!(out, vec![Ok("a\nb".into())]);
+        let (out, _) = run(vec![b"data: a\r\r", b"data: b\r\r"], 64).await;
+        assert_eq!(out, vec![Ok("a".into()), Ok("b".into())]);
+    }
+
+    #[tokio::test]
+    async fn every_chunking_gives_the_same_events() {
+        let body: &[u8] = b": hi\r\nid: 7\rretry: 9\n\ndata:a\r\ndata:  b\n\r\
+                            event: e\rdata\r\r\ndata: c\r\n\rdata: partial";
+        let (want, cursor) = run(vec![body], 256).await;
+        assert_eq!(
+            want,
+            vec![Ok("a\n b".into()), Ok("c".into())],
+            "the `data` line without a colon makes an empty event, skipped"
+        );
+        assert_eq!(cursor.last_event_id.as_deref(), Some("7"));
+        assert_eq!(cursor.retry, Some(Duration::from_millis(9)));
+        for chunks in chunkings(body) {
+            assert_eq!(run(chunks.clone(), 256).await.0, want, "{chunks:?}");
+        }
     }
 }
