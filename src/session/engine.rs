@@ -162,16 +162,6 @@ impl std::hash::Hasher for IdHasher {
 
 type PendingMap = HashMap<u64, Arc<RequestCtl>, std::hash::BuildHasherDefault<IdHasher>>;
 
-/// A request envelope, serialized without building a `Value`; the keys are in the
-/// order a `serde_json::Map` writes them, so the bytes are the same.
-#[derive(Serialize)]
-struct RequestFrame<'a, P: Serialize + ?Sized> {
-    id: u64,
-    jsonrpc: &'static str,
-    method: &'a str,
-    params: &'a P,
-}
-
 /// A notification envelope (keys in `serde_json::Map` order).
 #[derive(Serialize)]
 pub(crate) struct NotificationFrame<'a, P: Serialize> {
@@ -307,6 +297,40 @@ impl Shared {
             )));
         }
         Ok(Bytes::from(bytes))
+    }
+
+    /// Serializes a request envelope under `maxOutboundFrameBytes`:
+    /// `{"id":..,"jsonrpc":"2.0","method":..,"params":..}`, the keys in the order
+    /// a `serde_json::Map` writes them (so the bytes are the same), the fixed parts
+    /// written as they are rather than through the serializer.
+    pub(crate) fn encode_request<P: Serialize + ?Sized>(
+        &self,
+        id: u64,
+        method: &str,
+        params: &P,
+    ) -> Result<Bytes> {
+        use std::io::Write as _;
+        let limit = Limits::usize_of(self.limits.max_outbound_frame_bytes);
+        let mut out = LimitedWriter::with_capacity(limit, 256);
+        let written = (|| -> std::io::Result<()> {
+            out.write_all(b"{\"id\":")?;
+            out.write_all(itoa::Buffer::new().format(id).as_bytes())?;
+            out.write_all(b",\"jsonrpc\":\"2.0\",\"method\":")?;
+            method
+                .serialize(&mut serde_json::Serializer::new(&mut out))
+                .map_err(std::io::Error::other)?;
+            out.write_all(b",\"params\":")?;
+            params
+                .serialize(&mut serde_json::Serializer::new(&mut out))
+                .map_err(std::io::Error::other)?;
+            out.write_all(b"}")
+        })();
+        if written.is_err() {
+            return Err(Error::protocol(format!(
+                "outbound frame exceeds maxOutboundFrameBytes ({limit} bytes)"
+            )));
+        }
+        Ok(Bytes::from(out.into_inner()))
     }
 
     /// Queues a frame that is not a request (notification or reply), waiting for
@@ -487,12 +511,7 @@ impl Shared {
             return Err(error.clone());
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let frame = self.encode(&RequestFrame {
-            id,
-            jsonrpc: "2.0",
-            method,
-            params: &params,
-        })?;
+        let frame = self.encode_request(id, method, &params)?;
         drop(params);
         let control = Arc::new(RequestCtl {
             id,
@@ -900,5 +919,47 @@ pub(crate) async fn run_reader(shared: Arc<Shared>, mut source: Box<dyn FrameSou
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared(max_outbound_frame_bytes: u64) -> Arc<Shared> {
+        let limits = Limits {
+            max_outbound_frame_bytes,
+            ..Limits::default()
+        };
+        Shared::new("s".into(), limits, Diagnostics::default()).0
+    }
+
+    #[test]
+    fn request_frames_are_what_serde_json_writes_for_the_envelope() {
+        let shared = shared(1 << 20);
+        let params = serde_json::json!({"name": "echo", "arguments": {"t": "a\"b\u{1}é", "n": [1.5, -2, null]}});
+        for (id, method) in [(0, "tools/call"), (u64::MAX, "we\"ird\n/méthod")] {
+            let frame = shared.encode_request(id, method, &params).expect("fits");
+            let reference = serde_json::to_vec(&serde_json::json!({
+                "jsonrpc": "2.0", "id": id, "method": method, "params": params,
+            }))
+            .expect("serializes");
+            assert_eq!(&frame[..], &reference[..]);
+        }
+    }
+
+    #[test]
+    fn request_frames_past_the_outbound_limit_are_refused() {
+        let params = serde_json::json!({"text": "x".repeat(100)});
+        let frame = shared(1 << 20)
+            .encode_request(1, "m", &params)
+            .expect("fits");
+        let exact = shared(frame.len() as u64);
+        assert_eq!(exact.encode_request(1, "m", &params).expect("fits"), frame);
+        let error = shared(frame.len() as u64 - 1)
+            .encode_request(1, "m", &params)
+            .expect_err("one byte over");
+        assert_eq!(error.kind(), ErrorKind::ProtocolError);
+        assert!(error.message().contains("maxOutboundFrameBytes"));
     }
 }
