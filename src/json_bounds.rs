@@ -206,6 +206,15 @@ fn rewrite_escape(out: &mut Option<Vec<u8>>, bytes: &[u8], at: usize) {
 ///
 /// Memory is one iterator per open container; the call stack is constant.
 pub fn value_depth(value: &Value) -> usize {
+    // A flat container (the usual tool arguments) needs no stack.
+    let flat = match value {
+        Value::Array(items) => items.iter().all(is_scalar),
+        Value::Object(members) => members.values().all(is_scalar),
+        _ => return 0,
+    };
+    if flat {
+        return 1;
+    }
     let mut stack: Vec<Children<'_>> = Vec::new();
     let mut max = 0;
     if let Some(children) = Children::of(value) {
@@ -226,6 +235,10 @@ pub fn value_depth(value: &Value) -> usize {
         }
     }
     max
+}
+
+fn is_scalar(value: &Value) -> bool {
+    !matches!(value, Value::Array(_) | Value::Object(_))
 }
 
 /// Whether the compact JSON encoding of `value` (exactly what
@@ -397,8 +410,9 @@ enum Stop {
 trait Sink {
     fn open(&mut self, object: bool) -> std::result::Result<(), Stop>;
     fn close(&mut self);
-    fn key(&mut self, raw: &[u8]);
-    fn string(&mut self, raw: &[u8]);
+    /// `escaped`: `raw` holds a backslash escape.
+    fn key(&mut self, raw: &[u8], escaped: bool);
+    fn string(&mut self, raw: &[u8], escaped: bool);
     fn number(&mut self, raw: &[u8]) -> std::result::Result<(), Stop>;
     fn literal(&mut self, value: Value);
 }
@@ -414,9 +428,9 @@ impl Sink for NoSink {
     #[inline]
     fn close(&mut self) {}
     #[inline]
-    fn key(&mut self, _raw: &[u8]) {}
+    fn key(&mut self, _raw: &[u8], _escaped: bool) {}
     #[inline]
-    fn string(&mut self, _raw: &[u8]) {}
+    fn string(&mut self, _raw: &[u8], _escaped: bool) {}
     #[inline]
     fn number(&mut self, _raw: &[u8]) -> std::result::Result<(), Stop> {
         Ok(())
@@ -474,14 +488,14 @@ impl Sink for Builder {
         self.attach(value);
     }
 
-    fn key(&mut self, raw: &[u8]) {
+    fn key(&mut self, raw: &[u8], escaped: bool) {
         if let Some(Frame::Object(_, key)) = self.stack.last_mut() {
-            *key = decode_string(raw);
+            *key = decode_string(raw, escaped);
         }
     }
 
-    fn string(&mut self, raw: &[u8]) {
-        self.attach(Value::String(decode_string(raw)));
+    fn string(&mut self, raw: &[u8], escaped: bool) {
+        self.attach(Value::String(decode_string(raw, escaped)));
     }
 
     fn number(&mut self, raw: &[u8]) -> std::result::Result<(), Stop> {
@@ -602,9 +616,9 @@ impl ToolMember {
     }
 
     /// From a validated raw key (escapes intact).
-    fn of_raw(raw: &[u8]) -> ToolMember {
-        if raw.contains(&b'\\') {
-            ToolMember::of_key(decode_string(raw).as_bytes())
+    fn of_raw(raw: &[u8], escaped: bool) -> ToolMember {
+        if escaped {
+            ToolMember::of_key(decode_string(raw, true).as_bytes())
         } else {
             ToolMember::of_key(raw)
         }
@@ -653,10 +667,10 @@ enum Member {
     Other,
 }
 
-fn member_of(raw: &[u8]) -> Member {
+fn member_of(raw: &[u8], escaped: bool) -> Member {
     let decoded;
-    let key = if raw.contains(&b'\\') {
-        decoded = decode_string(raw);
+    let key = if escaped {
+        decoded = decode_string(raw, true);
         decoded.as_bytes()
     } else {
         raw
@@ -840,34 +854,34 @@ impl Sink for EnvelopeSink<'_> {
         self.depth = self.depth.saturating_sub(1);
     }
 
-    fn key(&mut self, raw: &[u8]) {
+    fn key(&mut self, raw: &[u8], escaped: bool) {
         if self.at_member() {
-            self.member = member_of(raw);
+            self.member = member_of(raw, escaped);
         } else if self.depth == 2 && self.tool.is_some() {
             if let Some(tool) = &mut self.tool {
-                tool.member = ToolMember::of_raw(raw);
+                tool.member = ToolMember::of_raw(raw, escaped);
             }
         } else if let Some(builder) = &mut self.builder {
-            builder.key(raw);
+            builder.key(raw, escaped);
         }
     }
 
-    fn string(&mut self, raw: &[u8]) {
+    fn string(&mut self, raw: &[u8], escaped: bool) {
         if self.at_member() {
             match self.member {
                 Member::Other => {}
                 Member::Params => self.members.params_is_container = Some(false),
                 Member::Jsonrpc => {
-                    self.members.jsonrpc_is_2_0 = if raw.contains(&b'\\') {
-                        decode_string(raw) == "2.0"
+                    self.members.jsonrpc_is_2_0 = if escaped {
+                        decode_string(raw, true) == "2.0"
                     } else {
                         raw == b"2.0"
                     };
                 }
-                _ => self.assign(Value::String(decode_string(raw))),
+                _ => self.assign(Value::String(decode_string(raw, escaped))),
             }
         } else if let Some(builder) = &mut self.builder {
-            builder.string(raw);
+            builder.string(raw, escaped);
         } else if self.depth == 2
             && self.in_tool_result()
             && self
@@ -875,7 +889,7 @@ impl Sink for EnvelopeSink<'_> {
                 .as_ref()
                 .is_some_and(|tool| tool.member != ToolMember::Other)
         {
-            self.assign_tool_member(Value::String(decode_string(raw)));
+            self.assign_tool_member(Value::String(decode_string(raw, escaped)));
         }
     }
 
@@ -1023,12 +1037,12 @@ impl<'a, S: Sink> Core<'a, S> {
                     State::Value
                 }
                 (State::FirstKeyOrEnd | State::Key, b'"') => {
-                    let raw = self.string()?;
+                    let (raw, escaped) = self.string()?;
                     // Keys are only read inside objects, so depth 1 is the root object.
-                    if self.kinds.len == 1 && is_jsonrpc(raw) {
+                    if self.kinds.len == 1 && is_jsonrpc(raw, escaped) {
                         self.has_jsonrpc_key = true;
                     }
-                    self.sink.key(raw);
+                    self.sink.key(raw, escaped);
                     State::Colon
                 }
                 (State::Colon, b':') => {
@@ -1070,8 +1084,8 @@ impl<'a, S: Sink> Core<'a, S> {
                 });
             }
             b'"' => {
-                let raw = self.string()?;
-                self.sink.string(raw);
+                let (raw, escaped) = self.string()?;
+                self.sink.string(raw, escaped);
             }
             b'-' | b'0'..=b'9' => {
                 let raw = self.number()?;
@@ -1094,12 +1108,14 @@ impl<'a, S: Sink> Core<'a, S> {
         Ok(())
     }
 
-    /// A string starting at the opening quote; returns its raw contents.
-    fn string(&mut self) -> std::result::Result<&'a [u8], Stop> {
+    /// A string starting at the opening quote; returns its raw contents and
+    /// whether they hold an escape.
+    fn string(&mut self) -> std::result::Result<(&'a [u8], bool), Stop> {
         let bytes = self.bytes;
         let start = self.pos + 1;
         let mut i = start;
         let mut pending_high = false;
+        let mut escaped = false;
         loop {
             // Skip plain text in one step: the next quote or backslash, with no
             // control character before it. (Plain text after a high surrogate
@@ -1124,11 +1140,12 @@ impl<'a, S: Sink> Core<'a, S> {
                 i += plain;
             }
             let byte = bytes[i];
+            escaped |= byte == b'\\';
             match byte {
                 b'"' => {
                     self.has_lone_surrogate |= pending_high;
                     self.pos = i + 1;
-                    return Ok(&bytes[start..i]);
+                    return Ok((&bytes[start..i], escaped));
                 }
                 b'\\' => match bytes.get(i + 1).ok_or(Stop::Syntax)? {
                     b'u' => {
@@ -1262,9 +1279,9 @@ static STRING_STOP: [bool; 256] = {
 };
 
 /// Whether a validated raw key decodes to exactly `jsonrpc`, without allocating.
-fn is_jsonrpc(raw: &[u8]) -> bool {
+fn is_jsonrpc(raw: &[u8], escaped: bool) -> bool {
     const WANT: &[u8] = b"jsonrpc";
-    if !raw.contains(&b'\\') {
+    if !escaped {
         return raw == WANT;
     }
     let mut matched = 0;
@@ -1292,9 +1309,9 @@ fn is_jsonrpc(raw: &[u8]) -> bool {
 
 /// Decodes a validated raw string: escapes resolved, surrogate pairs combined, lone
 /// surrogates and invalid UTF-8 replaced by U+FFFD.
-fn decode_string(raw: &[u8]) -> String {
+fn decode_string(raw: &[u8], escaped: bool) -> String {
     // Most strings have no escape: one validation and one copy.
-    if memchr::memchr(b'\\', raw).is_none() {
+    if !escaped {
         return match std::str::from_utf8(raw) {
             Ok(text) => text.to_owned(),
             Err(_) => String::from_utf8_lossy(raw).into_owned(),
