@@ -6,6 +6,7 @@ mod http_server;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use http::Method;
 use http_server::{TestServer, json, status, with_header};
@@ -17,10 +18,24 @@ use smthrs_mcp::{Client, ErrorKind};
 /// first `tools/call` on session `s1` is answered `404` (the session "expired").
 /// With `change_catalog`, sessions after the first describe their tool differently.
 async fn expiring_server(change_catalog: bool) -> (TestServer, Arc<AtomicUsize>) {
+    expiring_server_with(change_catalog, Duration::ZERO, Duration::ZERO).await
+}
+
+/// [`expiring_server`], answering every `initialize` after the first only after
+/// `reinit_delay`, and each `tools/call` on `s1` but the first with its `404`
+/// after `expiry_delay`. A request without a session id (other than `initialize`) is
+/// answered `400`, as real servers do.
+async fn expiring_server_with(
+    change_catalog: bool,
+    reinit_delay: Duration,
+    expiry_delay: Duration,
+) -> (TestServer, Arc<AtomicUsize>) {
     let sessions = Arc::new(AtomicUsize::new(0));
     let counter = sessions.clone();
+    let expired = Arc::new(AtomicUsize::new(0));
     let server = TestServer::start(move |request| {
         let sessions = counter.clone();
+        let expired = expired.clone();
         async move {
             if request.method == Method::DELETE {
                 return status(200);
@@ -34,6 +49,9 @@ async fn expiring_server(change_catalog: bool) -> (TestServer, Arc<AtomicUsize>)
             match message["method"].as_str() {
                 Some("initialize") => {
                     let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
+                    if n > 1 {
+                        tokio::time::sleep(reinit_delay).await;
+                    }
                     let body = json!({"jsonrpc": "2.0", "id": id, "result": {
                         "protocolVersion": "2025-06-18",
                         "capabilities": {"tools": {}},
@@ -50,7 +68,13 @@ async fn expiring_server(change_catalog: bool) -> (TestServer, Arc<AtomicUsize>)
                     ]}});
                     json(&body.to_string())
                 }
-                Some("tools/call") if session.as_deref() == Some("s1") => status(404),
+                Some(_) if session.is_none() => status(400),
+                Some("tools/call") if session.as_deref() == Some("s1") => {
+                    if expired.fetch_add(1, Ordering::SeqCst) > 0 {
+                        tokio::time::sleep(expiry_delay).await;
+                    }
+                    status(404)
+                }
                 Some("tools/call") => {
                     let body = json!({"jsonrpc": "2.0", "id": id, "result": {
                         "content": [{"type": "text", "text": format!("served by {}", session.unwrap_or_default())}]
@@ -95,6 +119,90 @@ async fn expired_session_reinitialises_once_and_retries_with_the_same_catalog() 
     let deletes = server.requests_with(Method::DELETE);
     assert_eq!(deletes.len(), 1, "DELETE on close");
     assert_eq!(deletes[0].header("mcp-session-id"), Some("s2"));
+}
+
+/// Calls made while the re-initialise runs wait for the new session instead of
+/// going out without a session id (which the server refuses with `400`).
+#[tokio::test]
+async fn calls_made_during_a_re_initialise_wait_for_the_new_session() {
+    let (server, sessions) =
+        expiring_server_with(false, Duration::from_millis(300), Duration::ZERO).await;
+    let client = Client::builder("expiring")
+        .connect(
+            HttpTransport::builder("expiring", server.url())
+                .build()
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let first = tokio::spawn({
+        let client = client.clone();
+        async move { client.call_tool("echo", serde_json::Map::new()).await }
+    });
+    // The first call's 404 has started the re-initialise, whose `initialize` is
+    // answered only after 300 ms.
+    while sessions.load(Ordering::SeqCst) < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let during = client
+        .call_tool("echo", serde_json::Map::new())
+        .await
+        .expect("made during the re-initialise, answered after it");
+    assert_eq!(during.content[0]["text"], "served by s2");
+    let first = first.await.unwrap().expect("retried after re-initialise");
+    assert_eq!(first.content[0]["text"], "served by s2");
+    assert_eq!(sessions.load(Ordering::SeqCst), 2);
+    let without_session = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == Method::POST && r.header("mcp-session-id").is_none())
+        .filter(|r| !r.body.windows(12).any(|w| w == b"\"initialize\""))
+        .count();
+    assert_eq!(
+        without_session, 0,
+        "nothing but initialize goes out without a session"
+    );
+    client.close().await;
+}
+
+/// Several calls in flight when the session expires each get a 404; the first
+/// starts the re-initialise, the later ones, answered after it completed (stale:
+/// for a session already replaced), are sent again with the new session rather
+/// than failing or counting as a second expiry.
+#[tokio::test]
+async fn calls_in_flight_when_the_session_expires_are_all_sent_again() {
+    let (server, sessions) =
+        expiring_server_with(false, Duration::from_millis(20), Duration::from_millis(300)).await;
+    let client = Client::builder("expiring")
+        .connect(
+            HttpTransport::builder("expiring", server.url())
+                .build()
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let calls: Vec<_> = (0..5)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.call_tool("echo", serde_json::Map::new()).await })
+        })
+        .collect();
+    for call in calls {
+        let result = call
+            .await
+            .unwrap()
+            .expect("sent again with the new session");
+        assert_eq!(result.content[0]["text"], "served by s2");
+    }
+    assert_eq!(sessions.load(Ordering::SeqCst), 2, "one re-initialise");
+    let refused = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.header("mcp-session-id") == Some("s1"))
+        .filter(|r| r.body.windows(12).any(|w| w == b"\"tools/call\""))
+        .count();
+    assert_eq!(refused, 5, "all five went out on the old session first");
+    client.close().await;
 }
 
 #[tokio::test]

@@ -507,7 +507,7 @@ async fn a_404_to_a_request_with_a_session_id_expires_the_session() {
     let ping = Pending::new();
     sink.send(request(PING, &ping)).await.unwrap();
     match next(&mut source).await {
-        InboundEvent::SessionExpired { failed } => {
+        InboundEvent::SessionExpired { failed, .. } => {
             assert_eq!(&failed.bytes[..], PING.as_bytes());
             assert!(failed.request.is_some());
         }

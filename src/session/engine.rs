@@ -201,16 +201,29 @@ pub(crate) struct Shared {
     /// re-initialise compares a new catalog with it).
     pub(crate) catalog: OnceLock<Arc<crate::catalog::Catalog>>,
     reinit: Mutex<Reinit>,
+    /// True while a re-initialise runs (a cheap test before locking `reinit`).
+    reinit_running: AtomicBool,
 }
 
 /// The one-shot HTTP session re-initialise.
 enum Reinit {
     /// Not needed so far.
     Idle,
-    /// Running; frames refused meanwhile wait to be re-sent.
-    Running(Vec<OutboundFrame>),
+    /// Running; frames refused meanwhile, and requests made meanwhile, wait to be
+    /// sent (see [`Held`]).
+    Running(Vec<Held>),
     /// Done once: a later expiry ends the session.
     Done,
+}
+
+/// A frame waiting for the re-initialise: refused with the old session (its
+/// request, if any, was written once), or a new request held back before it was
+/// written (its state is still `QUEUED`: the writer may still skip it).
+type Held = (OutboundFrame, Option<Arc<RequestCtl>>);
+
+tokio::task_local! {
+    /// Set in the task that re-initialises: its own requests are not held back.
+    static REINITIALISING: ();
 }
 
 /// `queueCapacity` as a channel size: tokio refuses more than
@@ -246,6 +259,7 @@ impl Shared {
             sink: Mutex::new(None),
             catalog: OnceLock::new(),
             reinit: Mutex::new(Reinit::Idle),
+            reinit_running: AtomicBool::new(false),
         });
         (shared, rx)
     }
@@ -542,10 +556,15 @@ impl Shared {
             bytes: frame,
             request: Some(RequestHandle::engine(control.clone())),
         };
-        let outcome = match self
-            .submit(frame, Some(control.clone()), alone, deadline)
-            .await
-        {
+        let submitted = match self.hold_for_reinit(frame, &control) {
+            // Held back: sent with the new session once the re-initialise is done.
+            None => Ok(()),
+            Some(frame) => {
+                self.submit(frame, Some(control.clone()), alone, deadline)
+                    .await
+            }
+        };
+        let outcome = match submitted {
             Err(error) if error.kind() == ErrorKind::Timeout => Err(Error::timeout(format!(
                 "{method} to server \"{}\" timed out waiting for the outbound queue",
                 self.server
@@ -561,6 +580,26 @@ impl Shared {
         };
         drop(guard);
         outcome
+    }
+
+    /// While an HTTP re-initialise runs, a new request would go out without a
+    /// session id (and be refused): it waits for the new session instead. `Some`
+    /// gives the frame back to be sent now.
+    fn hold_for_reinit(
+        &self,
+        frame: OutboundFrame,
+        control: &Arc<RequestCtl>,
+    ) -> Option<OutboundFrame> {
+        if !self.reinit_running.load(Ordering::Acquire) || REINITIALISING.try_with(|_| ()).is_ok() {
+            return Some(frame);
+        }
+        match &mut *lock(&self.reinit) {
+            Reinit::Running(waiting) => {
+                waiting.push((frame, Some(control.clone())));
+                None
+            }
+            _ => Some(frame),
+        }
     }
 
     /// Completes a pending request; a reply for an unknown id is dropped.
@@ -669,11 +708,18 @@ impl Shared {
     /// id (the transport has dropped it), compare the new catalog's declarations
     /// with the frozen one, and re-send the refused frames if they are identical;
     /// otherwise the session ends with `connection_closed`.
-    fn session_expired(self: &Arc<Self>, failed: OutboundFrame) -> Result<()> {
+    fn session_expired(self: &Arc<Self>, failed: OutboundFrame, stale: bool) -> Result<()> {
         let mut reinit = lock(&self.reinit);
         match &mut *reinit {
             Reinit::Running(waiting) => {
-                waiting.push(failed);
+                waiting.push((failed, None));
+                Ok(())
+            }
+            // Refused for the session the re-initialise replaced: send it again.
+            Reinit::Done if stale => {
+                drop(reinit);
+                let shared = self.clone();
+                tokio::spawn(async move { shared.send_held(vec![(failed, None)]).await });
                 Ok(())
             }
             Reinit::Done => Err(Error::closed(format!(
@@ -687,37 +733,43 @@ impl Shared {
                         self.server
                     )));
                 }
-                *reinit = Reinit::Running(vec![failed]);
+                *reinit = Reinit::Running(vec![(failed, None)]);
+                self.reinit_running.store(true, Ordering::Release);
                 let shared = self.clone();
                 tokio::spawn(async move {
-                    let outcome = super::reinitialize(&shared).await;
-                    let waiting = match std::mem::replace(&mut *lock(&shared.reinit), Reinit::Done)
-                    {
-                        Reinit::Running(waiting) => waiting,
-                        _ => Vec::new(),
+                    let outcome = REINITIALISING.scope((), super::reinitialize(&shared)).await;
+                    let waiting = {
+                        let mut reinit = lock(&shared.reinit);
+                        shared.reinit_running.store(false, Ordering::Release);
+                        match std::mem::replace(&mut *reinit, Reinit::Done) {
+                            Reinit::Running(waiting) => waiting,
+                            _ => Vec::new(),
+                        }
                     };
                     if let Err(error) = outcome {
                         shared.terminate(error);
                         return;
                     }
-                    for frame in waiting {
-                        if frame.request.as_ref().is_some_and(RequestHandle::is_done) {
-                            continue;
-                        }
-                        let deadline = Instant::now() + shared.limits.request_timeout();
-                        // Its state is `WRITTEN` already: the writer skips it if
-                        // it is done by the time it comes up.
-                        let item = Queued::Frame {
-                            frame,
-                            request: None,
-                        };
-                        if let Err(error) = shared.admit(item, deadline).await {
-                            shared.terminate(error);
-                            return;
-                        }
-                    }
+                    shared.send_held(waiting).await;
                 });
                 Ok(())
+            }
+        }
+    }
+
+    /// Queues frames that waited for the re-initialise, in order, skipping
+    /// requests settled or abandoned meanwhile.
+    async fn send_held(&self, held: Vec<Held>) {
+        for (frame, request) in held {
+            if frame.request.as_ref().is_some_and(RequestHandle::is_done) {
+                continue;
+            }
+            let deadline = Instant::now() + self.limits.request_timeout();
+            // A refused frame (`None`) was written once: the writer skips it if it
+            // is done by the time it comes up. A held request is still `QUEUED`.
+            if let Err(error) = self.admit(Queued::Frame { frame, request }, deadline).await {
+                self.terminate(error);
+                return;
             }
         }
     }
@@ -912,8 +964,8 @@ pub(crate) async fn run_reader(shared: Arc<Shared>, mut source: Box<dyn FrameSou
                 shared.terminate(error);
                 return;
             }
-            InboundEvent::SessionExpired { failed } => {
-                if let Err(error) = shared.session_expired(failed) {
+            InboundEvent::SessionExpired { failed, stale } => {
+                if let Err(error) = shared.session_expired(failed, stale) {
                     shared.terminate(error);
                     return;
                 }

@@ -46,6 +46,11 @@ pub enum InboundEvent {
     SessionExpired {
         /// The outbound frame that was refused.
         failed: OutboundFrame,
+        /// The 404 answered a session id the transport had already forgotten (a
+        /// POST in flight when an earlier 404 expired the session): the engine
+        /// re-sends the frame with the new session instead of counting a second
+        /// expiry.
+        stale: bool,
     },
 }
 
@@ -142,9 +147,10 @@ impl std::fmt::Debug for InboundEvent {
         match self {
             InboundEvent::Frame(bytes) => f.debug_tuple("Frame").field(&bytes.len()).finish(),
             InboundEvent::Closed(error) => f.debug_tuple("Closed").field(error).finish(),
-            InboundEvent::SessionExpired { failed } => f
+            InboundEvent::SessionExpired { failed, stale } => f
                 .debug_struct("SessionExpired")
                 .field("failed", failed)
+                .field("stale", stale)
                 .finish(),
         }
     }

@@ -387,12 +387,15 @@ impl Shared {
             match status.as_u16() {
                 401 | 403 => self.terminate(self.unauthorized(status)),
                 404 if sent.is_some() => {
-                    if self.expire_session(sent.as_ref().expect("checked")) {
-                        self.deliver(InboundEvent::SessionExpired { failed: frame })
-                            .await;
-                    } else if let Some(handle) = &frame.request {
-                        handle.fail(self.stale_session_error());
-                    }
+                    // A 404 for a session already forgotten (another POST's 404
+                    // expired it) is stale: the engine re-sends the frame with
+                    // the new session rather than counting a second expiry.
+                    let stale = !self.expire_session(sent.as_ref().expect("checked"));
+                    self.deliver(InboundEvent::SessionExpired {
+                        failed: frame,
+                        stale,
+                    })
+                    .await;
                 }
                 _ => {
                     if let Some(handle) = &frame.request {
@@ -629,6 +632,7 @@ impl Shared {
                 }
                 self.deliver(InboundEvent::SessionExpired {
                     failed: frame.clone(),
+                    stale: false,
                 })
                 .await;
                 Resume::Handled

@@ -59,7 +59,11 @@
 //!   `connection_closed`.
 //! - A `404` answering a request that carried a session id forgets the session (id
 //!   and version) and reports [`InboundEvent::SessionExpired`](crate::transport::InboundEvent);
-//!   the next response carrying an id starts the new session.
+//!   the next response carrying an id starts the new session. A `404` for a session
+//!   already replaced (a POST in flight across the re-initialise) is reported with
+//!   `stale: true`, and the engine sends that frame again with the new session. The
+//!   engine holds requests made while it re-initialises until the new session is
+//!   open, so none goes out without a session id.
 //! - [`Shutdown::shutdown`](crate::transport::Shutdown::shutdown) stops every task
 //!   and sends `DELETE` with the session id, bounded by [`DELETE_TIMEOUT`] (`405` is
 //!   fine). Dropping the connection's three parts stops every task but sends no
