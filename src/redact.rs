@@ -18,9 +18,11 @@
 //! stays useful.
 //!
 //! - **Exact values**: the values of the environment entries given to the child, passed
-//!   to [`Redactor::new`]. Every occurrence is replaced. Values shorter than
-//!   [`MIN_EXACT_VALUE_BYTES`] are ignored, since replacing every `1` or `on` would shred
-//!   the text while protecting nothing. A multi-line value is also matched line by line.
+//!   to [`Redactor::new`]. Every occurrence is replaced, overlapping ones included.
+//!   Values shorter than [`MIN_EXACT_VALUE_BYTES`] are ignored, since replacing every
+//!   `1` or `on` would shred the text while protecting nothing. A multi-line value is
+//!   also matched line by line. The collector matches them before and after cleaning
+//!   (below).
 //! - **Authorization headers**: after `Authorization:` or `Proxy-Authorization:`
 //!   (also `Cookie:` and `Set-Cookie:`), everything to the end of the line.
 //! - **Auth schemes**: the credential after `Bearer` or `Basic` (case-insensitive).
@@ -67,7 +69,14 @@
 //! The collector also strips terminal escape sequences and turns other control and
 //! bidirectional-override characters into spaces before redacting, so that neither
 //! colour codes nor hidden characters can split a credential out of view, and so that
-//! the tail is safe to print.
+//! the tail is safe to print. Exact values are matched on both sides of this cleaning:
+//! in the cleaned line, where an escape sequence written inside a value no longer
+//! splits it, and in the line as written, because cleaning can also eat into a value.
+//! A complete escape sequence legitimately consumes the character after it (`ESC [ c`
+//! is a CSI sequence whose final byte is `c`; `ESC ( c` designates a character set), so
+//! `key \x1b[correct-horse-battery` cleans to `key orrect-horse-battery`. Whatever is
+//! left of a value found in the line as written is replaced, wherever it ends up after
+//! cleaning: that line becomes `key [REDACTED]`, and no part of the value is kept.
 //!
 //! # Example
 //!
@@ -127,7 +136,7 @@ const ENTROPY_MIN_LEN: usize = 32;
 /// exact values it holds, never the values.
 #[derive(Clone)]
 pub struct Redactor {
-    exact: Arc<[Box<str>]>,
+    exact: Arc<[ExactValue]>,
 }
 
 impl fmt::Debug for Redactor {
@@ -155,7 +164,8 @@ impl Redactor {
     /// Values shorter than [`MIN_EXACT_VALUE_BYTES`] (including empty ones) are ignored.
     /// A value is also matched in its whitespace-collapsed form (which is how the
     /// collector sees lines), and a multi-line value is also matched line by line,
-    /// since stderr is redacted one line at a time.
+    /// since stderr is redacted one line at a time. Every occurrence is replaced, also
+    /// occurrences that overlap (`abca` twice in `abcabca`).
     pub fn new<I, S>(exact_values: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -181,8 +191,27 @@ impl Redactor {
         exact.sort_unstable();
         exact.dedup();
         Self {
-            exact: exact.into(),
+            exact: exact.iter().map(|value| ExactValue::new(value)).collect(),
         }
+    }
+
+    /// Where the exact values occur in `text`, overlapping occurrences included: the
+    /// union of all occurrences as sorted, disjoint byte ranges. Linear in the length
+    /// of `text` for each value.
+    fn exact_ranges(&self, text: &str) -> Vec<(usize, usize)> {
+        let mut ranges = Vec::new();
+        for value in self.exact.iter() {
+            value.cover(text.as_bytes(), &mut ranges);
+        }
+        ranges.sort_unstable_by_key(|&(start, _)| start);
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+        for (start, end) in ranges {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        merged
     }
 
     /// Returns `line` with every recognized credential replaced by [`REDACTED`].
@@ -191,12 +220,13 @@ impl Redactor {
     /// only caught if it looks random enough (use [`StderrCollector`] for streams).
     /// Runs in time linear in the line's length (times the number of exact values).
     pub fn redact_line(&self, line: &str) -> String {
-        self.redact_in(line, &mut PemState::Outside)
+        self.redact_in(line, Vec::new(), &mut PemState::Outside)
     }
 
     /// Redacts one line, tracking whether the stream is inside a PEM private-key block.
-    fn redact_in(&self, line: &str, pem: &mut PemState) -> String {
-        let mut spans = Vec::new();
+    /// `spans` are replaced too (the collector passes what is left of exact values
+    /// found before the line was cleaned).
+    fn redact_in(&self, line: &str, mut spans: Vec<Span>, pem: &mut PemState) -> String {
         let mut from = 0;
         if let PemState::Inside { marked } = *pem {
             match find_pem_marker(line, 0, PEM_END) {
@@ -221,10 +251,8 @@ impl Redactor {
             }
         }
         find_pem_blocks(line, from, pem, &mut spans);
-        for value in self.exact.iter() {
-            for (at, found) in line.match_indices(&**value) {
-                spans.push(Span::redact(at, at + found.len()));
-            }
+        for (start, end) in self.exact_ranges(line) {
+            spans.push(Span::redact(start, end));
         }
         let bytes = line.as_bytes();
         find_userinfo(line, &mut spans);
@@ -232,6 +260,74 @@ impl Redactor {
         find_token_shapes(bytes, &mut spans);
         find_high_entropy(bytes, &mut spans);
         apply_spans(line, spans)
+    }
+}
+
+/// An exact value and its Knuth-Morris-Pratt failure table, so that one linear pass
+/// finds every occurrence, overlapping ones included (`abca` in `abcabca` occurs twice;
+/// a non-overlapping search would leave `bca` behind).
+struct ExactValue {
+    value: Box<str>,
+    /// `fail[i]`: the length of the longest proper prefix of `value[..=i]` that is also
+    /// a suffix of it.
+    fail: Box<[usize]>,
+}
+
+impl ExactValue {
+    /// `value` is at least [`MIN_EXACT_VALUE_BYTES`] long (never empty).
+    fn new(value: &str) -> Self {
+        let needle = value.as_bytes();
+        let mut fail = vec![0; needle.len()];
+        let mut matched = 0;
+        for at in 1..needle.len() {
+            while matched > 0 && needle[at] != needle[matched] {
+                matched = fail[matched - 1];
+            }
+            if needle[at] == needle[matched] {
+                matched += 1;
+            }
+            fail[at] = matched;
+        }
+        Self {
+            value: value.into(),
+            fail: fail.into(),
+        }
+    }
+
+    /// Appends the union of this value's occurrences in `text` to `ranges`, as sorted,
+    /// disjoint byte ranges (ranges already there are left alone).
+    fn cover(&self, text: &[u8], ranges: &mut Vec<(usize, usize)>) {
+        let needle = self.value.as_bytes();
+        let Some(&first) = needle.first() else {
+            return;
+        };
+        let own = ranges.len();
+        let (mut at, mut matched) = (0, 0);
+        while at < text.len() {
+            if matched == 0 {
+                // Nothing to extend: skip to the next possible first byte.
+                match memchr::memchr(first, &text[at..]) {
+                    Some(offset) => at += offset,
+                    None => return,
+                }
+            }
+            let byte = text[at];
+            while matched > 0 && needle[matched] != byte {
+                matched = self.fail[matched - 1];
+            }
+            if needle[matched] == byte {
+                matched += 1;
+            }
+            at += 1;
+            if matched == needle.len() {
+                let start = at - needle.len();
+                match ranges[own..].last_mut() {
+                    Some(last) if start <= last.1 => last.1 = at,
+                    _ => ranges.push((start, at)),
+                }
+                matched = self.fail[matched - 1];
+            }
+        }
     }
 }
 
@@ -1037,10 +1133,44 @@ fn is_bidi_control(c: char) -> bool {
 /// Strips terminal escape sequences, turns other control and bidi characters into
 /// spaces, and collapses whitespace runs to one space, trimming both ends.
 fn clean_line(text: &str) -> String {
+    clean_tracking(text, &[]).0
+}
+
+/// [`clean_line`], also telling where the byte ranges `ranges` of `text` (sorted and
+/// disjoint) end up: for each, the span of the cleaned text that holds whatever of it
+/// survives cleaning, without a collapsed space in front. A range whose characters
+/// all vanish (eaten by an escape sequence, or blank) yields no span.
+///
+/// An escape sequence may start before a range and consume its first characters
+/// (`ESC [` before `correct-horse` takes the `c` as its final byte), or swallow all
+/// of it (an OSC string); either way the characters that remain are in the span.
+fn clean_tracking(text: &str, ranges: &[(usize, usize)]) -> (String, Vec<Span>) {
     let mut out = String::with_capacity(text.len());
+    let mut spans = Vec::new();
     let mut space = false;
+    // The next range endpoint to reach (`2 * i` starts range `i`, `2 * i + 1` ends it)
+    // and where the open range starts in `out`.
+    let (mut endpoint, mut open) = (0, 0);
     let mut chars = text.chars();
-    while let Some(c) = chars.next() {
+    loop {
+        // Every character before `offset` has been handled: what it produced is in
+        // `out`, except a pending space, which belongs to the next visible character.
+        let offset = text.len() - chars.as_str().len();
+        while let Some(&(start, end)) = ranges.get(endpoint / 2) {
+            let starts = endpoint % 2 == 0;
+            if (if starts { start } else { end }) > offset {
+                break;
+            }
+            if starts {
+                open = out.len() + usize::from(space);
+            } else if out.len() > open {
+                spans.push(Span::redact(open, out.len()));
+            }
+            endpoint += 1;
+        }
+        let Some(c) = chars.next() else {
+            break;
+        };
         if c == '\u{1b}' {
             skip_escape(&mut chars);
             continue;
@@ -1055,7 +1185,7 @@ fn clean_line(text: &str) -> String {
         }
         out.push(c);
     }
-    out
+    (out, spans)
 }
 
 /// Consumes the rest of an escape sequence whose ESC has just been read.
@@ -1128,7 +1258,10 @@ fn reserve_tail(tail: &mut String, additional: usize, cap: usize) {
 ///
 /// Bytes are split into lines at `\n` (a trailing `\r` is dropped); each complete line
 /// is decoded (lossily, if it is not UTF-8), cleaned of terminal escapes and control
-/// characters, whitespace-collapsed, and redacted with the [`Redactor`]. Only then is
+/// characters, whitespace-collapsed, and redacted with the [`Redactor`]. Exact values
+/// are found in the decoded line before it is cleaned as well as after: whatever of an
+/// occurrence survives cleaning is redacted, so an escape sequence in front of a value
+/// cannot shorten it out of the exact-value rule's reach. Only then is
 /// it appended to the tail, joined to the previous line by one space, and the tail is
 /// cut from the front to at most `max_bytes` bytes, on a character boundary.
 ///
@@ -1244,10 +1377,18 @@ impl StderrCollector {
             return;
         }
         let raw = std::mem::take(&mut self.partial);
-        let cleaned = clean_line(&String::from_utf8_lossy(&raw));
+        let (cleaned, exact) = {
+            // Exact values are looked for in the line as written too, before cleaning
+            // can eat into them: whatever of them survives cleaning is redacted, even
+            // when an escape sequence has consumed their first characters. (They are
+            // looked for again after cleaning, which can join a value that an escape
+            // sequence split.)
+            let text = String::from_utf8_lossy(&raw);
+            clean_tracking(&text, &self.redactor.exact_ranges(&text))
+        };
         self.partial = raw;
         self.partial.clear();
-        let redacted = self.redactor.redact_in(&cleaned, &mut self.pem);
+        let redacted = self.redactor.redact_in(&cleaned, exact, &mut self.pem);
         self.append(redacted.trim());
     }
 
@@ -1749,6 +1890,185 @@ mod tests {
             collector.tail(),
             "a b c ERROR: token=[REDACTED] bidi evil and [REDACTED] and [REDACTED] osc done"
         );
+    }
+
+    /// The longest run of consecutive characters of `value` found in `text` once the
+    /// crate's own markers are masked out.
+    fn longest_run(text: &str, value: &str) -> usize {
+        let masked = text
+            .replace(REDACTED, "\u{0}")
+            .replace(WITHHELD_LINE, "\u{0}");
+        let chars: Vec<char> = value.chars().collect();
+        (1..=chars.len())
+            .rev()
+            .find(|&len| {
+                chars
+                    .windows(len)
+                    .any(|run| masked.contains(&run.iter().collect::<String>()))
+            })
+            .unwrap_or(0)
+    }
+
+    fn tail_of(redactor: &Redactor, pieces: &[&[u8]]) -> String {
+        let mut collector = StderrCollector::new(redactor.clone(), 4096);
+        for piece in pieces {
+            collector.push(piece);
+        }
+        collector.finish();
+        collector.tail().to_owned()
+    }
+
+    /// `fuzz/artifacts-found/redaction/escape-eats-first-char`: `ESC [ c` is a complete
+    /// CSI sequence, so cleaning drops the `c`, and matching the value only after
+    /// cleaning let `orrect-horse-battery` through.
+    #[test]
+    fn escape_eats_first_char_reproducer() {
+        let redactor = Redactor::new(["correct-horse-battery"]);
+        let tail = tail_of(&redactor, &[b"key \x1b[correct-horse-battery staple\n"]);
+        assert_eq!(tail, "key [REDACTED] staple");
+    }
+
+    /// Every kind of escape or control character written right before a value: what
+    /// cleaning leaves of the value is redacted, and nothing of it survives.
+    #[test]
+    fn a_value_behind_any_escape_is_redacted() {
+        let value = "correct-horse-battery";
+        let redactor = Redactor::new([value, "0123-abc-secret"]);
+        let kept = "key [REDACTED] staple";
+        let cases: &[(&[u8], &str)] = &[
+            (b"\x1b[", kept),              // CSI without parameters: `c` is its final byte
+            (b"\x1b[31;1", kept),          // CSI with parameters
+            (b"\x1b[?25", kept),           // private parameters
+            (b"\x1b[1 ", kept),            // an intermediate byte
+            (b"\x1b[31m", kept),           // a complete CSI: nothing is eaten
+            (b"\x1b", kept),               // a lone ESC: `ESC c` is two bytes
+            (b"\x1b(", kept),              // a charset designation takes one more
+            (b"\x1b#", kept),              // so does `ESC #`
+            (b"\x1b]0;title\x07", kept),   // a complete OSC
+            (b"\x1b]0;title\x1b", kept),   // an OSC whose ST is cut short: eats `c`
+            (b"\x1b]8;;", "key"),          // an unterminated OSC swallows the rest
+            (b"\x1bPq", "key"),            // so does a DCS
+            ("\u{9b}".as_bytes(), kept),   // C1 CSI: a control, so a space
+            ("\u{9d}".as_bytes(), kept),   // C1 OSC
+            ("\u{85}".as_bytes(), kept),   // NEL
+            ("\u{202e}".as_bytes(), kept), // a bidi override
+            (b"\x9b", "key \u{fffd}[REDACTED] staple"), // a raw C1 byte is not UTF-8
+        ];
+        for &(prefix, expected) in cases {
+            let line = [b"key ", prefix, value.as_bytes(), b" staple\n"].concat();
+            let tail = tail_of(&redactor, &[&line]);
+            assert_eq!(tail, expected, "after {prefix:?}");
+            // (Single letters of it occur in `key` and `staple`.)
+            assert!(longest_run(&tail, value) < 2, "after {prefix:?}: {tail:?}");
+        }
+        // A value starting with CSI parameter and intermediate characters loses more
+        // than one (`0123-a` is a whole CSI sequence).
+        let tail = tail_of(&redactor, &[b"key \x1b[0123-abc-secret staple\n"]);
+        assert_eq!(tail, kept);
+    }
+
+    /// A line is only cleaned once complete, so where the reads split it does not
+    /// matter, even between an escape and the value it eats into.
+    #[test]
+    fn a_value_split_across_reads_right_after_an_escape() {
+        let value = "correct-horse-battery";
+        let redactor = Redactor::new([value]);
+        for (prefix, expected) in [
+            ("\x1b[", "key [REDACTED] staple"),
+            ("\x1b[31;1", "key [REDACTED] staple"),
+            ("\x1b", "key [REDACTED] staple"),
+            ("\x1b]0;t\x1b", "key [REDACTED] staple"),
+            ("\x1b]0;", "key"),
+        ] {
+            let line = format!("key {prefix}{value} staple\n");
+            let bytes = line.as_bytes();
+            for first in 1..bytes.len() {
+                for second in first..bytes.len() {
+                    let tail = tail_of(
+                        &redactor,
+                        &[&bytes[..first], &bytes[first..second], &bytes[second..]],
+                    );
+                    assert_eq!(tail, expected, "{prefix:?} cut at {first}, {second}");
+                }
+            }
+        }
+    }
+
+    /// Cleaning can eat into a value (so it is matched in the line as written) and can
+    /// join one that an escape split (so it is matched in the cleaned line too).
+    #[test]
+    fn exact_values_are_matched_before_and_after_cleaning() {
+        let redactor = Redactor::new(["correct-horse-battery", "pass\x1b[1mword-1234"]);
+        for (line, expected) in [
+            ("a \x1b[correct-horse-battery", "a [REDACTED]"),
+            ("b correct\x1b[0m-horse-battery", "b [REDACTED]"),
+            ("c correct-horse\x1b[0m-battery!", "c [REDACTED]!"),
+            ("d pass\x1b[1mword-1234 e", "d [REDACTED] e"),
+            ("f password-1234 g", "f [REDACTED] g"),
+            // A value that holds an escape, behind another that eats its first
+            // character: only the match before cleaning sees it.
+            ("h \x1b[pass\x1b[1mword-1234 i", "h [REDACTED] i"),
+        ] {
+            let tail = tail_of(&redactor, &[line.as_bytes()]);
+            assert_eq!(tail, expected, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn overlapping_occurrences_are_all_replaced() {
+        let redactor = Redactor::new(["abca", "aaaa", "xyxyx"]);
+        for (line, expected) in [
+            ("abcabca", "[REDACTED]"),
+            ("k=abcabcabca!", "k=[REDACTED]!"),
+            ("abcab", "[REDACTED]b"),
+            ("baaaaaab", "b[REDACTED]b"),
+            ("xyxyxyx xyxy", "[REDACTED] xyxy"),
+        ] {
+            assert_eq!(redactor.redact_line(line), expected, "{line:?}");
+            assert_eq!(tail_of(&redactor, &[line.as_bytes()]), expected);
+        }
+    }
+
+    #[test]
+    fn cleaning_tracks_where_ranges_end_up() {
+        let text = "  ab\x1b[31mcd  \x1b]0;gone\x07ef \x1b[xyz\t";
+        let ranges = [(2, 4), (4, 13), (15, 25), (27, 30), (30, 35)];
+        let (cleaned, spans) = clean_tracking(text, &ranges);
+        assert_eq!(cleaned, clean_line(text));
+        assert_eq!(cleaned, "abcd ef yz");
+        let found: Vec<&str> = spans
+            .iter()
+            .map(|span| &cleaned[span.start..span.end])
+            .collect();
+        // `ab`; `\x1b[31mcd`; the OSC alone leaves nothing; `ef` without the space
+        // before it; `\x1b[x` leaves nothing; `yz\t` leaves `yz`.
+        assert_eq!(found, ["ab", "cd", "ef", "yz"]);
+        assert!(clean_tracking("", &[(0, 0)]).1.is_empty());
+    }
+
+    #[test]
+    fn env_values_never_survive_in_part() {
+        // The corpus ends with lines where an escape eats the first character of an
+        // environment value, or splits one: no run of all but one of its characters
+        // may survive, whatever the chunking.
+        let redactor = corpus_redactor();
+        let input = CORPUS.as_bytes();
+        for chunks in [vec![input.len()], vec![1], vec![5], vec![13, 2, 7]] {
+            let tail = collect(&redactor, usize::MAX, input, &chunks);
+            for value in ENV
+                .lines()
+                .filter(|value| value.len() >= MIN_EXACT_VALUE_BYTES)
+            {
+                let run = longest_run(&tail, value);
+                assert!(run < value.len() - 1, "{run} of {value:?} in {tail}");
+            }
+            assert!(
+                tail.contains("upstream said [REDACTED] is invalid"),
+                "{tail}"
+            );
+            assert!(tail.contains("with [REDACTED] refused"), "{tail}");
+            assert!(tail.contains("split by colour: [REDACTED] done"), "{tail}");
+        }
     }
 
     #[test]
