@@ -378,3 +378,27 @@ async fn a_request_answered_202_fails_instead_of_waiting_for_its_deadline() {
     );
     client.close().await;
 }
+
+/// Dropping the last client handle without `close()` still ends the HTTP
+/// session on the server: the teardown task sends `DELETE` while the runtime runs.
+#[tokio::test]
+async fn dropping_the_client_without_close_still_sends_delete() {
+    let (server, _) = expiring_server(false).await;
+    let client = Client::builder("expiring")
+        .connect(
+            HttpTransport::builder("expiring", server.url())
+                .build()
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    drop(client);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while server.requests_with(Method::DELETE).is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "no DELETE after drop");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let deletes = server.requests_with(Method::DELETE);
+    assert_eq!(deletes.len(), 1);
+    assert_eq!(deletes[0].header("mcp-session-id"), Some("s1"));
+}
