@@ -23,6 +23,9 @@ const CLI: &str = env!("CARGO_BIN_EXE_smthrs-mcp");
 const SCRIPTED: &str = env!("CARGO_BIN_EXE_smthrs-mcp-scripted-server");
 const DEADLINE: Duration = Duration::from_secs(30);
 
+/// The proxy variables the CLI honours (also in lower case).
+const PROXY_VARIABLES: [&str; 4] = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"];
+
 /// The token the `stderr-secrets` scenario writes to stderr; also given to the
 /// server through its `env`.
 const GITHUB_SECRET: &str = "ghp_SECRETSECRETSECRETSECRETSECRET1234";
@@ -139,6 +142,10 @@ impl Invocation {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // No proxy from the machine's environment: a test sets its own.
+        for key in PROXY_VARIABLES {
+            command.env_remove(key).env_remove(key.to_ascii_lowercase());
+        }
         for (key, value) in &self.env {
             command.env(key, value);
         }
@@ -1198,4 +1205,57 @@ fn call_reaches_an_http_flow() {
     let result: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(result["content"][0]["text"], "over http");
     assert_eq!(result["isError"], false);
+}
+
+/// An `http://` server reached through `HTTP_PROXY`: the request goes to the proxy
+/// in absolute form (its `Host` is the server's), and the egress grant (the
+/// server's own origin) is checked against the real destination, not the proxy.
+/// The test's bridge plays the proxy; the server's host does not resolve, so only
+/// the proxy can have carried the call.
+#[test]
+fn http_entries_go_through_the_environment_proxy() {
+    let (_runtime, proxy) = http_scripted_server("basic");
+    let dir = tempdir();
+    let config = server_file(
+        dir.path(),
+        "servers.json",
+        json!([{"server": "remote", "url": "http://mcp.proxied.invalid:9/mcp"}]),
+    );
+    let run = cli(&[
+        "--mcp-config",
+        path_str(&config),
+        "call",
+        "mcp/remote/echo",
+        "--args",
+        r#"{"text":"via the proxy"}"#,
+    ])
+    .env("HTTP_PROXY", format!("http://{}", proxy.addr()))
+    .run();
+    assert_eq!(run.code, Some(0), "{}", run.show());
+    let result: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(result["content"][0]["text"], "via the proxy");
+    let requests = proxy.requests();
+    assert!(!requests.is_empty());
+    for request in &requests {
+        assert_eq!(request.header("host"), Some("mcp.proxied.invalid:9"));
+    }
+}
+
+/// `NO_PROXY` naming the server's host sends it direct: the proxy sees nothing
+/// (and the unresolvable host fails the run).
+#[test]
+fn no_proxy_sends_a_server_direct() {
+    let (_runtime, proxy) = http_scripted_server("basic");
+    let dir = tempdir();
+    let config = server_file(
+        dir.path(),
+        "servers.json",
+        json!([{"server": "remote", "url": "http://mcp.proxied.invalid:9/mcp"}]),
+    );
+    let run = cli(&["--mcp-config", path_str(&config), "tools"])
+        .env("HTTP_PROXY", format!("http://{}", proxy.addr()))
+        .env("NO_PROXY", "mcp.proxied.invalid")
+        .run();
+    assert_eq!(run.code, Some(1), "{}", run.show());
+    assert!(proxy.requests().is_empty(), "the proxy was bypassed");
 }
