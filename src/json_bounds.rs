@@ -632,17 +632,29 @@ impl ToolMember {
 /// (syntax, depth, number range) but not built. Duplicate keys: the last wins, as
 /// in [`parse_value`].
 ///
-/// When `result` is an object that follows `id` and `tool_call(id)` says the id
-/// asks for a `tools/call` result, only its [`ToolCallMembers`] are built (into
-/// `tool_call_result`; the rest is checked, not built).
-pub(crate) fn parse_envelope(bytes: &[u8], tool_call: &mut dyn FnMut(&Value) -> bool) -> Envelope {
+/// When `result` is an object and `tool_call(id)` says the id asks for a
+/// `tools/call` result, only its [`ToolCallMembers`] are built (into
+/// `tool_call_result`; the rest is checked, not built). A `result` before its `id`
+/// is read so when `tool_call(None)` says so; the id read later must then agree,
+/// and when it does not (or a later `id` replaces the one asked about), the
+/// frame is [`Envelope::Undecided`] and the generic path reads it whole.
+pub(crate) fn parse_envelope(
+    bytes: &[u8],
+    tool_call: &mut dyn FnMut(Option<&Value>) -> bool,
+) -> Envelope {
     let mut core = Core::new(bytes, EnvelopeSink::new(tool_call));
     match core.run() {
-        // An `id` after the `result` read for the one before it: the choice may
-        // not hold for the id that counts; the generic path decides.
+        // The choice was made before the `id` that counts was read: it must hold
+        // for that id.
         Ok(())
             if core.sink.members.tool_call_result.is_some()
-                && core.sink.ids != core.sink.ids_at_tool_choice =>
+                && core.sink.ids != core.sink.ids_at_tool_choice
+                && !core
+                    .sink
+                    .members
+                    .id
+                    .as_ref()
+                    .is_some_and(|id| (core.sink.tool_call)(Some(id))) =>
         {
             Envelope::Undecided
         }
@@ -699,7 +711,7 @@ struct EnvelopeSink<'f> {
     /// frame, not one per kept container).
     spare: Vec<Frame>,
     /// Whether an id asks for a `tools/call` result.
-    tool_call: &'f mut dyn FnMut(&Value) -> bool,
+    tool_call: &'f mut dyn FnMut(Option<&Value>) -> bool,
     /// Set while inside a `result` object read as a `tools/call` result.
     tool: Option<ToolCallSink>,
     /// `id` members seen so far, and how many had been seen when `result` was
@@ -718,7 +730,7 @@ struct ToolCallSink {
 }
 
 impl<'f> EnvelopeSink<'f> {
-    fn new(tool_call: &'f mut dyn FnMut(&Value) -> bool) -> Self {
+    fn new(tool_call: &'f mut dyn FnMut(Option<&Value>) -> bool) -> Self {
         EnvelopeSink {
             depth: 0,
             top_is_object: false,
@@ -802,14 +814,7 @@ impl Sink for EnvelopeSink<'_> {
             self.top_is_object = object;
         } else if self.depth == 2 && self.top_is_object {
             match self.member {
-                Member::Result
-                    if object
-                        && self
-                            .members
-                            .id
-                            .as_ref()
-                            .is_some_and(|id| (self.tool_call)(id)) =>
-                {
+                Member::Result if object && (self.tool_call)(self.members.id.as_ref()) => {
                     self.tool = Some(ToolCallSink::default());
                     self.ids_at_tool_choice = self.ids;
                 }

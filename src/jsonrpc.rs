@@ -87,7 +87,9 @@ pub enum ResultBody {
 }
 
 impl ResultBody {
-    /// The result as a value (a `ToolCall` body: an object of its members).
+    /// The result as a value. A `ToolCall` body becomes an object of just its
+    /// members (the others were never built): only a caller that asked for the
+    /// `tools/call` reading gets such a body.
     pub fn into_value(self) -> Value {
         match self {
             ResultBody::Value(value) => value,
@@ -161,9 +163,14 @@ pub fn classify(frame: &[u8]) -> Result<Inbound> {
 
 /// [`classify`], reading the `result` of a reply as a `tools/call` result
 /// ([`ResultBody::ToolCall`]: its members only, without the object around them)
-/// when `tool_call(id)` says so, for a result object that follows its `id`.
-/// Otherwise (and on the two-pass path) the result is a [`ResultBody::Value`].
-pub fn classify_with(frame: &[u8], tool_call: &mut dyn FnMut(&Value) -> bool) -> Result<Inbound> {
+/// when `tool_call(Some(id))` says so. A result object that comes before its `id`
+/// (as the TypeScript SDK writes replies) is read so when `tool_call(None)` says
+/// it may be one, and kept so only if `tool_call(Some(id))` then agrees; otherwise
+/// the frame is read again whole. Any other result is a [`ResultBody::Value`].
+pub fn classify_with(
+    frame: &[u8],
+    tool_call: &mut dyn FnMut(Option<&Value>) -> bool,
+) -> Result<Inbound> {
     // One pass that checks the frame and builds only the members read below; a
     // frame it cannot decide alone (too deep, a number out of range) takes the
     // two-pass path, whose answer is the reference.
@@ -413,6 +420,12 @@ mod tests {
     /// Reading every result as a `tools/call` result changes only its form: the
     /// members equal those of the object the plain reading built.
     fn tool_call_reading_agrees(frame: &str) {
+        // Read speculatively (before the id) but refused by the id: the same as
+        // the plain reading, exactly.
+        let refused = classify_with(frame.as_bytes(), &mut |id| id.is_none())
+            .map_err(|e| (e.kind(), e.message().to_string()));
+        let plain = classify(frame.as_bytes()).map_err(|e| (e.kind(), e.message().to_string()));
+        assert_eq!(refused, plain, "{frame}");
         let plain = classify(frame.as_bytes());
         let read = classify_with(frame.as_bytes(), &mut |_| true);
         match (plain, read) {
@@ -441,7 +454,9 @@ mod tests {
 
     #[test]
     fn tools_call_results_are_read_member_by_member() {
-        let read = |frame: &str| match classify_with(frame.as_bytes(), &mut |id| id == 7) {
+        let read = |frame: &str| match classify_with(frame.as_bytes(), &mut |id| {
+            id.is_none_or(|id| id == 7)
+        }) {
             Ok(Inbound::Response {
                 outcome: Ok(body), ..
             }) => body,
@@ -470,15 +485,37 @@ mod tests {
                 structured_content: Some(serde_json::json!({"a": {"b": null}})),
             })
         );
-        // Another id, a result before its id, a later id, a non-object: whole values.
+        // A result before its id (the TypeScript SDK's order), and a later id
+        // that also asks for it: read member by member.
+        for frame in [
+            r#"{"result":{"content":[],"x":1},"jsonrpc":"2.0","id":7}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]},"id":7}"#,
+        ] {
+            assert_eq!(
+                read(frame),
+                ResultBody::ToolCall(ToolCallMembers {
+                    content: Some(serde_json::json!([])),
+                    ..Default::default()
+                }),
+                "{frame}"
+            );
+        }
+        // Another id, a result before an id that does not ask for it, a later id
+        // that does not, a non-object: whole values.
         for frame in [
             r#"{"jsonrpc":"2.0","id":8,"result":{"content":[]}}"#,
-            r#"{"jsonrpc":"2.0","result":{"content":[]},"id":7}"#,
+            r#"{"jsonrpc":"2.0","result":{"content":[],"x":1},"id":8}"#,
             r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]},"id":8}"#,
+            r#"{"jsonrpc":"2.0","id":8,"result":{"content":[]},"id":7}"#,
             r#"{"jsonrpc":"2.0","id":7,"result":[1]}"#,
         ] {
             assert!(matches!(read(frame), ResultBody::Value(_)), "{frame}");
         }
+        assert_eq!(
+            read(r#"{"jsonrpc":"2.0","result":{"content":[],"x":1},"id":8}"#),
+            ResultBody::Value(serde_json::json!({"content": [], "x": 1})),
+            "read again whole"
+        );
         // A later result that is not an object replaces one read member by member.
         assert_eq!(
             read(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]},"result":5}"#),

@@ -17,7 +17,8 @@
 //! - a request id is echoed exactly by `ping_reply` / `method_not_found_reply`;
 //! - `classify_with` reading every result as a `tools/call` result classifies
 //!   exactly as `classify` does, its `ToolCall` members equal to those of the
-//!   result object `classify` built.
+//!   result object `classify` built; a result read so before its id and then
+//!   refused by the id is read again whole, exactly as `classify` reads it.
 
 use serde_json::{Map, Value};
 use smthrs_mcp::ErrorKind;
@@ -152,6 +153,17 @@ fn reference(mut object: Map<String, Value>) -> Option<Inbound> {
 
 /// Reading results as `tools/call` results changes nothing but the result's form.
 fn tool_call_reading_agrees(data: &[u8], plain: &smthrs_mcp::Result<Inbound>) {
+    // Read speculatively (a result before its id) but refused by the id: exactly
+    // the plain reading.
+    let refused = classify_with(data, &mut |id| id.is_none());
+    match (plain, &refused) {
+        (Ok(plain), Ok(refused)) => assert_eq!(plain, refused),
+        (Err(plain), Err(refused)) => {
+            assert_eq!(plain.kind(), refused.kind());
+            assert_eq!(plain.message(), refused.message());
+        }
+        _ => panic!("a refused reading disagrees: {plain:?} vs {refused:?}"),
+    }
     let read = classify_with(data, &mut |_| true);
     match (plain, &read) {
         (

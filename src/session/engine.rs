@@ -130,9 +130,12 @@ impl Future for Reply<'_> {
         }
         match lock(&control.outcome).take() {
             Some(outcome) => Poll::Ready(outcome),
-            // Settled by the guard's swap dance only after the caller stopped
-            // waiting; never seen here, but never a panic either.
-            None => Poll::Pending,
+            // `complete` stores the outcome before `SETTLED`, and only this future
+            // takes it (once): unreachable. Not a panic in release builds.
+            None => {
+                debug_assert!(false, "a settled request without its outcome");
+                Poll::Pending
+            }
         }
     }
 }
@@ -642,9 +645,13 @@ impl Shared {
     pub(crate) async fn on_frame(&self, frame: &[u8]) -> Result<()> {
         // A reply to a `tools/call` is read straight into the members a tool
         // result reads.
-        let mut tool_call = |id: &Value| {
-            id.as_u64()
-                .is_some_and(|id| lock(&self.pending).get(&id).is_some_and(|c| c.tool_call))
+        // (A result before its id: read so when any `tools/call` is pending; the
+        // id read later must agree, or the frame is read again whole.)
+        let mut tool_call = |id: Option<&Value>| match id {
+            Some(id) => id
+                .as_u64()
+                .is_some_and(|id| lock(&self.pending).get(&id).is_some_and(|c| c.tool_call)),
+            None => lock(&self.pending).values().any(|c| c.tool_call),
         };
         match jsonrpc::classify_with(frame, &mut tool_call)? {
             Inbound::Noise | Inbound::Notification { .. } => Ok(()),
@@ -758,18 +765,32 @@ impl Shared {
     }
 
     /// Queues frames that waited for the re-initialise, in order, skipping
-    /// requests settled or abandoned meanwhile.
+    /// requests settled or abandoned meanwhile. A frame the queue does not take in
+    /// time fails its own request only, as a caller's own admission would.
     async fn send_held(&self, held: Vec<Held>) {
         for (frame, request) in held {
-            if frame.request.as_ref().is_some_and(RequestHandle::is_done) {
+            // A notification or reply refused with the old session (a ping reply,
+            // a cancellation) means nothing to the new one: dropped.
+            let Some(handle) = frame.request.clone() else {
+                continue;
+            };
+            if handle.is_done() {
                 continue;
             }
             let deadline = Instant::now() + self.limits.request_timeout();
             // A refused frame (`None`) was written once: the writer skips it if it
             // is done by the time it comes up. A held request is still `QUEUED`.
-            if let Err(error) = self.admit(Queued::Frame { frame, request }, deadline).await {
-                self.terminate(error);
-                return;
+            let admitted = tokio::select! {
+                biased;
+                admitted = self.admit(Queued::Frame { frame, request }, deadline) => admitted,
+                // Abandoned while waiting for room: nothing to send.
+                _ = handle.done() => Ok(()),
+            };
+            if let Err(error) = admitted {
+                if self.terminal().is_some() {
+                    return;
+                }
+                handle.fail(error);
             }
         }
     }
