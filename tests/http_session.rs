@@ -395,7 +395,10 @@ async fn dropping_the_client_without_close_still_sends_delete() {
     drop(client);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while server.requests_with(Method::DELETE).is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "no DELETE after drop");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no DELETE after drop"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let deletes = server.requests_with(Method::DELETE);
