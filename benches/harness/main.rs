@@ -16,7 +16,9 @@
 //! Options: `--quick`, `--rounds N`, `--duration-ms MS`, `--warmup-ms MS`,
 //! `--only SUBSTRING` (scenario or client names), `--rt current|multi` (the
 //! clients' tokio runtime; default `multi`), `--json PATH` (raw results),
-//! `--callgrind [CALLS]`.
+//! `--callgrind [CALLS]` (instructions per stdio call, sequential and 64 in flight,
+//! from runs of `CALLS` and `CALLS / 10` calls; default 4000). The `client` role
+//! also takes `--calls N` (stop after N calls, spread over `--inflight` tasks).
 
 mod clients;
 mod server;
@@ -158,7 +160,7 @@ fn parse_options() -> Options {
                         let next = args.next().unwrap_or_default();
                         number("--callgrind", next)
                     }
-                    _ => 2000,
+                    _ => 4000,
                 };
                 options.callgrind = Some(calls);
             }
