@@ -75,15 +75,9 @@ pub fn check(data: &[u8]) {
     let max = 1 + data[1] as usize;
     let mut body = data[13..].to_vec();
     if data[0] & 4 != 0 {
-        // Filler makes long events (to reach the raw per-event bound). A filler of
-        // line ends would only exercise the parser's known quadratic cost (DOS.md)
-        // and slow the run to a crawl, so it is never CR or LF.
-        let byte = if matches!(data[3], b'\n' | b'\r') {
-            b'x'
-        } else {
-            data[3]
-        };
-        let filler = vec![byte; 1024 * (data[2] as usize % 24)];
+        // Filler makes long events (to reach the raw per-event bound) or, of CR or
+        // LF, thousands of lines (blank, or breaking a line in two).
+        let filler = vec![data[3]; 1024 * (data[2] as usize % 24)];
         let at = body.len() * data[4] as usize / 256;
         body.splice(at..at, filler);
     }
@@ -96,9 +90,11 @@ pub fn check(data: &[u8]) {
         },
         max,
     );
-    // At most ~128 chunks: eventsource-stream re-scans a partial line on every
-    // chunk (quadratic, see DOS.md), which would otherwise dominate the run time.
-    let chunk_max = (1 + (seed >> 48) as usize % 700).max(body.len() / 64 + 1);
+    // Chunks of 1..=700 bytes, but about 4096 chunks at most: each is one body
+    // frame through the transport, so this bounds the target's own cost per input
+    // (the parser's cost is linear whatever the chunking, DOS.md). A body of up to
+    // 2 KiB can still arrive byte by byte.
+    let chunk_max = (1 + (seed >> 48) as usize % 700).max(body.len() / 2048 + 1);
     let pieces = chunks(&body, seed, chunk_max)
         .into_iter()
         .map(Bytes::copy_from_slice)
