@@ -1,7 +1,7 @@
 //! The stdio transport: a child process speaking newline-delimited JSON-RPC.
 //!
 //! - stdin, stdout and stderr are piped; stdout is read through the bounded
-//!   [`FramedReader`](super::framing::FramedReader).
+//!   [`FramedReader`].
 //! - stderr is drained continuously into a [`StderrCollector`]: each complete line is
 //!   redacted, then only the redacted text is kept as a bounded tail, which reaches
 //!   nobody but an installed diagnostics observer, once, when the session ends.
