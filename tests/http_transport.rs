@@ -446,6 +446,57 @@ async fn the_protocol_version_is_sent_after_negotiation_and_the_get_stream_opens
     assert_eq!(server.requests_with(Method::GET).len(), 1);
 }
 
+/// The stream a server may deliver replies on is open before the first request
+/// after the handshake: `notifications/initialized` returns only once the
+/// standalone GET has been answered (here 200 ms late), so the server answers
+/// the GET before it sees the next POST.
+#[tokio::test]
+async fn the_first_request_after_initialized_waits_for_the_get_stream() {
+    let log: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let server = TestServer::start({
+        let log = log.clone();
+        move |r: Recorded| {
+            let log = log.clone();
+            async move {
+                match r.method {
+                    Method::GET => {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        log.lock().unwrap().push("GET answered");
+                        sse(": open\n\n")
+                    }
+                    _ if body_contains(&r, "notifications/") => status(202),
+                    _ if body_contains(&r, "initialize") => {
+                        with_header(json(REPLY), "mcp-session-id", "s-7")
+                    }
+                    _ => {
+                        log.lock().unwrap().push("POST after initialized");
+                        json(REPLY)
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    let Connection {
+        mut sink,
+        mut source,
+        ..
+    } = open(&server.url()).await;
+    let init = Pending::new();
+    sink.send(request(INIT, &init)).await.unwrap();
+    next_frame(&mut source).await;
+    init.done.cancel();
+    sink.protocol_negotiated("2025-06-18");
+    sink.send(notification(INITIALIZED)).await.unwrap();
+    let ping = Pending::new();
+    sink.send(request(PING, &ping)).await.unwrap();
+    next_frame(&mut source).await;
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["GET answered", "POST after initialized"]
+    );
+}
+
 #[tokio::test]
 async fn the_standalone_get_stream_delivers_server_messages() {
     let server = TestServer::start(|r: Recorded| async move {

@@ -406,7 +406,14 @@ impl Shared {
             return;
         }
         if self.want_standalone.swap(false, Ordering::SeqCst) {
-            self.start_standalone();
+            let opened = self.start_standalone();
+            if frame.request.is_none() {
+                // The handshake's `notifications/initialized`: the frames after
+                // it wait until the server has answered the stream's GET, so the
+                // stream is open before the first request (a server may deliver
+                // replies on it). Bounded by this POST's own deadline.
+                let _ = opened.await;
+            }
         }
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             // Success for a notification or a reply; a request answered this way
@@ -641,7 +648,10 @@ impl Shared {
         }
     }
 
-    fn start_standalone(self: &Arc<Self>) {
+    /// Opens the standalone stream in a task of its own; the receiver resolves
+    /// once the first GET is answered (or refused, or the task ends).
+    fn start_standalone(self: &Arc<Self>) -> oneshot::Receiver<()> {
+        let (opened_tx, opened) = oneshot::channel();
         let token = self.work.child_token();
         if let Some(old) = self
             .standalone
@@ -655,9 +665,10 @@ impl Shared {
         tokio::spawn(async move {
             tokio::select! {
                 _ = token.cancelled() => {}
-                _ = shared.standalone_stream() => {}
+                _ = shared.standalone_stream(opened_tx) => {}
             }
         });
+        opened
     }
 
     /// The optional server-to-client stream. A server that does not offer one
@@ -665,12 +676,17 @@ impl Shared {
     /// a broken or ended stream is reopened after the retry delay, with
     /// `Last-Event-ID` when the server gave ids, up to `MAX_RESUME_ATTEMPTS` times in a
     /// row without a delivered message.
-    async fn standalone_stream(&self) {
+    async fn standalone_stream(&self, opened: oneshot::Sender<()>) {
+        let mut opened = Some(opened);
         let cursor = SharedCursor::default();
         let mut attempts = 0u32;
         loop {
             let last_id = sse::snapshot(&cursor).last_event_id;
-            match self.resume(last_id.as_deref(), None).await {
+            let resumed = self.resume(last_id.as_deref(), None).await;
+            if let Some(opened) = opened.take() {
+                let _ = opened.send(());
+            }
+            match resumed {
                 Resume::Stream(body) => {
                     let (end, frames) = self.read_events(body, &cursor).await;
                     match end {

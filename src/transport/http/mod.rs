@@ -48,7 +48,10 @@
 //!   every request carries `MCP-Protocol-Version`, and after the next successful POST
 //!   (the `notifications/initialized` completing the handshake) the optional
 //!   standalone `GET` stream is opened; `400`, `404` and `405` mean the server offers
-//!   none, which is fine.
+//!   none, which is fine. That `notifications/initialized` returns only once the
+//!   GET is answered (within its own deadline), so the stream is open before the
+//!   first request after the handshake: a server may deliver that request's reply
+//!   on it.
 //! - A response stream that breaks or ends while its request is unsettled, and that
 //!   carried an event id, is resumed: after the server's `retry:` delay (default
 //!   [`DEFAULT_RETRY`], capped at [`MAX_RETRY`]) the transport sends `GET` with
