@@ -405,3 +405,59 @@ async fn dropping_the_client_without_close_still_sends_delete() {
     assert_eq!(deletes.len(), 1);
     assert_eq!(deletes[0].header("mcp-session-id"), Some("s1"));
 }
+
+/// A server that never answers the standalone stream's GET (legal: the stream is
+/// optional) does not stall the handshake: after `notifications/initialized`
+/// the wait for the GET is short (at most a quarter of `handshakeTimeoutMs`),
+/// so `tools/list` still fits its own handshake deadline.
+#[tokio::test]
+async fn a_get_stream_that_is_never_answered_does_not_stall_the_handshake() {
+    let server = TestServer::start(|request| async move {
+        if request.method == Method::GET {
+            std::future::pending::<()>().await;
+        }
+        if request.method == Method::DELETE {
+            return status(200);
+        }
+        let message: Value = serde_json::from_slice(&request.body).unwrap();
+        let id = message.get("id").cloned();
+        match message["method"].as_str() {
+            Some("initialize") => with_header(
+                json(
+                    &json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "silent-get", "version": "1"}
+                    }})
+                    .to_string(),
+                ),
+                "mcp-session-id",
+                "g1",
+            ),
+            Some("tools/list") => json(
+                &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+                    {"name": "echo", "inputSchema": {"type": "object"}}
+                ]}})
+                .to_string(),
+            ),
+            _ => status(202),
+        }
+    })
+    .await;
+    let limits = smthrs_mcp::Limits {
+        handshake_timeout_ms: 1_000,
+        ..Default::default()
+    };
+    let client = Client::builder("silent-get")
+        .limits(limits)
+        .connect(
+            HttpTransport::builder("silent-get", server.url())
+                .build()
+                .unwrap(),
+        )
+        .await
+        .expect("connects although the GET is never answered");
+    assert!(client.catalog().get("echo").is_some());
+    assert_eq!(server.requests_with(Method::GET).len(), 1);
+    client.close().await;
+}

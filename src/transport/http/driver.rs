@@ -27,7 +27,7 @@ use super::session::{SentSessionId, SessionState};
 use super::sse::{self, BoundedSse, SSE_FRAMING_ALLOWANCE, SharedCursor, SseByteError};
 use super::{
     DEFAULT_RETRY, DELETE_TIMEOUT, HttpRequest, HttpResponse, HttpService, MAX_RESUME_ATTEMPTS,
-    MAX_RETRY, ResponseBody, SETTLED_STREAM_GRACE,
+    MAX_RETRY, ResponseBody, SETTLED_STREAM_GRACE, STANDALONE_OPEN_WAIT,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::layer::{BoxError, same_origin};
@@ -63,12 +63,14 @@ pub(crate) fn open(params: OpenParams) -> Connection {
         session: params.session,
         max_frame: Limits::usize_of(params.limits.max_frame_bytes),
         request_timeout: params.limits.request_timeout(),
+        open_wait: (params.limits.handshake_timeout() / 4).min(STANDALONE_OPEN_WAIT),
         redirects: params.redirects,
         tx,
         terminal: OnceLock::new(),
         work: CancellationToken::new(),
         standalone: Mutex::new(None),
         want_standalone: AtomicBool::new(false),
+        standalone_opening: Mutex::new(None),
     });
     let guard = Arc::new(Guard(shared.clone()));
     Connection {
@@ -111,6 +113,11 @@ struct Shared {
     work: CancellationToken,
     standalone: Mutex<Option<CancellationToken>>,
     want_standalone: AtomicBool,
+    /// Resolves once the standalone stream's first GET is answered; the next
+    /// notification or reply sent waits for it (see [`HttpSink::send`]).
+    standalone_opening: Mutex<Option<oneshot::Receiver<()>>>,
+    /// How long that wait may take: a server need not answer the GET promptly.
+    open_wait: Duration,
 }
 
 /// Cancels every task once the sink, source and shutdown are all gone.
@@ -407,13 +414,10 @@ impl Shared {
         }
         if self.want_standalone.swap(false, Ordering::SeqCst) {
             let opened = self.start_standalone();
-            if frame.request.is_none() {
-                // The handshake's `notifications/initialized`: the frames after
-                // it wait until the server has answered the stream's GET, so the
-                // stream is open before the first request (a server may deliver
-                // replies on it). Bounded by this POST's own deadline.
-                let _ = opened.await;
-            }
+            *self
+                .standalone_opening
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(opened);
         }
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             // Success for a notification or a reply; a request answered this way
@@ -803,6 +807,19 @@ impl FrameSink for HttpSink {
                 tokio::select! {
                     _ = work.cancelled() => return Err(shared.terminal_error()),
                     _ = task.post(frame, permit) => {}
+                }
+                // If that POST (normally the handshake's
+                // `notifications/initialized`) started the standalone stream,
+                // what follows waits until the server answered its GET, so the
+                // stream is open before the first request (a server may deliver
+                // replies on it); briefly bounded, as the GET may stay unanswered.
+                let opening = shared
+                    .standalone_opening
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                if let Some(opened) = opening {
+                    let _ = tokio::time::timeout(shared.open_wait, opened).await;
                 }
                 return Ok(());
             }

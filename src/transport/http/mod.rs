@@ -48,10 +48,11 @@
 //!   every request carries `MCP-Protocol-Version`, and after the next successful POST
 //!   (the `notifications/initialized` completing the handshake) the optional
 //!   standalone `GET` stream is opened; `400`, `404` and `405` mean the server offers
-//!   none, which is fine. That `notifications/initialized` returns only once the
-//!   GET is answered (within its own deadline), so the stream is open before the
-//!   first request after the handshake: a server may deliver that request's reply
-//!   on it.
+//!   none, which is fine. The notification whose POST started the stream (the
+//!   `notifications/initialized`) returns only once the GET is answered, or after
+//!   [`STANDALONE_OPEN_WAIT`] (at most a quarter of `handshakeTimeoutMs`) if it is
+//!   not, so a server that answers promptly has the stream open before the first
+//!   request after the handshake: it may deliver that request's reply on it.
 //! - A response stream that breaks or ends while its request is unsettled, and that
 //!   carried an event id, is resumed: after the server's `retry:` delay (default
 //!   [`DEFAULT_RETRY`], capped at [`MAX_RETRY`]) the transport sends `GET` with
@@ -149,6 +150,10 @@ pub const MAX_RESUME_ATTEMPTS: u32 = 5;
 pub const SETTLED_STREAM_GRACE: Duration = Duration::from_secs(5);
 /// The bound on the `DELETE` sent at shutdown.
 pub const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest the handshake waits, after `notifications/initialized`, for the
+/// server to answer the standalone stream's `GET` (never more than a quarter of
+/// `handshakeTimeoutMs`); then it goes on without it.
+pub const STANDALONE_OPEN_WAIT: Duration = Duration::from_secs(1);
 
 type LayerFn = Arc<dyn Fn(HttpService) -> HttpService + Send + Sync>;
 
