@@ -897,34 +897,20 @@ pub(crate) async fn run_writer(
                     frames.push(frame);
                 }
                 Queued::Negotiated(version) => {
-                    if !frames.is_empty() {
-                        // Like every write: abandoned as soon as the session ends, so
-                        // a peer that stopped reading cannot block teardown.
-                        let result = tokio::select! {
-                            biased;
-                            _ = &mut ended => return,
-                            result = write(&mut sink, &mut frames) => result,
-                        };
-                        if let Err(error) = result {
-                            shared.terminate(error);
-                            return;
-                        }
+                    if !frames.is_empty()
+                        && !write_while_open(&shared, ended.as_mut(), &mut sink, &mut frames).await
+                    {
+                        return;
                     }
                     sink.protocol_negotiated(&version);
                 }
                 Queued::Flush => flush = true,
             }
         }
-        if !frames.is_empty() || flush {
-            let result = tokio::select! {
-                biased;
-                _ = &mut ended => return,
-                result = write(&mut sink, &mut frames) => result,
-            };
-            if let Err(error) = result {
-                shared.terminate(error);
-                return;
-            }
+        if (!frames.is_empty() || flush)
+            && !write_while_open(&shared, ended.as_mut(), &mut sink, &mut frames).await
+        {
+            return;
         }
         // Everything received is written (or skipped): direct writes may resume
         // once the sink is back.
@@ -940,6 +926,29 @@ impl Drop for ReleaseSink<'_> {
     fn drop(&mut self) {
         let sink = lock(&self.0.sink).take();
         drop(sink);
+    }
+}
+
+/// [`write`], abandoned as soon as the session ends (so a peer that stopped
+/// reading cannot block teardown); a failed write ends the session. `false`: the
+/// writer must stop.
+async fn write_while_open(
+    shared: &Shared,
+    ended: Pin<&mut tokio_util::sync::WaitForCancellationFuture<'_>>,
+    sink: &mut Box<dyn FrameSink>,
+    frames: &mut Vec<OutboundFrame>,
+) -> bool {
+    let result = tokio::select! {
+        biased;
+        _ = ended => return false,
+        result = write(sink, frames) => result,
+    };
+    match result {
+        Ok(()) => true,
+        Err(error) => {
+            shared.terminate(error);
+            false
+        }
     }
 }
 
