@@ -12,7 +12,16 @@ use http::Method;
 use http_server::{TestServer, json, status, with_header};
 use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
-use smthrs_mcp::{Client, ErrorKind};
+use smthrs_mcp::{Client, ErrorKind, Limits};
+
+/// Connects a client named `name` to `server` over Streamable HTTP.
+async fn connect(name: &str, server: &TestServer, limits: Limits) -> smthrs_mcp::Result<Client> {
+    let transport = HttpTransport::builder(name, server.url()).build()?;
+    Client::builder(name)
+        .limits(limits)
+        .connect(transport)
+        .await
+}
 
 /// A minimal stateful MCP server: every `initialize` opens session `s<N>`; the
 /// first `tools/call` on session `s1` is answered `404` (the session "expired").
@@ -93,12 +102,7 @@ async fn expiring_server_with(
 #[tokio::test]
 async fn expired_session_reinitialises_once_and_retries_with_the_same_catalog() {
     let (server, sessions) = expiring_server(false).await;
-    let client = Client::builder("expiring")
-        .connect(
-            HttpTransport::builder("expiring", server.url())
-                .build()
-                .unwrap(),
-        )
+    let client = connect("expiring", &server, Limits::default())
         .await
         .unwrap();
     let result = client
@@ -127,12 +131,7 @@ async fn expired_session_reinitialises_once_and_retries_with_the_same_catalog() 
 async fn calls_made_during_a_re_initialise_wait_for_the_new_session() {
     let (server, sessions) =
         expiring_server_with(false, Duration::from_millis(300), Duration::ZERO).await;
-    let client = Client::builder("expiring")
-        .connect(
-            HttpTransport::builder("expiring", server.url())
-                .build()
-                .unwrap(),
-        )
+    let client = connect("expiring", &server, Limits::default())
         .await
         .unwrap();
     let first = tokio::spawn({
@@ -173,12 +172,7 @@ async fn calls_made_during_a_re_initialise_wait_for_the_new_session() {
 async fn calls_in_flight_when_the_session_expires_are_all_sent_again() {
     let (server, sessions) =
         expiring_server_with(false, Duration::from_millis(20), Duration::from_millis(300)).await;
-    let client = Client::builder("expiring")
-        .connect(
-            HttpTransport::builder("expiring", server.url())
-                .build()
-                .unwrap(),
-        )
+    let client = connect("expiring", &server, Limits::default())
         .await
         .unwrap();
     let calls: Vec<_> = (0..5)
@@ -208,12 +202,7 @@ async fn calls_in_flight_when_the_session_expires_are_all_sent_again() {
 #[tokio::test]
 async fn expired_session_with_a_changed_catalog_ends_the_session() {
     let (server, _) = expiring_server(true).await;
-    let client = Client::builder("expiring")
-        .connect(
-            HttpTransport::builder("expiring", server.url())
-                .build()
-                .unwrap(),
-        )
+    let client = connect("expiring", &server, Limits::default())
         .await
         .unwrap();
     let error = client
@@ -232,12 +221,7 @@ async fn expired_session_with_a_changed_catalog_ends_the_session() {
 #[tokio::test]
 async fn unauthorized_handshake_is_unauthorized() {
     let server = TestServer::start(|_| async { status(401) }).await;
-    let error = Client::builder("locked")
-        .connect(
-            HttpTransport::builder("locked", server.url())
-                .build()
-                .unwrap(),
-        )
+    let error = connect("locked", &server, Limits::default())
         .await
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unauthorized);
@@ -291,12 +275,7 @@ async fn initialized_goes_out_first_and_a_body_answering_it_is_ignored() {
         }
     })
     .await;
-    let client = Client::builder("strict")
-        .connect(
-            HttpTransport::builder("strict", server.url())
-                .build()
-                .unwrap(),
-        )
+    let client = connect("strict", &server, Limits::default())
         .await
         .expect("an id-less body answering a notification is ignored");
     assert!(
@@ -359,12 +338,7 @@ async fn a_request_answered_202_fails_instead_of_waiting_for_its_deadline() {
         }
     })
     .await;
-    let client = Client::builder("accepting")
-        .connect(
-            HttpTransport::builder("accepting", server.url())
-                .build()
-                .unwrap(),
-        )
+    let client = connect("accepting", &server, Limits::default())
         .await
         .unwrap();
     let error = client
@@ -384,12 +358,7 @@ async fn a_request_answered_202_fails_instead_of_waiting_for_its_deadline() {
 #[tokio::test]
 async fn dropping_the_client_without_close_still_sends_delete() {
     let (server, _) = expiring_server(false).await;
-    let client = Client::builder("expiring")
-        .connect(
-            HttpTransport::builder("expiring", server.url())
-                .build()
-                .unwrap(),
-        )
+    let client = connect("expiring", &server, Limits::default())
         .await
         .unwrap();
     drop(client);
@@ -444,17 +413,11 @@ async fn a_get_stream_that_is_never_answered_does_not_stall_the_handshake() {
         }
     })
     .await;
-    let limits = smthrs_mcp::Limits {
+    let limits = Limits {
         handshake_timeout_ms: 1_000,
         ..Default::default()
     };
-    let client = Client::builder("silent-get")
-        .limits(limits)
-        .connect(
-            HttpTransport::builder("silent-get", server.url())
-                .build()
-                .unwrap(),
-        )
+    let client = connect("silent-get", &server, limits)
         .await
         .expect("connects although the GET is never answered");
     assert!(client.catalog().get("echo").is_some());
