@@ -19,7 +19,7 @@ use smthrs_mcp::diagnostics::Diagnostics;
 use smthrs_mcp::layer::EgressGrants;
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::transport::{
-    Connection, FrameSource, InboundEvent, OutboundFrame, RequestHandle, Transport,
+    Connection, FrameSink, FrameSource, InboundEvent, OutboundFrame, RequestHandle, Transport,
     TransportContext,
 };
 use smthrs_mcp::{Error, ErrorKind, Limits};
@@ -110,6 +110,16 @@ async fn next(source: &mut Box<dyn FrameSource>) -> InboundEvent {
     timeout(Duration::from_secs(5), source.next())
         .await
         .expect("an inbound event in time")
+}
+
+/// `initialize` answered, then the negotiated version handed to the sink, as the
+/// engine does (the version is sent from the next request on).
+async fn initialize(sink: &mut Box<dyn FrameSink>, source: &mut Box<dyn FrameSource>) {
+    let init = Pending::new();
+    sink.send(request(INIT, &init)).await.unwrap();
+    next_frame(source).await;
+    init.done.cancel();
+    sink.protocol_negotiated("2025-06-18");
 }
 
 async fn next_frame(source: &mut Box<dyn FrameSource>) -> String {
@@ -411,11 +421,7 @@ async fn the_protocol_version_is_sent_after_negotiation_and_the_get_stream_opens
         mut source,
         ..
     } = open(&server.url()).await;
-    let init = Pending::new();
-    sink.send(request(INIT, &init)).await.unwrap();
-    next_frame(&mut source).await;
-    init.done.cancel();
-    sink.protocol_negotiated("2025-06-18");
+    initialize(&mut sink, &mut source).await;
     sink.send(notification(INITIALIZED)).await.unwrap();
     let requests = server.wait_for_requests(3).await;
     assert_eq!(
@@ -482,11 +488,7 @@ async fn the_first_request_after_initialized_waits_for_the_get_stream() {
         mut source,
         ..
     } = open(&server.url()).await;
-    let init = Pending::new();
-    sink.send(request(INIT, &init)).await.unwrap();
-    next_frame(&mut source).await;
-    init.done.cancel();
-    sink.protocol_negotiated("2025-06-18");
+    initialize(&mut sink, &mut source).await;
     sink.send(notification(INITIALIZED)).await.unwrap();
     let ping = Pending::new();
     sink.send(request(PING, &ping)).await.unwrap();
@@ -520,11 +522,7 @@ async fn the_standalone_get_stream_delivers_server_messages() {
         mut source,
         ..
     } = open(&server.url()).await;
-    let init = Pending::new();
-    sink.send(request(INIT, &init)).await.unwrap();
-    next_frame(&mut source).await;
-    init.done.cancel();
-    sink.protocol_negotiated("2025-06-18");
+    initialize(&mut sink, &mut source).await;
     sink.send(notification(INITIALIZED)).await.unwrap();
     assert_eq!(
         next_frame(&mut source).await,
@@ -549,11 +547,7 @@ async fn a_404_to_a_request_with_a_session_id_expires_the_session() {
         mut source,
         ..
     } = open(&server.url()).await;
-    let init = Pending::new();
-    sink.send(request(INIT, &init)).await.unwrap();
-    next_frame(&mut source).await;
-    init.done.cancel();
-    sink.protocol_negotiated("2025-06-18");
+    initialize(&mut sink, &mut source).await;
 
     let ping = Pending::new();
     sink.send(request(PING, &ping)).await.unwrap();
