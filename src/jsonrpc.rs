@@ -596,6 +596,11 @@ mod tests {
                 "error",
                 "other",
                 "",
+                // The members a `tools/call` result is read into.
+                "content",
+                "cont\\u0065nt",
+                "isError",
+                "structuredContent",
             ])
         }
 
