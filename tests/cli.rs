@@ -1259,3 +1259,97 @@ fn no_proxy_sends_a_server_direct() {
     assert_eq!(run.code, Some(1), "{}", run.show());
     assert!(proxy.requests().is_empty(), "the proxy was bypassed");
 }
+
+/// The recorded frames whose `method` is `method`.
+fn recorded_frames(text: &str, method: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["method"] == method)
+        .collect()
+}
+
+/// `call` times out and the CLI exits at once: the server was told to stop
+/// the call before the session was torn down.
+#[track_caller]
+fn assert_one_cancellation_naming_the_call(record: &Path, run: &Run) {
+    let text = recorded(record).unwrap_or_default();
+    let calls = recorded_frames(&text, "tools/call");
+    let cancels = recorded_frames(&text, "notifications/cancelled");
+    assert_eq!(calls.len(), 1, "{text}\n{}", run.show());
+    assert_eq!(cancels.len(), 1, "one cancellation\n{text}\n{}", run.show());
+    assert_eq!(cancels[0]["params"]["requestId"], calls[0]["id"], "{text}");
+}
+
+#[test]
+fn a_timed_out_call_is_cancelled_before_the_cli_exits() {
+    let dir = tempdir();
+    let record = dir.path().join("record.jsonl");
+    let config = server_file(
+        dir.path(),
+        "servers.json",
+        json!([with(
+            scripted("s", &["--record", path_str(&record)]),
+            json!({ "requestTimeoutMs": 300 })
+        )]),
+    );
+    let run = cli(&[
+        "--mcp-config",
+        path_str(&config),
+        "call",
+        "mcp/s/slow",
+        "--args",
+        r#"{"ms":5000}"#,
+    ])
+    .run();
+    run.expect_session_error("timeout");
+    assert_one_cancellation_naming_the_call(&record, &run);
+}
+
+#[test]
+fn a_timed_out_http_call_is_cancelled_before_the_cli_exits() {
+    let dir = tempdir();
+    let record = dir.path().join("record.jsonl");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let bridge = runtime.block_on(http_bridge::Bridge::start(
+        SCRIPTED,
+        vec![
+            scenario("basic").into(),
+            "--record".into(),
+            record.clone().into(),
+        ],
+        http_bridge::BridgeOptions::default(),
+    ));
+    let config = server_file(
+        dir.path(),
+        "servers.json",
+        json!([{"server": "remote", "url": bridge.url(), "requestTimeoutMs": 300}]),
+    );
+    let run = cli(&[
+        "--mcp-config",
+        path_str(&config),
+        "call",
+        "mcp/remote/slow",
+        "--args",
+        r#"{"ms":5000}"#,
+    ])
+    .run();
+    run.expect_session_error("timeout");
+    let posts: Vec<String> = bridge
+        .requests()
+        .iter()
+        .filter_map(|r| r.rpc_method())
+        .collect();
+    let cancel = posts.iter().position(|m| m == "notifications/cancelled");
+    assert!(cancel.is_some(), "no cancellation POST: {posts:?}");
+    let methods: Vec<String> = bridge.requests().into_iter().map(|r| r.method).collect();
+    assert_eq!(
+        methods.last().map(String::as_str),
+        Some("DELETE"),
+        "{methods:?}"
+    );
+    assert_one_cancellation_naming_the_call(&record, &run);
+}

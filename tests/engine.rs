@@ -119,6 +119,9 @@ engine_tests!(
     catalog_pages_are_walked,
     catalog_rules_refuse_bad_catalogs,
     close_records_scope_closed_for_later_calls,
+    close_right_after_a_timeout_still_sends_the_cancellation,
+    close_with_a_call_in_flight_cancels_it,
+    dropping_the_client_right_after_a_timeout_still_sends_the_cancellation,
 );
 
 async fn handshake_proposes_version_and_identity_then_lists(via: Via) {
@@ -467,6 +470,67 @@ async fn dropped_call_sends_one_cancellation(via: Via) {
     client.close().await;
 }
 
+/// The host closes at once after a timeout (the CLI does): the cancellation the
+/// timeout owes is written before the transport is torn down.
+async fn close_right_after_a_timeout_still_sends_the_cancellation(via: Via) {
+    let rec = Recording::new();
+    let builder = Client::builder("slow").limits(limits(|l| l.request_timeout_ms = 200));
+    let client = open(via, builder, rec.attach(scenario("basic")))
+        .await
+        .unwrap();
+    let error = client
+        .call_tool("slow", args(json!({"ms": 5000})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout);
+    client.close().await;
+    wait_for(|| !cancelled_ids(&rec).is_empty()).await;
+    let calls = call_ids(&rec);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        cancelled_ids(&rec),
+        calls,
+        "one cancellation naming the call"
+    );
+}
+
+/// Closing abandons a call still waiting for its reply: the server is told.
+async fn close_with_a_call_in_flight_cancels_it(via: Via) {
+    let rec = Recording::new();
+    let client = open(via, Client::builder("slow"), rec.attach(scenario("basic")))
+        .await
+        .unwrap();
+    let pending = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call_tool("slow", args(json!({"ms": 5000}))).await })
+    };
+    wait_for(|| !call_ids(&rec).is_empty()).await;
+    client.close().await;
+    let error = pending.await.unwrap().unwrap_err();
+    assert_eq!(error.to_string(), "connection scope closed");
+    wait_for(|| !cancelled_ids(&rec).is_empty()).await;
+    assert_eq!(cancelled_ids(&rec), call_ids(&rec));
+}
+
+/// Dropping the last handle right after a timeout: the teardown task writes the
+/// owed cancellation too.
+async fn dropping_the_client_right_after_a_timeout_still_sends_the_cancellation(via: Via) {
+    let rec = Recording::new();
+    let builder = Client::builder("slow").limits(limits(|l| l.request_timeout_ms = 200));
+    let session = open(via, builder, rec.attach(scenario("basic")))
+        .await
+        .unwrap();
+    let error = session
+        .call_tool("slow", args(json!({"ms": 5000})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout);
+    let Session { client, _bridge } = session;
+    drop(client);
+    wait_for(|| !cancelled_ids(&rec).is_empty()).await;
+    assert_eq!(cancelled_ids(&rec), call_ids(&rec));
+}
+
 async fn initialize_is_never_cancelled(via: Via) {
     let rec = Recording::new();
     let builder = Client::builder("stall").limits(limits(|l| l.handshake_timeout_ms = 200));
@@ -718,7 +782,12 @@ async fn blocked_outbound_queue_times_out_instead_of_hanging() {
         let error = call.await.unwrap().unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
     }
-    client.close().await;
+    // Cancellations are owed for the calls that were written, but the server
+    // reads nothing: closing still ends (within CLOSE_CANCEL_GRACE plus the
+    // transport's own teardown bounds; the generous bound only catches a hang).
+    tokio::time::timeout(Duration::from_secs(10), client.close())
+        .await
+        .expect("close() is bounded on a server that stopped reading");
 }
 
 #[tokio::test]

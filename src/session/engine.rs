@@ -35,6 +35,16 @@ const SETTLED: u8 = 3;
 /// The message of the terminal error recorded by `close()` and by dropping the client.
 pub(crate) const SCOPE_CLOSED: &str = "connection scope closed";
 
+/// How long closing the scope ([`Client::close`](crate::Client::close), or the
+/// teardown after the last handle is dropped) spends writing the
+/// `notifications/cancelled` it owes (for calls that timed out or were dropped, and
+/// for calls still waiting when the scope closed) before the transport is torn
+/// down: stdin closed, or `DELETE` sent. A frame the writer was in the middle of
+/// writing is finished first, within the same bound. A server that stopped reading
+/// costs at most this long; cancellations a full outbound queue refused are not
+/// owed (they are best effort).
+pub const CLOSE_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// One item of the outbound queue.
 pub(crate) enum Queued {
     /// A frame; `request` is present for requests so an abandoned one can be
@@ -43,6 +53,9 @@ pub(crate) enum Queued {
         frame: OutboundFrame,
         request: Option<Arc<RequestCtl>>,
     },
+    /// A `notifications/cancelled`: also written while the scope closes, within
+    /// [`CLOSE_CANCEL_GRACE`].
+    Cancel(OutboundFrame),
     /// Tell the transport the negotiated protocol version.
     Negotiated(String),
     /// Finish a frame that a direct write left partly written.
@@ -56,6 +69,9 @@ pub(crate) struct RequestCtl {
     id: u64,
     /// The reply's result is read as a `tools/call` result.
     tool_call: bool,
+    /// Abandoning it after it was written sends `notifications/cancelled` (never
+    /// for `initialize`).
+    cancellable: bool,
     /// `QUEUED`, `WRITTEN`, `ABANDONED` or `SETTLED`.
     state: AtomicU8,
     /// The outcome, stored once by whoever settles the request.
@@ -206,6 +222,9 @@ pub(crate) struct Shared {
     reinit: Mutex<Reinit>,
     /// True while a re-initialise runs (a cheap test before locking `reinit`).
     reinit_running: AtomicBool,
+    /// Set when the scope closed: until then the writer still writes owed
+    /// cancellations ([`CLOSE_CANCEL_GRACE`]).
+    close_deadline: OnceLock<Instant>,
 }
 
 /// The one-shot HTTP session re-initialise.
@@ -263,6 +282,7 @@ impl Shared {
             catalog: OnceLock::new(),
             reinit: Mutex::new(Reinit::Idle),
             reinit_running: AtomicBool::new(false),
+            close_deadline: OnceLock::new(),
         });
         (shared, rx)
     }
@@ -288,6 +308,39 @@ impl Shared {
             pending.complete(Err(error.clone()));
         }
         self.ended.cancel();
+    }
+
+    /// The scope closed (`close()`, or the last handle dropped): the terminal
+    /// transition with "connection scope closed", after which the writer still
+    /// writes, within [`CLOSE_CANCEL_GRACE`], the cancellations owed: those queued
+    /// for requests abandoned earlier, and one for every request written and still
+    /// unanswered now (closing abandons it).
+    pub(crate) fn close_scope(&self) {
+        if self.terminal().is_some() {
+            return;
+        }
+        let _ = self.close_deadline.set(Instant::now() + CLOSE_CANCEL_GRACE);
+        let error = Error::closed(SCOPE_CLOSED);
+        let abandoned: Vec<Arc<RequestCtl>> = {
+            let mut pending = lock(&self.pending);
+            if self.terminal.set(error.clone()).is_err() {
+                return;
+            }
+            pending.drain().map(|(_, p)| p).collect()
+        };
+        for request in abandoned {
+            let written = request.state.load(Ordering::Acquire) == WRITTEN;
+            if written && request.cancellable {
+                self.send_cancelled(request.id);
+            }
+            request.complete(Err(error.clone()));
+        }
+        self.ended.cancel();
+    }
+
+    /// When the scope closed with cancellations still to write: the deadline.
+    fn close_deadline(&self) -> Option<Instant> {
+        self.close_deadline.get().copied()
     }
 
     fn ended_error(&self) -> Error {
@@ -533,6 +586,7 @@ impl Shared {
         let control = Arc::new(RequestCtl {
             id,
             tool_call,
+            cancellable,
             state: AtomicU8::new(QUEUED),
             outcome: Mutex::new(None),
             waker: AtomicWaker::new(),
@@ -553,7 +607,6 @@ impl Shared {
         let guard = RequestGuard {
             shared: self,
             control: &control,
-            cancellable,
         };
         let frame = OutboundFrame {
             bytes: frame,
@@ -628,13 +681,10 @@ impl Shared {
         // Best effort: a full queue drops the notification rather than delaying the
         // deadline it reports.
         self.backlog.fetch_add(1, Ordering::AcqRel);
-        let queued = self.queue.try_send(Queued::Frame {
-            frame: OutboundFrame {
-                bytes: frame,
-                request: None,
-            },
+        let queued = self.queue.try_send(Queued::Cancel(OutboundFrame {
+            bytes: frame,
             request: None,
-        });
+        }));
         if queued.is_err() {
             self.backlog.fetch_sub(1, Ordering::AcqRel);
         }
@@ -816,7 +866,6 @@ impl Drop for Backlogged<'_> {
 struct RequestGuard<'a> {
     shared: &'a Arc<Shared>,
     control: &'a Arc<RequestCtl>,
-    cancellable: bool,
 }
 
 impl Drop for RequestGuard<'_> {
@@ -837,7 +886,7 @@ impl Drop for RequestGuard<'_> {
             control.wake_done_waiters();
             if unanswered
                 && previous == WRITTEN
-                && self.cancellable
+                && control.cancellable
                 && self.shared.terminal().is_none()
             {
                 self.shared.send_cancelled(control.id);
@@ -868,7 +917,14 @@ pub(crate) async fn run_writer(
         items.clear();
         let received = tokio::select! {
             biased;
-            _ = &mut ended => return,
+            _ = &mut ended => {
+                // Idle when the session ended: its sink is parked.
+                let parked = lock(&shared.sink).take();
+                if let Some(sink) = parked {
+                    write_owed_cancellations(&shared, sink, &mut queue, &mut frames).await;
+                }
+                return;
+            }
             n = queue.recv_many(&mut items, batch_limit) => n,
         };
         if received == 0 {
@@ -896,9 +952,11 @@ pub(crate) async fn run_writer(
                     }
                     frames.push(frame);
                 }
+                Queued::Cancel(frame) => frames.push(frame),
                 Queued::Negotiated(version) => {
                     if !frames.is_empty()
-                        && !write_while_open(&shared, ended.as_mut(), &mut sink, &mut frames).await
+                        && write_while_open(&shared, ended.as_mut(), &mut sink, &mut frames).await
+                            != Written::Open
                     {
                         return;
                     }
@@ -907,10 +965,15 @@ pub(crate) async fn run_writer(
                 Queued::Flush => flush = true,
             }
         }
-        if (!frames.is_empty() || flush)
-            && !write_while_open(&shared, ended.as_mut(), &mut sink, &mut frames).await
-        {
-            return;
+        if !frames.is_empty() || flush {
+            match write_while_open(&shared, ended.as_mut(), &mut sink, &mut frames).await {
+                Written::Open => {}
+                Written::Closing => {
+                    write_owed_cancellations(&shared, sink, &mut queue, &mut frames).await;
+                    return;
+                }
+                Written::Stop => return,
+            }
         }
         // Everything received is written (or skipped): direct writes may resume
         // once the sink is back.
@@ -929,26 +992,72 @@ impl Drop for ReleaseSink<'_> {
     }
 }
 
+/// How [`write_while_open`] ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Written {
+    /// Written; the session is open.
+    Open,
+    /// Written, but the scope closed meanwhile: the owed cancellations follow.
+    Closing,
+    /// The writer must stop (the session ended, or the write failed).
+    Stop,
+}
+
 /// [`write`], abandoned as soon as the session ends (so a peer that stopped
-/// reading cannot block teardown); a failed write ends the session. `false`: the
-/// writer must stop.
+/// reading cannot block teardown), except that when the scope closed the write is
+/// finished within [`CLOSE_CANCEL_GRACE`] so that the owed cancellations can follow
+/// it (a half-written frame would garble them). A failed write ends the session.
 async fn write_while_open(
     shared: &Shared,
     ended: Pin<&mut tokio_util::sync::WaitForCancellationFuture<'_>>,
     sink: &mut Box<dyn FrameSink>,
     frames: &mut Vec<OutboundFrame>,
-) -> bool {
+) -> Written {
+    let write = write(sink, frames);
+    tokio::pin!(write);
     let result = tokio::select! {
         biased;
-        _ = ended => return false,
-        result = write(sink, frames) => result,
+        _ = ended => {
+            let Some(deadline) = shared.close_deadline() else {
+                return Written::Stop;
+            };
+            return match tokio::time::timeout_at(deadline, write).await {
+                Ok(Ok(())) => Written::Closing,
+                Ok(Err(_)) | Err(_) => Written::Stop,
+            };
+        }
+        result = &mut write => result,
     };
     match result {
-        Ok(()) => true,
+        Ok(()) => Written::Open,
         Err(error) => {
             shared.terminate(error);
-            false
+            Written::Stop
         }
+    }
+}
+
+/// After the scope closed: writes the cancellations still queued (everything else
+/// queued is dropped), within [`CLOSE_CANCEL_GRACE`], then drops the sink (stdin
+/// closes; the HTTP transport may send its `DELETE`). Nothing is owed when the
+/// session ended any other way.
+async fn write_owed_cancellations(
+    shared: &Shared,
+    mut sink: Box<dyn FrameSink>,
+    queue: &mut mpsc::Receiver<Queued>,
+    frames: &mut Vec<OutboundFrame>,
+) {
+    let Some(deadline) = shared.close_deadline() else {
+        return;
+    };
+    frames.clear();
+    while let Ok(item) = queue.try_recv() {
+        if let Queued::Cancel(frame) = item {
+            frames.push(frame);
+        }
+    }
+    if !frames.is_empty() {
+        let _ = tokio::time::timeout_at(deadline, write(&mut sink, frames)).await;
     }
 }
 

@@ -20,6 +20,8 @@
 
 pub(crate) mod engine;
 
+pub use engine::CLOSE_CANCEL_GRACE;
+
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -361,8 +363,9 @@ impl ClientInner {
 impl Drop for ClientInner {
     fn drop(&mut self) {
         // Dropping the last handle is a scope close; the teardown task (if a runtime
-        // is still running it) kills the child, and `kill_on_drop` covers the rest.
-        self.shared.terminate(Error::closed(SCOPE_CLOSED));
+        // is still running it) writes the owed cancellations and kills the child, and
+        // `kill_on_drop` covers the rest.
+        self.shared.close_scope();
     }
 }
 
@@ -494,10 +497,13 @@ impl Client {
     }
 
     /// Closes the session: records "connection scope closed" as the terminal reason
-    /// (so teardown does not report "stdin closed"), fails pending calls with it, and
-    /// tears the transport down (closes stdin, waits briefly, kills the child).
+    /// (so teardown does not report "stdin closed"), fails pending calls with it,
+    /// writes the `notifications/cancelled` owed (for calls that timed out or were
+    /// dropped, and for calls written and still unanswered now) within
+    /// [`CLOSE_CANCEL_GRACE`], and tears the transport
+    /// down (closes stdin, waits briefly, kills the child; or sends `DELETE`).
     pub async fn close(&self) {
-        self.inner.shared.terminate(Error::closed(SCOPE_CLOSED));
+        self.inner.shared.close_scope();
         self.inner.wait_teardown().await;
     }
 }

@@ -19,7 +19,8 @@
 //!   alone.
 //! * `GET /mcp` opens the standalone server-to-client stream (`405` unless
 //!   [`BridgeOptions::get_stream`]; `409` when one is already open).
-//! * `DELETE /mcp` kills the session's child and answers `200` (`405` when
+//! * `DELETE /mcp` closes the session's child's stdin, gives it a second to exit, kills
+//!   it if it has not, and answers `200` (`405` when
 //!   [`BridgeOptions::session_ids`] is off).
 //!
 //! One task per child reads stdout and routes each line: the answer to an open
@@ -102,6 +103,8 @@ const READ_CHUNK: usize = 64 * 1024;
 
 /// How long `DELETE` waits for a killed child to be reaped.
 const KILL_WAIT: Duration = Duration::from_secs(5);
+/// How long `DELETE` lets a child whose stdin it closed exit by itself.
+const STDIN_CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// How the bridge answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,11 +322,15 @@ impl Routes {
     }
 }
 
+/// Lines for a child's stdin, each with the ack of its write.
+type StdinQueue = mpsc::Sender<(Bytes, oneshot::Sender<bool>)>;
+
 /// One MCP session: a child process and its routing.
 struct Session {
     id: String,
     child: Arc<Mutex<Child>>,
-    stdin: mpsc::Sender<(Bytes, oneshot::Sender<bool>)>,
+    /// `None` once `DELETE` closed the child's stdin.
+    stdin: Mutex<Option<StdinQueue>>,
     routes: Mutex<Routes>,
     /// Set once stdout ended or the session was deleted.
     closed: AtomicBool,
@@ -347,7 +354,7 @@ impl Session {
         let session = Arc::new(Session {
             id: new_session_id(),
             child: child.clone(),
-            stdin: tx,
+            stdin: Mutex::new(Some(tx)),
             routes: Mutex::new(Routes::default()),
             closed: AtomicBool::new(false),
             next_event_id: AtomicU64::new(1),
@@ -372,7 +379,10 @@ impl Session {
     /// Writes one line (newline included) to the child; false when stdin is gone.
     async fn write(&self, line: Bytes) -> bool {
         let (ack, done) = oneshot::channel();
-        if self.stdin.send((line, ack)).await.is_err() {
+        let Some(stdin) = lock(&self.stdin).clone() else {
+            return false;
+        };
+        if stdin.send((line, ack)).await.is_err() {
             return false;
         }
         done.await.unwrap_or(false)
@@ -428,8 +438,17 @@ impl Session {
         let _ = lock(&self.child).start_kill();
     }
 
-    /// Ends the session and waits (bounded) until the child is reaped.
+    /// Ends the session as a server does on `DELETE`: the child reads what it was
+    /// sent (its stdin is closed after the lines already accepted) and gets
+    /// [`STDIN_CLOSE_GRACE`] to exit; then it is killed and reaped (bounded).
     async fn terminate(&self) {
+        drop(lock(&self.stdin).take());
+        let deadline = tokio::time::Instant::now() + STDIN_CLOSE_GRACE;
+        while matches!(lock(&self.child).try_wait(), Ok(None))
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         self.end();
         let deadline = tokio::time::Instant::now() + KILL_WAIT;
         while matches!(lock(&self.child).try_wait(), Ok(None))
