@@ -23,7 +23,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use smthrs_mcp::Limits;
 use smthrs_mcp::diagnostics::Diagnostics;
 use smthrs_mcp::transport::http::{HttpRequest, HttpTransport};
-use smthrs_mcp::transport::{InboundEvent, OutboundFrame, Transport, TransportContext};
+use smthrs_mcp::transport::{FrameMeta, InboundEvent, OutboundFrame, Transport, TransportContext};
 use tower::util::MapRequestLayer;
 use tower::{Layer, Service};
 
@@ -93,11 +93,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         limits: Limits::default(),
         diagnostics: Diagnostics::none(),
     };
-    let mut connection = Box::new(transport).open(ctx).await?;
+    let mut connection = transport.open(ctx).await?;
     connection
         .sink
         .send(OutboundFrame {
             bytes: Bytes::from_static(br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#),
+            meta: FrameMeta::default(),
             request: None,
         })
         .await?;

@@ -67,6 +67,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::json_bounds::encoded_len_exceeds;
 use crate::limits::Limits;
+use crate::param_headers::{self, ParamSpec};
 
 /// One validated tool. Read-only: fields are private and reachable through
 /// getters only, so a shared catalog cannot change underneath its readers.
@@ -78,9 +79,17 @@ pub struct Tool {
     input_schema: Map<String, Value>,
     output_schema: Option<Map<String, Value>>,
     annotations: Option<Value>,
+    /// Its validated `x-mcp-header` annotations (2026-07-28 over HTTP only).
+    param_specs: Vec<ParamSpec>,
 }
 
 impl Tool {
+    /// The validated `x-mcp-header` annotations (empty unless the catalog was
+    /// read for 2026-07-28 over HTTP).
+    pub(crate) fn param_specs(&self) -> &[ParamSpec] {
+        &self.param_specs
+    }
+
     /// The tool's name, as the server sent it; it passed [`check_tool_name`].
     pub fn name(&self) -> &str {
         &self.name
@@ -120,12 +129,25 @@ impl Tool {
 pub struct Catalog {
     tools: Vec<Tool>,
     index: BTreeMap<String, usize>,
+    /// Tools left out (their name as sent, and the rule broken).
+    dropped: Vec<(String, &'static str)>,
 }
 
 impl Catalog {
     /// A catalog with no tools.
     pub fn empty() -> Catalog {
         Catalog::default()
+    }
+
+    /// The tools left out of the catalog and why (2026-07-28 over HTTP: an
+    /// invalid `x-mcp-header` annotation). The names are server-authored.
+    pub(crate) fn dropped(&self) -> impl Iterator<Item = (&str, &'static str)> {
+        self.dropped.iter().map(|(name, why)| (name.as_str(), *why))
+    }
+
+    /// True when both catalogs hold the same tools, entry for entry, in order.
+    pub(crate) fn same_tools_as(&self, other: &Catalog) -> bool {
+        self.tools == other.tools
     }
 
     /// The tools, in the order the server listed them.
@@ -178,9 +200,28 @@ pub struct CatalogBuilder {
     max_tool_name_bytes: usize,
     max_tool_document_bytes: usize,
     max_catalog_pages: usize,
+    limits: Limits,
+    empty_cursor_continues: bool,
+    param_headers: bool,
+    dropped: Vec<(String, &'static str)>,
 }
 
 impl CatalogBuilder {
+    /// 2026-07-28: a `nextCursor` of `""` is a cursor like any other (the page
+    /// cap and the repeated-cursor rule still end the walk). Default: `false`,
+    /// the legacy rule (a cursor must be non-empty).
+    pub fn empty_cursor_continues(mut self, yes: bool) -> Self {
+        self.empty_cursor_continues = yes;
+        self
+    }
+
+    /// 2026-07-28 over HTTP: validate `x-mcp-header` annotations, dropping a tool
+    /// with an invalid one (the others are kept). Default: `false`.
+    pub fn param_headers(mut self, yes: bool) -> Self {
+        self.param_headers = yes;
+        self
+    }
+
     /// A builder bounded by `limits` (`maxTools`, `maxToolNameBytes`,
     /// `maxToolDocumentBytes`, `maxCatalogPages`).
     pub fn new(limits: &Limits) -> Self {
@@ -193,6 +234,10 @@ impl CatalogBuilder {
             max_tool_name_bytes: Limits::usize_of(limits.max_tool_name_bytes),
             max_tool_document_bytes: Limits::usize_of(limits.max_tool_document_bytes),
             max_catalog_pages: Limits::usize_of(limits.max_catalog_pages),
+            limits: *limits,
+            empty_cursor_continues: false,
+            param_headers: false,
+            dropped: Vec::new(),
         }
     }
 
@@ -228,6 +273,7 @@ impl CatalogBuilder {
         }
 
         let mut accepted: Vec<Tool> = Vec::with_capacity(entries.len());
+        let mut dropped: Vec<(String, &'static str)> = Vec::new();
         let mut page_names: HashSet<&str> = HashSet::with_capacity(entries.len());
         for (position, entry) in entries.iter().enumerate() {
             let tool = self
@@ -239,12 +285,24 @@ impl CatalogBuilder {
             if let Some(Value::String(name)) = entry.get("name") {
                 page_names.insert(name.as_str());
             }
+            if self.param_headers {
+                match param_headers::annotations(&tool.input_schema, &self.limits) {
+                    Ok(specs) => {
+                        accepted.push(Tool {
+                            param_specs: specs,
+                            ..tool
+                        });
+                    }
+                    Err(reason) => dropped.push((tool.name, reason)),
+                }
+                continue;
+            }
             accepted.push(tool);
         }
 
         let next = match result.get("nextCursor") {
             None | Some(Value::Null) => None,
-            Some(Value::String(cursor)) if !cursor.is_empty() => {
+            Some(Value::String(cursor)) if !cursor.is_empty() || self.empty_cursor_continues => {
                 if self.seen_cursors.contains(cursor) {
                     return Err(fail("nextCursor repeats a cursor already seen"));
                 }
@@ -265,6 +323,7 @@ impl CatalogBuilder {
         if let Some(cursor) = &next {
             self.seen_cursors.insert(cursor.clone());
         }
+        self.dropped.extend(dropped);
         Ok(next)
     }
 
@@ -273,6 +332,7 @@ impl CatalogBuilder {
         Catalog {
             tools: self.tools,
             index: self.index,
+            dropped: self.dropped,
         }
     }
 
@@ -325,6 +385,7 @@ impl CatalogBuilder {
             input_schema: input_schema.clone(),
             output_schema: output_schema.cloned(),
             annotations: annotations.cloned(),
+            param_specs: Vec::new(),
         })
     }
 }

@@ -37,14 +37,46 @@ pub enum DiagnosticEvent {
         /// The error's `data`, JSON-encoded, if present.
         data: Option<SecretString>,
     },
+    /// A 2026-07-28 server sent a request (servers send none in that revision): it
+    /// was dropped without an answer.
+    ServerRequestDropped {
+        /// The configured server name.
+        server: Arc<str>,
+        /// The request's method, as the server sent it.
+        method: SecretString,
+    },
+    /// A tool was left out of the catalog (2026-07-28 over HTTP: an invalid
+    /// `x-mcp-header` annotation); the other tools were kept.
+    ToolDropped {
+        /// The configured server name.
+        server: Arc<str>,
+        /// The tool's name, as the server sent it.
+        tool: SecretString,
+        /// Which rule it broke.
+        reason: &'static str,
+    },
+    /// The client probed with `server/discover` and fell back to the legacy
+    /// handshake (a downgrade is worth knowing: a hostile server can force one).
+    LegacyFallback {
+        /// The configured server name.
+        server: Arc<str>,
+        /// The negotiated legacy version.
+        version: &'static str,
+        /// Why (crate-authored: which outcome of the probe).
+        reason: &'static str,
+    },
 }
 
 impl DiagnosticEvent {
-    /// A short stable name for the event (`stderr-tail`, `remote-error`).
+    /// A short stable name for the event (`stderr-tail`, `remote-error`,
+    /// `server-request-dropped`, `tool-dropped`, `legacy-fallback`).
     pub fn name(&self) -> &'static str {
         match self {
             DiagnosticEvent::StderrTail { .. } => "stderr-tail",
             DiagnosticEvent::RemoteError { .. } => "remote-error",
+            DiagnosticEvent::ServerRequestDropped { .. } => "server-request-dropped",
+            DiagnosticEvent::ToolDropped { .. } => "tool-dropped",
+            DiagnosticEvent::LegacyFallback { .. } => "legacy-fallback",
         }
     }
 }
@@ -63,6 +95,27 @@ impl fmt::Debug for DiagnosticEvent {
                 .field("code", code)
                 .field("message", &"[REDACTED]")
                 .finish_non_exhaustive(),
+            DiagnosticEvent::ServerRequestDropped { server, .. } => f
+                .debug_struct("ServerRequestDropped")
+                .field("server", server)
+                .field("method", &"[REDACTED]")
+                .finish(),
+            DiagnosticEvent::ToolDropped { server, reason, .. } => f
+                .debug_struct("ToolDropped")
+                .field("server", server)
+                .field("tool", &"[REDACTED]")
+                .field("reason", reason)
+                .finish(),
+            DiagnosticEvent::LegacyFallback {
+                server,
+                version,
+                reason,
+            } => f
+                .debug_struct("LegacyFallback")
+                .field("server", server)
+                .field("version", version)
+                .field("reason", reason)
+                .finish(),
         }
     }
 }

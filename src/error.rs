@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 /// What went wrong, as a stable, matchable category.
 ///
@@ -49,6 +50,17 @@ pub enum ErrorKind {
     /// A flow invocation failed because its session failed; carries the session
     /// error's public message.
     FlowFailed,
+    /// No protocol revision both sides speak: the server refused the one this
+    /// client sent (JSON-RPC -32022, also after the one corrective retry), or the
+    /// negotiation found none in common (a `2026-07-28`-only client and a legacy
+    /// server, say).
+    UnsupportedProtocolVersion,
+    /// The server requires a client capability the request did not declare
+    /// (JSON-RPC -32021, 2026-07-28).
+    MissingCapability,
+    /// The server found the HTTP headers missing, malformed or disagreeing with the
+    /// body (JSON-RPC -32020, 2026-07-28).
+    HeaderMismatch,
 }
 
 impl ErrorKind {
@@ -68,6 +80,9 @@ impl ErrorKind {
             ErrorKind::RemoteError => "remote_error",
             ErrorKind::InvalidConfig => "invalid_config",
             ErrorKind::FlowFailed => "flow_failed",
+            ErrorKind::UnsupportedProtocolVersion => "unsupported_protocol_version",
+            ErrorKind::MissingCapability => "missing_capability",
+            ErrorKind::HeaderMismatch => "header_mismatch",
         }
     }
 }
@@ -87,7 +102,24 @@ impl fmt::Display for ErrorKind {
 pub struct Error {
     kind: ErrorKind,
     message: Cow<'static, str>,
+    /// Facts a caller may match on beyond the kind (never secret, never
+    /// server-authored text).
+    detail: Option<Arc<Detail>>,
 }
+
+/// What an [`Error`] records beyond its kind and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Detail {
+    /// A JSON-RPC error answered the request: its code, and for -32022 the
+    /// protocol versions the server says it supports (only well-formed version
+    /// strings, at most [`MAX_SUPPORTED_VERSIONS`]).
+    Remote { code: i64, supported: Vec<String> },
+    /// The HTTP status that refused the request.
+    Status(u16),
+}
+
+/// The most entries of a -32022 `data.supported` list kept.
+pub(crate) const MAX_SUPPORTED_VERSIONS: usize = 16;
 
 impl Error {
     /// Builds an error from a kind and a message, for code that implements this
@@ -100,6 +132,35 @@ impl Error {
         Error {
             kind,
             message: message.into(),
+            detail: None,
+        }
+    }
+
+    pub(crate) fn with_detail(mut self, detail: Detail) -> Self {
+        self.detail = Some(Arc::new(detail));
+        self
+    }
+
+    pub(crate) fn detail(&self) -> Option<&Detail> {
+        self.detail.as_deref()
+    }
+
+    /// The JSON-RPC error code, when a JSON-RPC error reply caused this error
+    /// (kinds `remote_error`, `unsupported_protocol_version`, `missing_capability`,
+    /// `header_mismatch`).
+    pub fn remote_code(&self) -> Option<i64> {
+        match self.detail() {
+            Some(Detail::Remote { code, .. }) => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status, when an HTTP status refused the request (kinds
+    /// `http_status`, `unauthorized`).
+    pub fn http_status(&self) -> Option<u16> {
+        match self.detail() {
+            Some(Detail::Status(status)) => Some(*status),
+            _ => None,
         }
     }
 
@@ -120,6 +181,7 @@ impl Error {
         Error {
             kind: self.kind,
             message: message.into(),
+            detail: self.detail,
         }
     }
 
@@ -178,9 +240,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn error_stays_two_words() {
-        // kind + Cow<'static, str>: small enough to move around cheaply.
-        assert!(std::mem::size_of::<Error>() <= 32);
+    fn error_stays_small() {
+        // kind + Cow<'static, str> + one optional Arc: cheap to move and clone.
+        assert!(std::mem::size_of::<Error>() <= 40);
     }
 
     #[test]

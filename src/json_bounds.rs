@@ -555,6 +555,12 @@ pub struct ToolCallMembers {
     pub is_error: Option<Value>,
     /// `structuredContent`.
     pub structured_content: Option<Value>,
+    /// `resultType` (2026-07-28).
+    pub result_type: Option<Value>,
+    /// `inputRequests` (2026-07-28, with `resultType: "input_required"`).
+    pub input_requests: Option<Value>,
+    /// `requestState` (2026-07-28, with `resultType: "input_required"`).
+    pub request_state: Option<Value>,
 }
 
 impl ToolCallMembers {
@@ -576,6 +582,9 @@ impl ToolCallMembers {
             ("content", self.content),
             ("isError", self.is_error),
             ("structuredContent", self.structured_content),
+            ("resultType", self.result_type),
+            ("inputRequests", self.input_requests),
+            ("requestState", self.request_state),
         ] {
             if let Some(value) = value {
                 object.insert(key.to_string(), value);
@@ -589,6 +598,9 @@ impl ToolCallMembers {
             ToolMember::Content => Some(&mut self.content),
             ToolMember::IsError => Some(&mut self.is_error),
             ToolMember::StructuredContent => Some(&mut self.structured_content),
+            ToolMember::ResultType => Some(&mut self.result_type),
+            ToolMember::InputRequests => Some(&mut self.input_requests),
+            ToolMember::RequestState => Some(&mut self.request_state),
             ToolMember::Other => None,
         }
     }
@@ -600,6 +612,9 @@ enum ToolMember {
     Content,
     IsError,
     StructuredContent,
+    ResultType,
+    InputRequests,
+    RequestState,
     #[default]
     Other,
 }
@@ -611,6 +626,9 @@ impl ToolMember {
             b"content" => ToolMember::Content,
             b"isError" => ToolMember::IsError,
             b"structuredContent" => ToolMember::StructuredContent,
+            b"resultType" => ToolMember::ResultType,
+            b"inputRequests" => ToolMember::InputRequests,
+            b"requestState" => ToolMember::RequestState,
             _ => ToolMember::Other,
         }
     }

@@ -22,6 +22,16 @@ use crate::json_bounds::{
 };
 use crate::limits::MAX_JSON_DEPTH;
 
+/// -32022 (2026-07-28): the protocol version is unknown or unsupported;
+/// `data: {supported, requested}`.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// -32021 (2026-07-28): the request needs a client capability it did not declare.
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+/// -32020 (2026-07-28): HTTP headers missing, malformed or disagreeing with the body.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// -32601: method not found.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+
 /// A JSON-RPC id as the server sent it: a string or an integer, echoed exactly.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Id {
@@ -471,7 +481,7 @@ mod tests {
             ResultBody::ToolCall(ToolCallMembers {
                 content: Some(text.clone()),
                 is_error: Some(Value::Bool(false)),
-                structured_content: None,
+                ..Default::default()
             })
         );
         // Escaped keys, a member given twice (the last wins), scalars of the wrong kind.
@@ -483,6 +493,7 @@ mod tests {
                 content: Some(text.clone()),
                 is_error: Some(Value::String("no".into())),
                 structured_content: Some(serde_json::json!({"a": {"b": null}})),
+                ..Default::default()
             })
         );
         // A result before its id (the TypeScript SDK's order), and a later id

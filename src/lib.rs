@@ -11,6 +11,7 @@ pub mod json_bounds;
 pub mod jsonrpc;
 pub mod layer;
 pub mod limits;
+pub(crate) mod param_headers;
 pub mod redact;
 pub mod session;
 pub mod transport;
@@ -23,7 +24,7 @@ pub use catalog::{Catalog, Tool};
 pub use diagnostics::{DiagnosticEvent, DiagnosticObserver};
 pub use error::{Error, ErrorKind, Result};
 pub use limits::Limits;
-pub use session::{Client, ClientBuilder, ToolResult};
+pub use session::{Client, ClientBuilder, Era, ProtocolMode, ToolResult};
 pub use transport::Transport;
 pub use transport::stdio::StdioCommand;
 

@@ -1,4 +1,6 @@
-//! The ten limits that bound an untrusted server.
+//! The limits that bound an untrusted server: the contract's ten, and five more
+//! that the 2026-07-28 revision needs (the `server/discover` probe's wait,
+//! multi-round-trip results, `Mcp-Param-*` headers).
 //!
 //! Every bound is an option with an exported default constant. Each must be a
 //! positive safe integer (1 ..= 2^53-1); [`Limits::validate`] enforces that before
@@ -28,6 +30,18 @@ pub const DEFAULT_MAX_TOOL_DOCUMENT_BYTES: u64 = 65_536;
 pub const DEFAULT_MAX_CATALOG_PAGES: u64 = 32;
 /// Default for [`Limits::max_stderr_bytes`]: child stderr retained as a diagnostic tail.
 pub const DEFAULT_MAX_STDERR_BYTES: u64 = 2048;
+/// Default for [`Limits::probe_timeout_ms`]: the wait for the answer to the
+/// `server/discover` probe.
+pub const DEFAULT_PROBE_TIMEOUT_MS: u64 = 5_000;
+/// Default for [`Limits::max_input_rounds`]: `input_required` rounds in one call
+/// (every SDK uses 10).
+pub const DEFAULT_MAX_INPUT_ROUNDS: u64 = 10;
+/// Default for [`Limits::max_request_state_bytes`]: one `requestState`, in UTF-8 bytes.
+pub const DEFAULT_MAX_REQUEST_STATE_BYTES: u64 = 65_536;
+/// Default for [`Limits::max_param_headers`]: `x-mcp-header` annotations in one tool.
+pub const DEFAULT_MAX_PARAM_HEADERS: u64 = 32;
+/// Default for [`Limits::max_param_header_bytes`]: the `Mcp-Param-*` headers of one call.
+pub const DEFAULT_MAX_PARAM_HEADER_BYTES: u64 = 8_192;
 
 /// The largest value any limit may take: JavaScript's `Number.MAX_SAFE_INTEGER`.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -35,7 +49,7 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 /// Maximum nesting of JSON containers in any message, envelope included. Fixed.
 pub const MAX_JSON_DEPTH: usize = 128;
 
-/// The ten limits, all positive integers. Construct with [`Limits::default`] and
+/// The limits, all positive integers. Construct with [`Limits::default`] and
 /// adjust fields; [`Limits::validate`] runs again at connect time.
 ///
 /// ```
@@ -66,6 +80,23 @@ pub struct Limits {
     pub max_catalog_pages: u64,
     /// Redacted child stderr retained as the diagnostic tail. Default 2048.
     pub max_stderr_bytes: u64,
+    /// Bounds the wait for the answer to the `server/discover` probe (ms). On
+    /// stdio a probe unanswered this long means a legacy server (it falls back);
+    /// on HTTP it is a timeout. Default 5 000.
+    pub probe_timeout_ms: u64,
+    /// `input_required` results (2026-07-28) answered in one call before the call
+    /// fails. Default 10.
+    pub max_input_rounds: u64,
+    /// UTF-8 bytes of one `requestState` (2026-07-28); a larger one fails the
+    /// call. Default 64 KiB.
+    pub max_request_state_bytes: u64,
+    /// `x-mcp-header` annotations in one tool (2026-07-28, HTTP); a tool with more
+    /// is dropped from the catalog. Default 32.
+    pub max_param_headers: u64,
+    /// Bytes of the `Mcp-Param-*` headers (names and values) of one call
+    /// (2026-07-28, HTTP); a call past it is refused before anything is sent.
+    /// Default 8 KiB.
+    pub max_param_header_bytes: u64,
 }
 
 impl Default for Limits {
@@ -81,12 +112,17 @@ impl Default for Limits {
             max_tool_document_bytes: DEFAULT_MAX_TOOL_DOCUMENT_BYTES,
             max_catalog_pages: DEFAULT_MAX_CATALOG_PAGES,
             max_stderr_bytes: DEFAULT_MAX_STDERR_BYTES,
+            probe_timeout_ms: DEFAULT_PROBE_TIMEOUT_MS,
+            max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
+            max_request_state_bytes: DEFAULT_MAX_REQUEST_STATE_BYTES,
+            max_param_headers: DEFAULT_MAX_PARAM_HEADERS,
+            max_param_header_bytes: DEFAULT_MAX_PARAM_HEADER_BYTES,
         }
     }
 }
 
-/// The contract's (camelCase) option names, in table order.
-pub const OPTION_NAMES: [&str; 10] = [
+/// The (camelCase) option names, the contract's ten in table order first.
+pub const OPTION_NAMES: [&str; 15] = [
     "handshakeTimeoutMs",
     "requestTimeoutMs",
     "queueCapacity",
@@ -97,10 +133,15 @@ pub const OPTION_NAMES: [&str; 10] = [
     "maxToolDocumentBytes",
     "maxCatalogPages",
     "maxStderrBytes",
+    "probeTimeoutMs",
+    "maxInputRounds",
+    "maxRequestStateBytes",
+    "maxParamHeaders",
+    "maxParamHeaderBytes",
 ];
 
 impl Limits {
-    fn fields(&self) -> [u64; 10] {
+    fn fields(&self) -> [u64; 15] {
         [
             self.handshake_timeout_ms,
             self.request_timeout_ms,
@@ -112,6 +153,11 @@ impl Limits {
             self.max_tool_document_bytes,
             self.max_catalog_pages,
             self.max_stderr_bytes,
+            self.probe_timeout_ms,
+            self.max_input_rounds,
+            self.max_request_state_bytes,
+            self.max_param_headers,
+            self.max_param_header_bytes,
         ]
     }
 
@@ -127,6 +173,11 @@ impl Limits {
             "maxToolDocumentBytes" => &mut self.max_tool_document_bytes,
             "maxCatalogPages" => &mut self.max_catalog_pages,
             "maxStderrBytes" => &mut self.max_stderr_bytes,
+            "probeTimeoutMs" => &mut self.probe_timeout_ms,
+            "maxInputRounds" => &mut self.max_input_rounds,
+            "maxRequestStateBytes" => &mut self.max_request_state_bytes,
+            "maxParamHeaders" => &mut self.max_param_headers,
+            "maxParamHeaderBytes" => &mut self.max_param_header_bytes,
             _ => return None,
         })
     }
@@ -163,7 +214,7 @@ impl Limits {
         Ok(())
     }
 
-    /// Builds limits from a JSON object, reading any of the ten camelCase option
+    /// Builds limits from a JSON object, reading any of the camelCase option
     /// names it contains and ignoring other keys. Absent options keep their defaults.
     pub fn from_json_object(object: &serde_json::Map<String, serde_json::Value>) -> Result<Self> {
         let mut limits = Limits::default();
@@ -178,6 +229,11 @@ impl Limits {
     /// [`Limits::handshake_timeout_ms`] as a `Duration`.
     pub fn handshake_timeout(&self) -> Duration {
         Duration::from_millis(self.handshake_timeout_ms)
+    }
+
+    /// [`Limits::probe_timeout_ms`] as a `Duration`.
+    pub fn probe_timeout(&self) -> Duration {
+        Duration::from_millis(self.probe_timeout_ms)
     }
 
     /// [`Limits::request_timeout_ms`] as a `Duration`.
@@ -224,6 +280,11 @@ mod tests {
         assert_eq!(d.max_tool_document_bytes, 65_536);
         assert_eq!(d.max_catalog_pages, 32);
         assert_eq!(d.max_stderr_bytes, 2048);
+        assert_eq!(d.probe_timeout_ms, DEFAULT_PROBE_TIMEOUT_MS);
+        assert_eq!(d.max_input_rounds, 10);
+        assert_eq!(d.max_request_state_bytes, 65_536);
+        assert_eq!(d.max_param_headers, 32);
+        assert_eq!(d.max_param_header_bytes, 8_192);
         assert!(d.validate().is_ok());
     }
 

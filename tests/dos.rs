@@ -127,7 +127,7 @@ async fn every_answer_128_deep() {
         let result = call(&client, "echo", json!({}))
             .await
             .expect("a 128-deep reply is legal");
-        let structured = Value::Object(result.structured_content.expect("structuredContent"));
+        let structured = result.structured_content.expect("structuredContent");
         assert_eq!(smthrs_mcp::json_bounds::value_depth(&structured), 126);
     }
     client.close().await;

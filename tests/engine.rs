@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
-use smthrs_mcp::{Client, ClientBuilder, ErrorKind, Limits, StdioCommand};
+use smthrs_mcp::{Client, ClientBuilder, Era, ErrorKind, Limits, ProtocolMode, StdioCommand};
 use support::http_bridge::{Bridge, BridgeOptions};
 use support::*;
 
@@ -96,6 +96,7 @@ macro_rules! engine_tests {
 
 engine_tests!(
     handshake_proposes_version_and_identity_then_lists,
+    legacy_mode_sends_no_probe_and_the_same_bytes,
     is_error_result_is_success,
     unknown_tool_is_refused_before_any_frame,
     stdout_noise_is_dropped,
@@ -136,7 +137,27 @@ async fn handshake_proposes_version_and_identity_then_lists(via: Via) {
         "{names:?}"
     );
     client.close().await;
-    let lines = rec.lines();
+    let mut lines = rec.lines();
+    // The default (`auto`) probes first; a legacy server answers -32601 (the HTTP
+    // bridge refuses it before the child sees it), and the legacy handshake
+    // follows unchanged.
+    if matches!(via, Via::Stdio) {
+        let probe = lines.remove(0);
+        assert_eq!(probe["method"], "server/discover");
+        let meta = &probe["params"]["_meta"];
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientCapabilities"],
+            json!({})
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"],
+            "smithers"
+        );
+    }
     let init = &lines[0];
     assert_eq!(init["method"], "initialize");
     assert_eq!(init["params"]["protocolVersion"], "2025-06-18");
@@ -145,8 +166,13 @@ async fn handshake_proposes_version_and_identity_then_lists(via: Via) {
         init["params"]["clientInfo"]["version"],
         env!("CARGO_PKG_VERSION")
     );
+    let methods: Vec<String> = rec
+        .methods()
+        .into_iter()
+        .filter(|m| m != "server/discover")
+        .collect();
     assert_eq!(
-        rec.methods()[..3],
+        methods[..3],
         ["initialize", "notifications/initialized", "tools/list"]
     );
 }
@@ -538,7 +564,35 @@ async fn initialize_is_never_cancelled(via: Via) {
         .await
         .unwrap_err();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(rec.methods(), ["initialize"]);
+    let methods: Vec<String> = rec
+        .methods()
+        .into_iter()
+        .filter(|m| m != "server/discover")
+        .collect();
+    assert_eq!(methods, ["initialize"]);
+}
+
+/// `legacy` pins today's handshake: no probe, and the first frame is exactly the
+/// `initialize` this client always sent.
+async fn legacy_mode_sends_no_probe_and_the_same_bytes(via: Via) {
+    let rec = Recording::new();
+    let builder = Client::builder("basic").protocol(ProtocolMode::Legacy);
+    let client = open(via, builder, rec.attach(scenario("basic")))
+        .await
+        .expect("connect");
+    assert_eq!(client.era(), Era::Legacy);
+    client.close().await;
+    let text = std::fs::read_to_string(rec.path()).unwrap();
+    let first = text.lines().next().unwrap();
+    let expected = format!(
+        r#"{{"id":0,"jsonrpc":"2.0","method":"initialize","params":{{"capabilities":{{}},"clientInfo":{{"name":"smithers","version":"{}"}},"protocolVersion":"2025-06-18"}}}}"#,
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(first, expected);
+    assert_eq!(
+        rec.methods()[..3],
+        ["initialize", "notifications/initialized", "tools/list"]
+    );
 }
 
 async fn answered_call_is_never_cancelled(via: Via) {

@@ -415,7 +415,9 @@ async fn replayed_session(sdk: Sdk) {
             .build()
             .unwrap();
     let observer = Collect::new();
+    // The transcripts are legacy sessions, replayed exactly: no probe.
     let client = Client::builder("replay")
+        .protocol(smthrs_mcp::ProtocolMode::Legacy)
         .limits(timeout_limits())
         .diagnostics(observer.clone())
         .connect(transport)

@@ -603,8 +603,21 @@ async fn http_bodies_session_ids_and_remote_errors() {
         ),
     ];
     for (what, content_type, body, session, kind) in cases {
-        let server = TestServer::start(move |_req| {
-            let body = body.clone();
+        let server = TestServer::start(move |req| {
+            // The canned reply answers whichever request came (the probe first).
+            let id = serde_json::from_slice::<serde_json::Value>(&req.body)
+                .map(|v| v["id"].to_string())
+                .unwrap_or_else(|_| "0".into());
+            let needle = b"\"id\":0";
+            let body = match body.windows(needle.len()).position(|w| w == needle) {
+                Some(at) => [
+                    &body[..at],
+                    format!("\"id\":{id}").as_bytes(),
+                    &body[at + needle.len()..],
+                ]
+                .concat(),
+                None => body.clone(),
+            };
             let session = session.clone();
             async move {
                 let response = full(200, content_type, bytes::Bytes::from(body));

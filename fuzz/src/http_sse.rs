@@ -34,7 +34,8 @@ use http_body_util::{BodyExt, StreamBody};
 use smthrs_mcp::diagnostics::Diagnostics;
 use smthrs_mcp::transport::http::{HttpRequest, HttpResponse, HttpService, HttpTransport};
 use smthrs_mcp::transport::{
-    InboundEvent, OutboundFrame, RequestHandle, Transport, TransportContext,
+    FrameMeta, InboundEvent, OutboundFrame, RequestControl, RequestHandle, Transport,
+    TransportContext,
 };
 use smthrs_mcp::{ErrorKind, Limits};
 use tokio_util::sync::CancellationToken;
@@ -246,24 +247,19 @@ fn run_unchecked(canned: &Canned, max: usize) -> (Vec<Vec<u8>>, End) {
     };
     with_runtime(|rt| {
         rt.block_on(async move {
-            let mut connection = Box::new(transport).open(ctx).await.expect("opens");
+            let mut connection = transport.open(ctx).await.expect("opens");
             let failures: Arc<Mutex<Vec<ErrorKind>>> = Arc::default();
-            let fail = {
-                let failures = failures.clone();
-                Arc::new(move |error: smthrs_mcp::Error| {
-                    failures
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(error.kind());
-                })
-            };
-            let handle = RequestHandle::new(CancellationToken::new(), fail);
+            let handle = RequestHandle::new(Arc::new(Pending {
+                failures: failures.clone(),
+                done: CancellationToken::new(),
+            }));
             connection
                 .sink
                 .send(OutboundFrame {
                     bytes: Bytes::from_static(
                         br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
                     ),
+                    meta: FrameMeta::default(),
                     request: Some(handle),
                 })
                 .await
@@ -282,13 +278,40 @@ fn run_unchecked(canned: &Canned, max: usize) -> (Vec<Vec<u8>>, End) {
                     }
                     Ok(InboundEvent::Frame(frame)) => frames.push(frame.to_vec()),
                     Ok(InboundEvent::Closed(error)) => break End::Closed(error.kind()),
-                    Ok(InboundEvent::SessionExpired { .. }) => panic!("no session to expire"),
+                    Ok(InboundEvent::StateLost { .. }) => panic!("no session to expire"),
                 }
             };
             connection.shutdown.shutdown().await;
             (frames, end)
         })
     })
+}
+
+/// The engine's side of the one request: failures recorded, never settled.
+struct Pending {
+    failures: Arc<Mutex<Vec<ErrorKind>>>,
+    done: CancellationToken,
+}
+
+impl RequestControl for Pending {
+    fn is_done(&self) -> bool {
+        self.done.is_cancelled()
+    }
+
+    fn is_abandoned(&self) -> bool {
+        false
+    }
+
+    fn done(&self) -> futures_util::future::BoxFuture<'_, ()> {
+        Box::pin(self.done.cancelled())
+    }
+
+    fn fail(&self, error: smthrs_mcp::Error) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(error.kind());
+    }
 }
 
 fn respond(canned: Option<Canned>) -> HttpResponse {

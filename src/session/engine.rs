@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, TryLockError, Weak};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use futures_util::task::AtomicWaker;
 use secrecy::SecretString;
 use serde::Serialize;
@@ -18,13 +19,18 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::diagnostics::{DiagnosticEvent, Diagnostics};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Detail, Error, ErrorKind, MAX_SUPPORTED_VERSIONS, Result};
 use crate::json_bounds::LimitedWriter;
 use crate::jsonrpc::{self, Inbound, ResultBody, RpcError};
 use crate::limits::Limits;
 use crate::transport::{
-    FrameSink, FrameSource, InboundEvent, OutboundFrame, RequestHandle, TrySend,
+    CallHeaders, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium, OutboundFrame,
+    RequestControl, RequestHandle, TrySend,
 };
+
+use super::era::{MODERN_PROTOCOL_VERSION, RequestMeta, Wire, WireCell};
+use super::inputs::Inputs;
+use super::legacy::Reinit;
 
 /// Request states, advanced with compare-and-swap by the writer and the caller.
 const QUEUED: u8 = 0;
@@ -56,8 +62,6 @@ pub(crate) enum Queued {
     /// A `notifications/cancelled`: also written while the scope closes, within
     /// [`CLOSE_CANCEL_GRACE`].
     Cancel(OutboundFrame),
-    /// Tell the transport the negotiated protocol version.
-    Negotiated(String),
     /// Finish a frame that a direct write left partly written.
     Flush,
 }
@@ -72,6 +76,12 @@ pub(crate) struct RequestCtl {
     /// Abandoning it after it was written sends `notifications/cancelled` (never
     /// for `initialize`).
     cancellable: bool,
+    /// What it was written for (a stateless request on HTTP is cancelled by
+    /// cutting its exchange, not by a notification).
+    wire: Wire,
+    /// A JSON-RPC error answering it is expected and not reported to the
+    /// diagnostics observer (the probe: a legacy server's error is its answer).
+    quiet: bool,
     /// `QUEUED`, `WRITTEN`, `ABANDONED` or `SETTLED`.
     state: AtomicU8,
     /// The outcome, stored once by whoever settles the request.
@@ -127,6 +137,24 @@ impl RequestCtl {
         self.state.store(SETTLED, Ordering::SeqCst);
         self.wake_done_waiters();
         self.waker.wake();
+    }
+}
+
+impl RequestControl for RequestCtl {
+    fn is_done(&self) -> bool {
+        RequestCtl::is_done(self)
+    }
+
+    fn is_abandoned(&self) -> bool {
+        self.state.load(Ordering::Acquire) == ABANDONED
+    }
+
+    fn done(&self) -> BoxFuture<'_, ()> {
+        Box::pin(RequestCtl::done(self))
+    }
+
+    fn fail(&self, error: Error) {
+        RequestCtl::fail(self, error)
     }
 }
 
@@ -198,6 +226,44 @@ struct CancelledParams {
     request_id: u64,
 }
 
+/// How [`Shared::request_body`] sends a request.
+#[derive(Debug)]
+pub(crate) struct RequestOptions {
+    /// What it is written for.
+    pub(crate) wire: Wire,
+    /// Abandoning it after it was written sends `notifications/cancelled`.
+    pub(crate) cancellable: bool,
+    /// Read its result as a `tools/call` result when the reader can
+    /// ([`jsonrpc::classify_with`]).
+    pub(crate) tool_call: bool,
+    /// `Mcp-Name` and `Mcp-Param-*` (HTTP, stateless).
+    pub(crate) call: Option<Arc<CallHeaders>>,
+    /// Keep a JSON-RPC error answering it from the diagnostics observer.
+    pub(crate) quiet: bool,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        RequestOptions {
+            wire: Wire::Legacy(None),
+            cancellable: true,
+            tool_call: false,
+            call: None,
+            quiet: false,
+        }
+    }
+}
+
+/// The [`FrameMeta`] of a notification written for `wire`.
+pub(crate) fn notification_meta(method: &'static str, wire: Wire) -> FrameMeta {
+    FrameMeta {
+        method: Some(method),
+        protocol_version: wire.version(),
+        stateless: wire.is_modern(),
+        ..FrameMeta::default()
+    }
+}
+
 /// What the session's tasks share.
 pub(crate) struct Shared {
     pub(crate) server: Arc<str>,
@@ -219,33 +285,24 @@ pub(crate) struct Shared {
     /// The frozen catalog, once the handshake has produced it (the HTTP 404
     /// re-initialise compares a new catalog with it).
     pub(crate) catalog: OnceLock<Arc<crate::catalog::Catalog>>,
-    reinit: Mutex<Reinit>,
+    /// The legacy HTTP session re-initialise ([`super::legacy`]).
+    pub(crate) reinit: Mutex<Reinit>,
     /// True while a re-initialise runs (a cheap test before locking `reinit`).
-    reinit_running: AtomicBool,
+    pub(crate) reinit_running: AtomicBool,
+    /// What frames are written for now (legacy before and after its handshake,
+    /// or modern).
+    pub(crate) wire: WireCell,
+    /// The medium (a few rules differ: cancellation, headers, silence).
+    pub(crate) medium: Medium,
+    /// The `_meta` of every modern request.
+    pub(crate) request_meta: RequestMeta,
+    /// The client capabilities declared (legacy `initialize`, modern `_meta`).
+    pub(crate) capabilities: Value,
+    /// The host's answers to input requests.
+    pub(crate) inputs: Arc<Inputs>,
     /// Set when the scope closed: until then the writer still writes owed
     /// cancellations ([`CLOSE_CANCEL_GRACE`]).
     close_deadline: OnceLock<Instant>,
-}
-
-/// The one-shot HTTP session re-initialise.
-enum Reinit {
-    /// Not needed so far.
-    Idle,
-    /// Running; frames refused meanwhile, and requests made meanwhile, wait to be
-    /// sent (see [`Held`]).
-    Running(Vec<Held>),
-    /// Done once: a later expiry ends the session.
-    Done,
-}
-
-/// A frame waiting for the re-initialise: refused with the old session (its
-/// request, if any, was written once), or a new request held back before it was
-/// written (its state is still `QUEUED`: the writer may still skip it).
-type Held = (OutboundFrame, Option<Arc<RequestCtl>>);
-
-tokio::task_local! {
-    /// Set in the task that re-initialises: its own requests are not held back.
-    static REINITIALISING: ();
 }
 
 /// `queueCapacity` as a channel size: tokio refuses more than
@@ -255,7 +312,7 @@ pub(crate) fn queue_slots(limits: &Limits) -> usize {
     Limits::usize_of(limits.queue_capacity).clamp(1, tokio::sync::Semaphore::MAX_PERMITS)
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -266,7 +323,10 @@ impl Shared {
         server: Arc<str>,
         limits: Limits,
         diagnostics: Diagnostics,
+        medium: Medium,
+        inputs: Arc<Inputs>,
     ) -> (Arc<Shared>, mpsc::Receiver<Queued>) {
+        let capabilities = inputs.capabilities();
         let (queue, rx) = mpsc::channel(queue_slots(&limits));
         let shared = Arc::new(Shared {
             server,
@@ -282,6 +342,11 @@ impl Shared {
             catalog: OnceLock::new(),
             reinit: Mutex::new(Reinit::Idle),
             reinit_running: AtomicBool::new(false),
+            wire: WireCell::new(Wire::Legacy(None)),
+            medium,
+            request_meta: RequestMeta::new(MODERN_PROTOCOL_VERSION, &capabilities),
+            capabilities,
+            inputs,
             close_deadline: OnceLock::new(),
         });
         (shared, rx)
@@ -331,7 +396,7 @@ impl Shared {
         for request in abandoned {
             let written = request.state.load(Ordering::Acquire) == WRITTEN;
             if written && request.cancellable {
-                self.send_cancelled(request.id);
+                self.send_cancelled(request.id, request.wire);
             }
             request.complete(Err(error.clone()));
         }
@@ -405,9 +470,15 @@ impl Shared {
 
     /// Queues a frame that is not a request (notification or reply), waiting for
     /// admission until `deadline`.
-    pub(crate) async fn enqueue(&self, frame: Bytes, deadline: Instant) -> Result<()> {
+    pub(crate) async fn enqueue(
+        &self,
+        frame: Bytes,
+        meta: FrameMeta,
+        deadline: Instant,
+    ) -> Result<()> {
         let frame = OutboundFrame {
             bytes: frame,
+            meta,
             request: None,
         };
         let alone = lock(&self.pending).is_empty();
@@ -506,7 +577,7 @@ impl Shared {
         }
     }
 
-    async fn admit(&self, item: Queued, deadline: Instant) -> Result<()> {
+    pub(crate) async fn admit(&self, item: Queued, deadline: Instant) -> Result<()> {
         // Counted before it can reach the queue, so no direct write overtakes it;
         // uncounted again unless it was admitted (the writer uncounts it then).
         self.backlog.fetch_add(1, Ordering::AcqRel);
@@ -545,48 +616,64 @@ impl Shared {
         }
     }
 
-    /// Tells the transport (through the writer, in order) the negotiated version.
-    pub(crate) async fn negotiated(&self, version: String, deadline: Instant) -> Result<()> {
-        self.admit(Queued::Negotiated(version), deadline).await
-    }
-
-    /// Sends a request and waits for its reply until `deadline`.
+    /// Sends a request written for `wire` and waits for its reply until
+    /// `deadline`. `params` must already hold what `wire` requires (a modern
+    /// request's `_meta`).
     ///
     /// `cancellable`: send `notifications/cancelled` if the request is abandoned
     /// after the writer took it (never for `initialize`).
     pub(crate) async fn request<P: Serialize>(
         self: &Arc<Self>,
-        method: &str,
+        method: &'static str,
         params: P,
+        wire: Wire,
         deadline: Instant,
         cancellable: bool,
     ) -> Result<Value> {
-        self.request_body(method, params, deadline, cancellable, false)
+        let options = RequestOptions {
+            wire,
+            cancellable,
+            ..RequestOptions::default()
+        };
+        self.request_body(method, params, deadline, options)
             .await
             .map(ResultBody::into_value)
     }
 
-    /// [`Shared::request`], the result as the reader built it: `tool_call` asks
-    /// it to read the result as a `tools/call` result when it can
-    /// ([`jsonrpc::classify_with`]).
+    /// [`Shared::request`] with every option, the result as the reader built it.
     pub(crate) async fn request_body<P: Serialize>(
         self: &Arc<Self>,
-        method: &str,
+        method: &'static str,
         params: P,
         deadline: Instant,
-        cancellable: bool,
-        tool_call: bool,
+        options: RequestOptions,
     ) -> Result<ResultBody> {
         if let Some(error) = self.terminal() {
             return Err(error.clone());
         }
+        let RequestOptions {
+            wire,
+            cancellable,
+            tool_call,
+            call,
+            quiet,
+        } = options;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let frame = self.encode_request(id, method, &params)?;
         drop(params);
+        let meta = FrameMeta {
+            method: Some(method),
+            protocol_version: wire.version(),
+            stateless: wire.is_modern(),
+            completes_handshake: false,
+            call,
+        };
         let control = Arc::new(RequestCtl {
             id,
             tool_call,
             cancellable,
+            wire,
+            quiet,
             state: AtomicU8::new(QUEUED),
             outcome: Mutex::new(None),
             waker: AtomicWaker::new(),
@@ -610,9 +697,15 @@ impl Shared {
         };
         let frame = OutboundFrame {
             bytes: frame,
-            request: Some(RequestHandle::engine(control.clone())),
+            meta,
+            request: Some(RequestHandle::new(control.clone())),
         };
-        let submitted = match self.hold_for_reinit(frame, &control) {
+        let held = if wire.is_modern() {
+            Some(frame) // the legacy session machinery is not on the modern path
+        } else {
+            self.hold_for_reinit(frame, &control)
+        };
+        let submitted = match held {
             // Held back: sent with the new session once the re-initialise is done.
             None => Ok(()),
             Some(frame) => {
@@ -638,26 +731,6 @@ impl Shared {
         outcome
     }
 
-    /// While an HTTP re-initialise runs, a new request would go out without a
-    /// session id (and be refused): it waits for the new session instead. `Some`
-    /// gives the frame back to be sent now.
-    fn hold_for_reinit(
-        &self,
-        frame: OutboundFrame,
-        control: &Arc<RequestCtl>,
-    ) -> Option<OutboundFrame> {
-        if !self.reinit_running.load(Ordering::Acquire) || REINITIALISING.try_with(|_| ()).is_ok() {
-            return Some(frame);
-        }
-        match &mut *lock(&self.reinit) {
-            Reinit::Running(waiting) => {
-                waiting.push((frame, Some(control.clone())));
-                None
-            }
-            _ => Some(frame),
-        }
-    }
-
     /// Completes a pending request; a reply for an unknown id is dropped.
     fn settle(&self, id: u64, outcome: Result<ResultBody>) {
         let Some(pending) = lock(&self.pending).remove(&id) else {
@@ -666,7 +739,13 @@ impl Shared {
         pending.complete(outcome);
     }
 
-    fn send_cancelled(&self, id: u64) {
+    /// Queues one best-effort `notifications/cancelled` for a request written for
+    /// `wire`. A stateless request on HTTP gets none: cutting its exchange (the
+    /// transport does, once the request is abandoned) is its cancellation.
+    fn send_cancelled(&self, id: u64, wire: Wire) {
+        if wire.is_modern() && self.medium == Medium::Exchanges {
+            return;
+        }
         let frame = match self.encode(&NotificationFrame {
             jsonrpc: "2.0",
             method: "notifications/cancelled",
@@ -683,6 +762,7 @@ impl Shared {
         self.backlog.fetch_add(1, Ordering::AcqRel);
         let queued = self.queue.try_send(Queued::Cancel(OutboundFrame {
             bytes: frame,
+            meta: notification_meta("notifications/cancelled", wire),
             request: None,
         }));
         if queued.is_err() {
@@ -709,7 +789,10 @@ impl Shared {
                 let Some(id) = id.as_u64() else {
                     return Ok(());
                 };
-                let outcome = outcome.map_err(|error| self.remote_error(error));
+                let outcome = outcome.map_err(|error| {
+                    let quiet = lock(&self.pending).get(&id).is_some_and(|c| c.quiet);
+                    self.remote_error(error, quiet)
+                });
                 self.settle(id, outcome);
                 Ok(())
             }
@@ -718,6 +801,18 @@ impl Shared {
                 Ok(())
             }
             Inbound::Request { id, method } => {
+                if self.wire.get().is_modern() {
+                    // 2026-07-28: a server sends no requests and a client writes
+                    // no responses, not even an error: dropped, and reported.
+                    if self.diagnostics.is_enabled() {
+                        self.diagnostics
+                            .emit(DiagnosticEvent::ServerRequestDropped {
+                                server: self.server.clone(),
+                                method: SecretString::from(method),
+                            });
+                    }
+                    return Ok(());
+                }
                 let reply = if method == "ping" {
                     jsonrpc::ping_reply(&id)
                 } else {
@@ -725,7 +820,11 @@ impl Shared {
                 };
                 let frame = self.encode(&reply)?;
                 let deadline = Instant::now() + self.limits.request_timeout();
-                self.enqueue(frame, deadline).await.map_err(|error| {
+                let meta = FrameMeta {
+                    protocol_version: self.wire.get().version(),
+                    ..FrameMeta::default()
+                };
+                self.enqueue(frame, meta, deadline).await.map_err(|error| {
                     if error.kind() == ErrorKind::Timeout {
                         Error::closed("reply to a server request blocked: outbound queue full")
                     } else {
@@ -733,6 +832,17 @@ impl Shared {
                     }
                 })
             }
+        }
+    }
+
+    /// Reports a tool dropped from the catalog (its name is server text: private).
+    pub(crate) fn tool_dropped(&self, tool: &str, reason: &'static str) {
+        if self.diagnostics.is_enabled() {
+            self.diagnostics.emit(DiagnosticEvent::ToolDropped {
+                server: self.server.clone(),
+                tool: SecretString::from(tool.to_owned()),
+                reason,
+            });
         }
     }
 
@@ -747,103 +857,60 @@ impl Shared {
         }
     }
 
-    fn remote_error(&self, error: RpcError) -> Error {
+    /// The public error for a JSON-RPC error reply: the body goes to the
+    /// diagnostics observer; the error keeps the code (and, for -32022, the
+    /// well-formed versions of `data.supported`), and the 2026-07-28 codes get a
+    /// kind of their own.
+    fn remote_error(&self, error: RpcError, quiet: bool) -> Error {
         let code = error.code;
-        self.emit_remote_error(error);
-        Error::new(
-            ErrorKind::RemoteError,
-            format!(
-                "server \"{}\" answered with JSON-RPC error {code}",
-                self.server
+        let supported = if code == jsonrpc::UNSUPPORTED_PROTOCOL_VERSION {
+            supported_versions(error.data.as_ref())
+        } else {
+            Vec::new()
+        };
+        if !quiet {
+            self.emit_remote_error(error);
+        }
+        let server = &self.server;
+        let (kind, message) = match code {
+            jsonrpc::UNSUPPORTED_PROTOCOL_VERSION => (
+                ErrorKind::UnsupportedProtocolVersion,
+                format!(
+                    "server \"{server}\" does not support the protocol version sent (JSON-RPC error {code})"
+                ),
             ),
-        )
+            jsonrpc::MISSING_REQUIRED_CLIENT_CAPABILITY => (
+                ErrorKind::MissingCapability,
+                format!(
+                    "server \"{server}\" requires a client capability this client did not declare (JSON-RPC error {code})"
+                ),
+            ),
+            jsonrpc::HEADER_MISMATCH => (
+                ErrorKind::HeaderMismatch,
+                format!("server \"{server}\" refused the request headers (JSON-RPC error {code})"),
+            ),
+            _ => (
+                ErrorKind::RemoteError,
+                format!("server \"{server}\" answered with JSON-RPC error {code}"),
+            ),
+        };
+        Error::new(kind, message).with_detail(Detail::Remote { code, supported })
     }
 }
 
-impl Shared {
-    /// HTTP `404` to a request carrying a session id: re-initialise once without the
-    /// id (the transport has dropped it), compare the new catalog's declarations
-    /// with the frozen one, and re-send the refused frames if they are identical;
-    /// otherwise the session ends with `connection_closed`.
-    fn session_expired(self: &Arc<Self>, failed: OutboundFrame, stale: bool) -> Result<()> {
-        let mut reinit = lock(&self.reinit);
-        match &mut *reinit {
-            Reinit::Running(waiting) => {
-                waiting.push((failed, None));
-                Ok(())
-            }
-            // Refused for the session the re-initialise replaced: send it again.
-            Reinit::Done if stale => {
-                drop(reinit);
-                let shared = self.clone();
-                tokio::spawn(async move { shared.send_held(vec![(failed, None)]).await });
-                Ok(())
-            }
-            Reinit::Done => Err(Error::closed(format!(
-                "server \"{}\" ended the HTTP session again after a re-initialise",
-                self.server
-            ))),
-            Reinit::Idle => {
-                if self.catalog.get().is_none() {
-                    return Err(Error::closed(format!(
-                        "server \"{}\" ended the HTTP session during the handshake",
-                        self.server
-                    )));
-                }
-                *reinit = Reinit::Running(vec![(failed, None)]);
-                self.reinit_running.store(true, Ordering::Release);
-                let shared = self.clone();
-                tokio::spawn(async move {
-                    let outcome = REINITIALISING.scope((), super::reinitialize(&shared)).await;
-                    let waiting = {
-                        let mut reinit = lock(&shared.reinit);
-                        shared.reinit_running.store(false, Ordering::Release);
-                        match std::mem::replace(&mut *reinit, Reinit::Done) {
-                            Reinit::Running(waiting) => waiting,
-                            _ => Vec::new(),
-                        }
-                    };
-                    if let Err(error) = outcome {
-                        shared.terminate(error);
-                        return;
-                    }
-                    shared.send_held(waiting).await;
-                });
-                Ok(())
-            }
-        }
-    }
-
-    /// Queues frames that waited for the re-initialise, in order, skipping
-    /// requests settled or abandoned meanwhile. A frame the queue does not take in
-    /// time fails its own request only, as a caller's own admission would.
-    async fn send_held(&self, held: Vec<Held>) {
-        for (frame, request) in held {
-            // A notification or reply refused with the old session (a ping reply,
-            // a cancellation) means nothing to the new one: dropped.
-            let Some(handle) = frame.request.clone() else {
-                continue;
-            };
-            if handle.is_done() {
-                continue;
-            }
-            let deadline = Instant::now() + self.limits.request_timeout();
-            // A refused frame (`None`) was written once: the writer skips it if it
-            // is done by the time it comes up. A held request is still `QUEUED`.
-            let admitted = tokio::select! {
-                biased;
-                admitted = self.admit(Queued::Frame { frame, request }, deadline) => admitted,
-                // Abandoned while waiting for room: nothing to send.
-                _ = handle.done() => Ok(()),
-            };
-            if let Err(error) = admitted {
-                if self.terminal().is_some() {
-                    return;
-                }
-                handle.fail(error);
-            }
-        }
-    }
+/// The version strings of a -32022 error's `data.supported`: strings of at most
+/// 32 visible ASCII characters, at most [`MAX_SUPPORTED_VERSIONS`] of them
+/// (server-authored, so bounded before anything keeps them).
+fn supported_versions(data: Option<&Value>) -> Vec<String> {
+    let Some(Value::Array(list)) = data.and_then(|d| d.get("supported")) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(Value::as_str)
+        .filter(|v| !v.is_empty() && v.len() <= 32 && v.bytes().all(|b| (0x21..=0x7e).contains(&b)))
+        .take(MAX_SUPPORTED_VERSIONS)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// One count in [`Shared::backlog`] for an item being admitted: given back unless
@@ -889,7 +956,7 @@ impl Drop for RequestGuard<'_> {
                 && control.cancellable
                 && self.shared.terminal().is_none()
             {
-                self.shared.send_cancelled(control.id);
+                self.shared.send_cancelled(control.id, control.wire);
             }
         }
     }
@@ -953,15 +1020,6 @@ pub(crate) async fn run_writer(
                     frames.push(frame);
                 }
                 Queued::Cancel(frame) => frames.push(frame),
-                Queued::Negotiated(version) => {
-                    if !frames.is_empty()
-                        && write_while_open(&shared, ended.as_mut(), &mut sink, &mut frames).await
-                            != Written::Open
-                    {
-                        return;
-                    }
-                    sink.protocol_negotiated(&version);
-                }
                 Queued::Flush => flush = true,
             }
         }
@@ -1103,8 +1161,8 @@ pub(crate) async fn run_reader(shared: Arc<Shared>, mut source: Box<dyn FrameSou
                 shared.terminate(error);
                 return;
             }
-            InboundEvent::SessionExpired { failed, stale } => {
-                if let Err(error) = shared.session_expired(failed, stale) {
+            InboundEvent::StateLost { refused, stale } => {
+                if let Err(error) = shared.session_expired(refused, stale) {
                     shared.terminate(error);
                     return;
                 }
@@ -1122,7 +1180,14 @@ mod tests {
             max_outbound_frame_bytes,
             ..Limits::default()
         };
-        Shared::new("s".into(), limits, Diagnostics::default()).0
+        Shared::new(
+            "s".into(),
+            limits,
+            Diagnostics::default(),
+            Medium::Stream,
+            Arc::default(),
+        )
+        .0
     }
 
     #[test]

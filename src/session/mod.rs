@@ -1,17 +1,22 @@
 //! The session engine: connect, hold a frozen catalog, call tools, end once.
 //!
 //! [`Client::builder`] validates the [`Limits`] before anything is spawned, then
-//! [`ClientBuilder::connect`] runs the five connect steps over any [`Transport`]:
+//! [`ClientBuilder::connect`] connects over any [`Transport`]:
 //!
 //! 1. open the transport (spawn the child: a failure is `spawn_failed`);
-//! 2. send `initialize`, proposing [`PROPOSED_PROTOCOL_VERSION`] and [`client_info`];
-//! 3. validate the result: a version in [`SUPPORTED_PROTOCOL_VERSIONS`] and a `tools`
-//!    capability object, else `protocol_error`;
-//! 4. send `notifications/initialized`;
-//! 5. walk `tools/list` following `nextCursor` under the catalog limits.
+//! 2. choose the era ([`ProtocolMode`], default `auto`): send `server/discover`
+//!    and speak 2026-07-28 when the server offers it, else run the legacy
+//!    handshake (see [`negotiate`] for every outcome);
+//! 3. legacy: send `initialize`, proposing [`PROPOSED_PROTOCOL_VERSION`] and
+//!    [`client_info`]; validate a version in [`SUPPORTED_PROTOCOL_VERSIONS`] and a
+//!    `tools` capability object, else `protocol_error`; send
+//!    `notifications/initialized`. Modern: the `server/discover` result must declare
+//!    a `tools` capability object too;
+//! 4. walk `tools/list` following `nextCursor` under the catalog limits.
 //!
-//! Steps 2-5 are each bounded by `handshakeTimeoutMs`. The catalog is then frozen
-//! ([`Client::catalog`]) and never refreshed.
+//! Every step is bounded by `handshakeTimeoutMs` (the probe by `probeTimeoutMs`).
+//! The catalog is then frozen ([`Client::catalog`]) and never refreshed, in
+//! either era.
 //!
 //! The session ends exactly once (see the "Ending" table of the contract): by
 //! [`Client::close`], by dropping the last handle, by the transport closing, or by a
@@ -19,8 +24,16 @@
 //! fails with that one error.
 
 pub(crate) mod engine;
+pub mod era;
+pub mod facts;
+pub(crate) mod inputs;
+pub(crate) mod legacy;
+pub(crate) mod modern;
+pub mod negotiate;
 
 pub use engine::CLOSE_CANCEL_GRACE;
+pub use era::{Era, MODERN_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSIONS, ProtocolMode};
+pub use facts::{CacheHint, CacheScope, ServerInfo};
 
 use std::sync::Arc;
 
@@ -29,14 +42,17 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::catalog::{Catalog, CatalogBuilder};
-use crate::diagnostics::{DiagnosticObserver, Diagnostics};
+use crate::catalog::Catalog;
+use crate::diagnostics::{DiagnosticEvent, DiagnosticObserver, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
 use crate::json_bounds::{ToolCallMembers, value_depth};
 use crate::jsonrpc::ResultBody;
 use crate::limits::{Limits, MAX_JSON_DEPTH};
 use crate::transport::{Transport, TransportContext};
-use engine::{SCOPE_CLOSED, Shared};
+use engine::{RequestOptions, SCOPE_CLOSED, Shared};
+use era::Wire;
+use inputs::Inputs;
+use negotiate::{ServerFacts, Verdict};
 
 /// The protocol version the client proposes in `initialize`.
 pub const PROPOSED_PROTOCOL_VERSION: &str = "2025-06-18";
@@ -68,28 +84,30 @@ pub struct ToolResult {
     pub content: Vec<Value>,
     /// The tool's own failure flag.
     pub is_error: bool,
-    /// Optional structured result.
+    /// Optional structured result: an object in the legacy era, any JSON value in
+    /// 2026-07-28 (`null` reads as absent in both).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Map<String, Value>>,
+    pub structured_content: Option<Value>,
 }
 
 impl ToolResult {
-    fn from_value(value: Value) -> Result<ToolResult> {
+    fn from_value(value: Value, era: Era) -> Result<ToolResult> {
         let Value::Object(object) = value else {
             return Err(Error::invalid_response(
                 "tools/call result is not an object",
             ));
         };
-        ToolResult::from_members(ToolCallMembers::from_object(object))
+        ToolResult::from_members(ToolCallMembers::from_object(object), era)
     }
 
     /// From the members of a result object (the reader may have built just these).
-    fn from_members(members: ToolCallMembers) -> Result<ToolResult> {
+    pub(crate) fn from_members(members: ToolCallMembers, era: Era) -> Result<ToolResult> {
         let bad = |what: &str| Error::invalid_response(format!("tools/call result {what}"));
         let ToolCallMembers {
             content,
             is_error,
             structured_content,
+            ..
         } = members;
         let content = match content {
             None | Some(Value::Null) => Vec::new(),
@@ -101,10 +119,11 @@ impl ToolResult {
             Some(Value::Bool(b)) => b,
             Some(_) => return Err(bad("isError is not a boolean")),
         };
-        let structured_content = match structured_content {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(map)) => Some(map),
-            Some(_) => return Err(bad("structuredContent is not an object")),
+        let structured_content = match (structured_content, era) {
+            (None | Some(Value::Null), _) => None,
+            (Some(Value::Object(map)), _) => Some(Value::Object(map)),
+            (Some(value), Era::Modern) => Some(value),
+            (Some(_), Era::Legacy) => return Err(bad("structuredContent is not an object")),
         };
         Ok(ToolResult {
             content,
@@ -114,7 +133,7 @@ impl ToolResult {
     }
 }
 
-/// `tools/call` parameters (keys in the order a `serde_json::Map` writes them).
+/// Legacy `tools/call` parameters (keys in the order a `serde_json::Map` writes them).
 #[derive(Serialize)]
 struct CallParams<'a> {
     arguments: Value,
@@ -127,6 +146,7 @@ pub struct ClientBuilder {
     server: String,
     limits: Limits,
     diagnostics: Diagnostics,
+    protocol: ProtocolMode,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -134,6 +154,7 @@ impl std::fmt::Debug for ClientBuilder {
         f.debug_struct("ClientBuilder")
             .field("server", &self.server)
             .field("limits", &self.limits)
+            .field("protocol", &self.protocol)
             .finish_non_exhaustive()
     }
 }
@@ -149,6 +170,13 @@ impl ClientBuilder {
     /// are discarded).
     pub fn diagnostics(mut self, observer: Arc<dyn DiagnosticObserver>) -> Self {
         self.diagnostics = Diagnostics::new(observer);
+        self
+    }
+
+    /// Chooses which protocol revisions may be spoken (default:
+    /// [`ProtocolMode::Auto`]: probe, then speak 2026-07-28 or fall back).
+    pub fn protocol(mut self, mode: ProtocolMode) -> Self {
+        self.protocol = mode;
         self
     }
 
@@ -174,13 +202,136 @@ impl ClientBuilder {
         }
         self.limits.validate()?;
         let server: Arc<str> = Arc::from(self.server.as_str());
+        let inputs = Arc::new(Inputs::default());
+        let open = || {
+            Opened::open(
+                &*transport,
+                server.clone(),
+                self.limits,
+                self.diagnostics.clone(),
+                inputs.clone(),
+            )
+        };
+        let mut session = open().await?;
+        let (facts, fallback) = match connect_era(&session.shared, self.protocol).await {
+            Ok(Connected::Done(facts, fallback)) => (facts, fallback),
+            Ok(Connected::Respawn(why)) => {
+                // The child exited during the probe: a legacy server that stops
+                // when the first request is not `initialize`. Start it again.
+                session.abandon().await;
+                session = open().await?;
+                match legacy::initialize(&session.shared).await {
+                    Ok(facts) => (facts, Some(why)),
+                    Err(error) => return Err(session.fail(error).await),
+                }
+            }
+            Err(error) => return Err(session.fail(error).await),
+        };
+        let shared = session.shared.clone();
+        let wire = shared.wire.get();
+        let (catalog, catalog_cache) = match negotiate::walk_catalog(&shared, wire).await {
+            Ok(walked) => walked,
+            Err(error) => return Err(session.fail(error).await),
+        };
+        if let Some(reason) = fallback
+            && shared.diagnostics.is_enabled()
+        {
+            shared.diagnostics.emit(DiagnosticEvent::LegacyFallback {
+                server: shared.server.clone(),
+                version: facts.version,
+                reason,
+            });
+        }
+        let catalog = Arc::new(catalog);
+        let _ = shared.catalog.set(catalog.clone());
+        let torn_down = session.disarm();
+        Ok(Client {
+            inner: Arc::new(ClientInner {
+                shared,
+                torn_down,
+                catalog,
+                facts,
+                catalog_cache,
+            }),
+        })
+    }
+}
+
+/// How [`connect_era`] ended.
+enum Connected {
+    /// Handshake done (and why a probe fell back to legacy, if it did).
+    Done(ServerFacts, Option<&'static str>),
+    /// Start the child again and connect legacy (why).
+    Respawn(&'static str),
+}
+
+/// Steps 2-3 of the connect on an open session: the probe (unless legacy is
+/// pinned), then the legacy handshake when the verdict says so, with one more
+/// probe when `initialize` is answered with -32022.
+async fn connect_era(shared: &Arc<Shared>, mode: ProtocolMode) -> Result<Connected> {
+    let fallback = match mode {
+        ProtocolMode::Legacy => None,
+        ProtocolMode::Auto | ProtocolMode::Modern => match negotiate::probe(shared, mode).await? {
+            Verdict::Modern(facts) => return modern_connected(shared, facts),
+            Verdict::Respawn => {
+                return Ok(Connected::Respawn(
+                    "the server exited during server/discover",
+                ));
+            }
+            Verdict::Legacy(why) => Some(why),
+        },
+    };
+    match legacy::initialize(shared).await {
+        Ok(facts) => Ok(Connected::Done(facts, fallback)),
+        // A modern-only server that missed the probe (slow to start): once more.
+        Err(error)
+            if mode == ProtocolMode::Auto
+                && error.kind() == ErrorKind::UnsupportedProtocolVersion =>
+        {
+            match negotiate::probe(shared, ProtocolMode::Modern).await? {
+                Verdict::Modern(facts) => modern_connected(shared, facts),
+                _ => Err(error),
+            }
+        }
+        Err(error) => Err(error),
+    }
+}
+
+fn modern_connected(shared: &Arc<Shared>, facts: ServerFacts) -> Result<Connected> {
+    if !facts.offers_tools {
+        return Err(Error::protocol(format!(
+            "server \"{}\" does not offer tools",
+            shared.server
+        )));
+    }
+    shared.wire.set(Wire::Modern(facts.version));
+    Ok(Connected::Done(facts, None))
+}
+
+/// An open transport with its engine tasks, ended if dropped before the client
+/// owns it.
+struct Opened {
+    shared: Arc<Shared>,
+    torn_down: watch::Receiver<bool>,
+    /// Cleared once the client owns the session.
+    armed: bool,
+}
+
+impl Opened {
+    async fn open(
+        transport: &dyn Transport,
+        server: Arc<str>,
+        limits: Limits,
+        diagnostics: Diagnostics,
+        inputs: Arc<Inputs>,
+    ) -> Result<Opened> {
         let ctx = TransportContext {
             server: server.clone(),
-            limits: self.limits,
-            diagnostics: self.diagnostics.clone(),
+            limits,
+            diagnostics: diagnostics.clone(),
         };
         let connection = transport.open(ctx).await?;
-        let (shared, queue) = Shared::new(server, self.limits, self.diagnostics);
+        let (shared, queue) = Shared::new(server, limits, diagnostics, connection.medium, inputs);
         let writer = tokio::spawn(engine::run_writer(shared.clone(), connection.sink, queue));
         let reader = tokio::spawn(engine::run_reader(shared.clone(), connection.source));
         let shutdown = connection.shutdown;
@@ -195,153 +346,45 @@ impl ClientBuilder {
             shutdown.shutdown().await;
             let _ = torn_down_tx.send(true);
         });
-        // Until the handshake succeeds, this guard ends the session if the connect
-        // future is dropped or fails, so no task outlives an abandoned connect.
-        let mut guard = ConnectGuard {
-            shared: Some(shared.clone()),
-            torn_down: torn_down.clone(),
-        };
-        match handshake(&shared).await {
-            Ok((catalog, protocol_version)) => {
-                let catalog = Arc::new(catalog);
-                let _ = shared.catalog.set(catalog.clone());
-                guard.shared = None; // disarmed: the client owns the session now
-                Ok(Client {
-                    inner: Arc::new(ClientInner {
-                        shared,
-                        torn_down,
-                        catalog,
-                        protocol_version,
-                    }),
-                })
-            }
-            Err(error) => {
-                let error = shared.terminal().cloned().unwrap_or(error);
-                shared.terminate(error.clone());
-                guard.wait_teardown().await;
-                Err(error)
-            }
-        }
+        Ok(Opened {
+            shared,
+            torn_down,
+            armed: true,
+        })
     }
-}
 
-async fn handshake(shared: &Arc<Shared>) -> Result<(Catalog, String)> {
-    let timeout = shared.limits.handshake_timeout();
-    let step = |what: &'static str| {
-        let server = shared.server.clone();
-        move |error: Error| {
-            if error.kind() == ErrorKind::Timeout {
-                Error::timeout(format!(
-                    "server \"{server}\" did not complete {what} within handshakeTimeoutMs"
-                ))
-            } else {
-                error
-            }
-        }
-    };
-    let params = serde_json::json!({
-        "protocolVersion": PROPOSED_PROTOCOL_VERSION,
-        "capabilities": {},
-        "clientInfo": client_info(),
-    });
-    let result = shared
-        .request("initialize", params, Instant::now() + timeout, false)
-        .await
-        .map_err(step("initialize"))?;
-    let version = result
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .filter(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(v))
-        .ok_or_else(|| {
-            Error::protocol(format!(
-                "server \"{}\" answered initialize with an unsupported protocol version",
-                shared.server
-            ))
-        })?
-        .to_string();
-    if !result
-        .get("capabilities")
-        .and_then(|c| c.get("tools"))
-        .is_some_and(Value::is_object)
-    {
-        return Err(Error::protocol(format!(
-            "server \"{}\" does not offer tools",
-            shared.server
-        )));
-    }
-    shared
-        .negotiated(version.clone(), Instant::now() + timeout)
-        .await
-        .map_err(step("initialize"))?;
-    let initialized = shared.encode(&serde_json::json!({
-        "jsonrpc": "2.0",
-        "method": "notifications/initialized",
-    }))?;
-    shared
-        .enqueue(initialized, Instant::now() + timeout)
-        .await
-        .map_err(step("notifications/initialized"))?;
-
-    let mut builder = CatalogBuilder::new(&shared.limits);
-    let mut cursor: Option<String> = None;
-    loop {
-        let params = match &cursor {
-            Some(cursor) => serde_json::json!({ "cursor": cursor }),
-            None => serde_json::json!({}),
-        };
-        let page = shared
-            .request("tools/list", params, Instant::now() + timeout, true)
-            .await
-            .map_err(step("tools/list"))?;
-        match builder.add_page(&page)? {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    Ok((builder.finish(), version))
-}
-
-/// Runs the handshake again on a transport that lost its HTTP session and checks
-/// that the server still declares the same flows (by declaration digest).
-pub(crate) async fn reinitialize(shared: &Arc<Shared>) -> Result<()> {
-    let frozen = shared
-        .catalog
-        .get()
-        .cloned()
-        .ok_or_else(|| Error::closed("session expired before the catalog was frozen"))?;
-    let (catalog, _version) = handshake(shared).await?;
-    let digests = |catalog: &Catalog| -> Vec<String> {
-        crate::flows::project_unchecked(&shared.server, catalog, &Default::default())
-            .into_iter()
-            .map(|declaration| declaration.digest)
-            .collect()
-    };
-    if digests(&catalog) != digests(&frozen) {
-        return Err(Error::closed(format!(
-            "server \"{}\" restarted its session with a different catalog",
-            shared.server
-        )));
-    }
-    Ok(())
-}
-
-/// Ends a session whose connect did not complete.
-struct ConnectGuard {
-    /// `None` once disarmed.
-    shared: Option<Arc<Shared>>,
-    torn_down: watch::Receiver<bool>,
-}
-
-impl ConnectGuard {
     async fn wait_teardown(&self) {
         let _ = self.torn_down.clone().wait_for(|done| *done).await;
     }
+
+    /// Ends the session with `error` (or the terminal error already recorded),
+    /// waits for the teardown, and returns the error to report.
+    async fn fail(self, error: Error) -> Error {
+        let error = self.shared.terminal().cloned().unwrap_or(error);
+        self.shared.terminate(error.clone());
+        self.wait_teardown().await;
+        error
+    }
+
+    /// Tears down a session given up on (the probe's child, before a respawn).
+    async fn abandon(self) {
+        self.shared.terminate(Error::closed(SCOPE_CLOSED));
+        self.wait_teardown().await;
+    }
+
+    /// The client owns the session now.
+    fn disarm(mut self) -> watch::Receiver<bool> {
+        self.armed = false;
+        self.torn_down.clone()
+    }
 }
 
-impl Drop for ConnectGuard {
+impl Drop for Opened {
     fn drop(&mut self) {
-        if let Some(shared) = &self.shared {
-            shared.terminate(Error::closed(SCOPE_CLOSED));
+        // A connect future dropped (or failed) before the client owned the
+        // session: no task outlives it.
+        if self.armed {
+            self.shared.terminate(Error::closed(SCOPE_CLOSED));
         }
     }
 }
@@ -351,7 +394,8 @@ struct ClientInner {
     /// Becomes true once the transport is torn down; every closer waits on it.
     torn_down: watch::Receiver<bool>,
     catalog: Arc<Catalog>,
-    protocol_version: String,
+    facts: ServerFacts,
+    catalog_cache: Option<CacheHint>,
 }
 
 impl ClientInner {
@@ -377,6 +421,7 @@ impl Drop for ClientInner {
 /// let client = Client::builder("demo")
 ///     .connect(StdioCommand::new("smthrs-mcp").arg("demo-server"))
 ///     .await?;
+/// println!("speaking {} ({:?})", client.protocol_version(), client.era());
 /// for tool in client.catalog().iter() {
 ///     println!("{}", tool.name());
 /// }
@@ -396,6 +441,7 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("server", &self.server())
+            .field("protocol", &self.protocol_version())
             .field("tools", &self.inner.catalog.len())
             .field("ended", &self.inner.shared.terminal().is_some())
             .finish()
@@ -410,6 +456,7 @@ impl Client {
             server: server.into(),
             limits: Limits::default(),
             diagnostics: Diagnostics::none(),
+            protocol: ProtocolMode::default(),
         }
     }
 
@@ -423,9 +470,35 @@ impl Client {
         &self.inner.catalog
     }
 
-    /// The protocol version the server chose.
-    pub fn protocol_version(&self) -> &str {
-        &self.inner.protocol_version
+    /// The protocol revision negotiated (`"2026-07-28"`, or the legacy version
+    /// the server chose in `initialize`).
+    pub fn protocol_version(&self) -> &'static str {
+        self.inner.facts.version
+    }
+
+    /// The era the session speaks.
+    pub fn era(&self) -> Era {
+        self.inner.facts.era
+    }
+
+    /// The server's self-reported identity, if it sent a well-formed one.
+    /// Untrusted: base no decision on it.
+    pub fn server_info(&self) -> Option<&ServerInfo> {
+        self.inner.facts.server_info.as_ref()
+    }
+
+    /// The server's `instructions`, if any: text meant for a model, written by
+    /// the server (treat it as untrusted input).
+    pub fn instructions(&self) -> Option<&str> {
+        self.inner.facts.instructions.as_deref()
+    }
+
+    /// 2026-07-28: the cache hints of the `server/discover` result and of the
+    /// catalog (the stricter of its pages). The catalog stays frozen for the
+    /// session whatever they say; they are for hosts that cache across sessions.
+    /// `None` in the legacy era.
+    pub fn cache_hints(&self) -> Option<(CacheHint, CacheHint)> {
+        Some((self.inner.facts.discover_cache?, self.inner.catalog_cache?))
     }
 
     /// The limits this session enforces.
@@ -446,14 +519,17 @@ impl Client {
     ///   `maxOutboundFrameBytes` fail with `protocol_error`; nothing is sent and the
     ///   session stays open.
     /// - A timeout (or dropping the returned future) after the frame reached the
-    ///   writer sends one best-effort `notifications/cancelled`.
+    ///   writer sends one best-effort `notifications/cancelled` (2026-07-28 over
+    ///   HTTP: the request's exchange is cut instead).
+    /// - 2026-07-28: `input_required` results are answered by the host handler and
+    ///   retried ([`modern`]'s rules and bounds).
     /// - A result with `isError: true` is `Ok`.
     pub async fn call_tool(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolResult> {
         let shared = &self.inner.shared;
         if let Some(error) = shared.terminal() {
             return Err(error.clone());
         }
-        if self.inner.catalog.get(name).is_none() {
+        let Some(tool) = self.inner.catalog.get(name) else {
             return Err(Error::new(
                 ErrorKind::ToolNotFound,
                 format!(
@@ -461,7 +537,7 @@ impl Client {
                     shared.server
                 ),
             ));
-        }
+        };
         let deadline = Instant::now() + shared.limits.request_timeout();
         let arguments = Value::Object(arguments);
         // Envelope (1) and params (2) hold the arguments' root (3).
@@ -473,35 +549,47 @@ impl Client {
                 "tool arguments nest deeper than {MAX_JSON_DEPTH} JSON containers"
             )));
         }
-        // Serialized as `{"arguments":..,"name":..}` without building a `Value`.
-        let params = CallParams { arguments, name };
-        let result = shared
-            .request_body("tools/call", params, deadline, true, true)
-            .await
-            .map_err(|error| {
-                // The terminal error is final and reaches every caller unchanged;
-                // only this request's own deadline gets the call-specific wording.
-                if error.kind() == ErrorKind::Timeout && shared.terminal().is_none() {
-                    Error::timeout(format!(
-                        "tools/call {name:?} on server \"{}\" timed out after {} ms",
-                        shared.server, shared.limits.request_timeout_ms
-                    ))
-                } else {
-                    error
-                }
-            })?;
-        match result {
-            ResultBody::ToolCall(members) => ToolResult::from_members(members),
-            ResultBody::Value(value) => ToolResult::from_value(value),
-        }
+        let wire = shared.wire.get();
+        let result = if wire.is_modern() {
+            modern::call_tool(shared, tool, arguments, wire, deadline).await
+        } else {
+            // Serialized as `{"arguments":..,"name":..}` without building a `Value`.
+            let params = CallParams { arguments, name };
+            let options = RequestOptions {
+                wire,
+                cancellable: true,
+                tool_call: true,
+                ..RequestOptions::default()
+            };
+            match shared
+                .request_body("tools/call", params, deadline, options)
+                .await
+            {
+                Ok(ResultBody::ToolCall(members)) => ToolResult::from_members(members, Era::Legacy),
+                Ok(ResultBody::Value(value)) => ToolResult::from_value(value, Era::Legacy),
+                Err(error) => Err(error),
+            }
+        };
+        result.map_err(|error| {
+            // The terminal error is final and reaches every caller unchanged;
+            // only this request's own deadline gets the call-specific wording.
+            if error.kind() == ErrorKind::Timeout && shared.terminal().is_none() {
+                Error::timeout(format!(
+                    "tools/call {name:?} on server \"{}\" timed out after {} ms",
+                    shared.server, shared.limits.request_timeout_ms
+                ))
+            } else {
+                error
+            }
+        })
     }
 
     /// Closes the session: records "connection scope closed" as the terminal reason
     /// (so teardown does not report "stdin closed"), fails pending calls with it,
     /// writes the `notifications/cancelled` owed (for calls that timed out or were
     /// dropped, and for calls written and still unanswered now) within
-    /// [`CLOSE_CANCEL_GRACE`], and tears the transport
-    /// down (closes stdin, waits briefly, kills the child; or sends `DELETE`).
+    /// [`CLOSE_CANCEL_GRACE`], and tears the transport down (closes stdin, waits
+    /// briefly, kills the child; or sends `DELETE`).
     pub async fn close(&self) {
         self.inner.shared.close_scope();
         self.inner.wait_teardown().await;

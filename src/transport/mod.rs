@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use tokio_util::sync::CancellationToken;
 
 use crate::diagnostics::Diagnostics;
 use crate::error::{Error, Result};
@@ -39,78 +38,70 @@ pub enum InboundEvent {
     /// "stdout closed", "exited with code N", or `protocol_error` for an over-long
     /// frame). No event follows it.
     Closed(Error),
-    /// (HTTP) The server answered `404` to a request carrying a session id: the
-    /// session is gone. The transport has forgotten the session id; `failed` is the
-    /// frame whose POST got the 404. The engine re-initialises once, compares the
-    /// catalog, and then re-sends `failed` or ends the session.
-    SessionExpired {
+    /// The medium lost the server-side state that the handshake established, and
+    /// refused `refused` because of it (HTTP, legacy era: `404` to a request
+    /// carrying a session id). The transport has already forgotten that state; the
+    /// engine establishes it again (one re-initialise, catalog compared) and then
+    /// re-sends `refused`, or ends the session.
+    StateLost {
         /// The outbound frame that was refused.
-        failed: OutboundFrame,
-        /// The 404 answered a session id the transport had already forgotten (a
-        /// POST in flight when an earlier 404 expired the session): the engine
-        /// re-sends the frame with the new session instead of counting a second
-        /// expiry.
+        refused: OutboundFrame,
+        /// The refusal concerns state the transport had already forgotten (a
+        /// request in flight when an earlier refusal reset it): the engine re-sends
+        /// the frame with the new state instead of counting a second loss.
         stale: bool,
     },
 }
 
-/// The engine's handle on one outstanding request, given to the transport with its
-/// frame so that a transport can tell whether the reply has arrived (HTTP: whether a
-/// broken SSE stream must be resumed) and fail just that request (HTTP: an error
-/// status answering its POST) without parsing JSON-RPC.
-#[derive(Clone)]
-pub struct RequestHandle {
-    control: Control,
+/// What the engine knows of one outstanding request, seen from the transport: is
+/// it settled, and fail it alone. Implemented by the session engine; a transport
+/// holds it through a [`RequestHandle`].
+pub trait RequestControl: Send + Sync + 'static {
+    /// True once the request is settled (reply routed, failed) or abandoned.
+    fn is_done(&self) -> bool;
+    /// True when the request was abandoned by its caller (timed out, dropped, or
+    /// the session closed) rather than answered.
+    fn is_abandoned(&self) -> bool;
+    /// Resolves once [`RequestControl::is_done`].
+    fn done(&self) -> BoxFuture<'_, ()>;
+    /// Fails this request only (the session continues).
+    fn fail(&self, error: Error);
 }
 
+/// The engine's handle on one outstanding request, given to the transport with its
+/// frame so that a transport can tell whether the reply has arrived (HTTP: whether a
+/// broken SSE stream must be resumed, whether an abandoned exchange may be cut) and
+/// fail just that request (HTTP: an error status answering its POST) without
+/// parsing JSON-RPC.
 #[derive(Clone)]
-enum Control {
-    /// The session engine's own request state (one allocation per request).
-    Engine(Arc<crate::session::engine::RequestCtl>),
-    /// Built with [`RequestHandle::new`] (tests, other engines).
-    Custom {
-        done: CancellationToken,
-        fail: Arc<dyn Fn(Error) + Send + Sync>,
-    },
+pub struct RequestHandle {
+    control: Arc<dyn RequestControl>,
 }
 
 impl RequestHandle {
-    /// Builds a handle: `done` is cancelled by the engine once the request is settled
-    /// (reply routed, failed, or abandoned); `fail` settles it with an error.
-    pub fn new(done: CancellationToken, fail: Arc<dyn Fn(Error) + Send + Sync>) -> Self {
-        RequestHandle {
-            control: Control::Custom { done, fail },
-        }
-    }
-
-    pub(crate) fn engine(control: Arc<crate::session::engine::RequestCtl>) -> Self {
-        RequestHandle {
-            control: Control::Engine(control),
-        }
+    /// Wraps the engine's (or a test's) control of one request.
+    pub fn new(control: Arc<dyn RequestControl>) -> Self {
+        RequestHandle { control }
     }
 
     /// True once the request is settled; the transport need not deliver more for it.
     pub fn is_done(&self) -> bool {
-        match &self.control {
-            Control::Engine(control) => control.is_done(),
-            Control::Custom { done, .. } => done.is_cancelled(),
-        }
+        self.control.is_done()
+    }
+
+    /// True when the caller abandoned the request (see [`RequestControl::is_abandoned`]).
+    pub fn is_abandoned(&self) -> bool {
+        self.control.is_abandoned()
     }
 
     /// Resolves once the request is settled.
     pub async fn done(&self) {
-        match &self.control {
-            Control::Engine(control) => control.done().await,
-            Control::Custom { done, .. } => done.cancelled().await,
-        }
+        self.control.done().await
     }
 
     /// Fails this request only (the session continues).
     pub fn fail(&self, error: Error) {
-        match &self.control {
-            Control::Engine(control) => control.fail(error),
-            Control::Custom { fail, .. } => fail(error),
-        }
+        self.control.fail(error)
     }
 }
 
@@ -122,13 +113,68 @@ impl std::fmt::Debug for RequestHandle {
     }
 }
 
-/// One outbound frame: complete JSON-RPC text without a trailing newline, plus the
-/// engine's handle when the frame is a request expecting a reply. `Debug` prints the
-/// length only (a frame carries tool arguments).
+/// One `Mcp-Param-{name}` header of a `tools/call` (2026-07-28, HTTP): the name
+/// suffix is a validated RFC 9110 token, the value is already encoded (plain
+/// printable ASCII, or the `=?base64?...?=` form).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ParamHeader {
+    /// What follows `Mcp-Param-` in the header name.
+    pub name: Arc<str>,
+    /// The encoded value.
+    pub value: String,
+}
+
+impl std::fmt::Debug for ParamHeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The value mirrors a tool argument: its length only.
+        f.debug_struct("ParamHeader")
+            .field("name", &self.name)
+            .field("value_bytes", &self.value.len())
+            .finish()
+    }
+}
+
+/// What the medium needs to know about an outbound frame, so that no transport has
+/// to parse JSON-RPC: the engine fills it in when it encodes the frame.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FrameMeta {
+    /// The JSON-RPC method (`None` for a reply to a server request).
+    pub method: Option<&'static str>,
+    /// The protocol version the frame is written for (HTTP:
+    /// `MCP-Protocol-Version`). `None` before a legacy handshake negotiated one.
+    pub protocol_version: Option<&'static str>,
+    /// Written in the stateless 2026-07-28 era: the request carries its own
+    /// metadata. HTTP: the standard headers (`Mcp-Method`, `Mcp-Name`,
+    /// `Mcp-Param-*`), no session id, no resumption, error bodies read, and an
+    /// abandoned request's exchange is cut (that is its cancellation).
+    pub stateless: bool,
+    /// The frame completes the legacy handshake (`notifications/initialized`):
+    /// once it is accepted, the HTTP transport opens its standalone stream.
+    pub completes_handshake: bool,
+    /// The headers of a `tools/call` (HTTP, stateless); shared by the rounds of
+    /// one call.
+    pub call: Option<Arc<CallHeaders>>,
+}
+
+/// The per-call headers of a stateless `tools/call` over HTTP.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallHeaders {
+    /// `Mcp-Name`: the tool's name, encoded like a header value by the engine.
+    pub name: String,
+    /// The `Mcp-Param-*` headers.
+    pub params: Vec<ParamHeader>,
+}
+
+/// One outbound frame: complete JSON-RPC text without a trailing newline, what the
+/// medium needs to know about it, and the engine's handle when the frame is a
+/// request expecting a reply. `Debug` prints the length only (a frame carries tool
+/// arguments).
 #[derive(Clone)]
 pub struct OutboundFrame {
     /// The frame's bytes.
     pub bytes: Bytes,
+    /// What the medium needs to know about it.
+    pub meta: FrameMeta,
     /// Present for requests (not for notifications or replies to the server).
     pub request: Option<RequestHandle>,
 }
@@ -137,6 +183,7 @@ impl std::fmt::Debug for OutboundFrame {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OutboundFrame")
             .field("bytes", &self.bytes.len())
+            .field("meta", &self.meta)
             .field("request", &self.request)
             .finish()
     }
@@ -147,9 +194,9 @@ impl std::fmt::Debug for InboundEvent {
         match self {
             InboundEvent::Frame(bytes) => f.debug_tuple("Frame").field(&bytes.len()).finish(),
             InboundEvent::Closed(error) => f.debug_tuple("Closed").field(error).finish(),
-            InboundEvent::SessionExpired { failed, stale } => f
-                .debug_struct("SessionExpired")
-                .field("failed", failed)
+            InboundEvent::StateLost { refused, stale } => f
+                .debug_struct("StateLost")
+                .field("refused", refused)
                 .field("stale", stale)
                 .finish(),
         }
@@ -193,10 +240,6 @@ pub trait FrameSink: Send + 'static {
         })
     }
 
-    /// Told once the handshake negotiated a protocol version (HTTP sends it as the
-    /// `MCP-Protocol-Version` header on every later request).
-    fn protocol_negotiated(&mut self, _version: &str) {}
-
     /// Hands `frame` to the medium only if that needs no waiting (a non-blocking
     /// write, a free in-flight slot), so the engine can write from the caller's
     /// task when nothing is queued ahead of the frame, instead of waking its writer
@@ -237,8 +280,23 @@ pub trait Shutdown: Send + 'static {
     fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()>;
 }
 
+/// What kind of medium a transport is, for the few rules that differ by medium
+/// (the stateless era's cancellation and header rules, the probe's silence rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Medium {
+    /// One long-lived byte stream in each direction (stdio): silence is the
+    /// peer's answer, a cancellation is a notification, and the process may be
+    /// started again.
+    Stream,
+    /// One exchange per message (Streamable HTTP): a request can be cut on its
+    /// own, headers travel with each request, and silence is a network fault.
+    Exchanges,
+}
+
 /// An open transport, split into its three parts.
 pub struct Connection {
+    /// What kind of medium this is.
+    pub medium: Medium,
     /// Outbound frames.
     pub sink: Box<dyn FrameSink>,
     /// Inbound frames and the terminal event.
@@ -256,6 +314,8 @@ impl std::fmt::Debug for Connection {
 /// A way to reach an MCP server: spawn a process, or talk to a URL.
 pub trait Transport: Send + 'static {
     /// Opens the medium. A failure to start is the transport's typed error
-    /// (`spawn_failed` for stdio).
-    fn open(self: Box<Self>, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>>;
+    /// (`spawn_failed` for stdio). May be called again for a fresh medium (the
+    /// engine starts a stdio server again when it exited during the protocol
+    /// probe, as some legacy servers do).
+    fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>>;
 }

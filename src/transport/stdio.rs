@@ -35,7 +35,7 @@ use tokio::sync::watch;
 
 use super::framing::{Framed, FramedReader};
 use super::{
-    Connection, FrameSink, FrameSource, InboundEvent, OutboundFrame, Shutdown, Transport,
+    Connection, FrameSink, FrameSource, InboundEvent, Medium, OutboundFrame, Shutdown, Transport,
     TransportContext, TrySend,
 };
 use crate::diagnostics::{DiagnosticEvent, Diagnostics};
@@ -198,8 +198,9 @@ impl fmt::Debug for StdioCommand {
 }
 
 impl Transport for StdioCommand {
-    fn open(self: Box<Self>, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
-        Box::pin(async move { open_stdio(*self, ctx) })
+    fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
+        let command = self.clone();
+        Box::pin(async move { open_stdio(command, ctx) })
     }
 }
 
@@ -235,6 +236,7 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
 
     let max_frame = Limits::usize_of(ctx.limits.max_frame_bytes);
     Ok(Connection {
+        medium: Medium::Stream,
         sink: Box::new(StdinSink {
             stdin: Some(stdin),
             slices: Vec::new(),

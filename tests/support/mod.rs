@@ -52,13 +52,13 @@ impl Server {
 
 impl smthrs_mcp::Transport for Server {
     fn open(
-        self: Box<Self>,
+        &self,
         ctx: smthrs_mcp::transport::TransportContext,
     ) -> futures_util::future::BoxFuture<
         'static,
         smthrs_mcp::Result<smthrs_mcp::transport::Connection>,
     > {
-        Box::new(self.stdio()).open(ctx)
+        self.stdio().open(ctx)
     }
 }
 

@@ -7,7 +7,6 @@
 
 use std::error::Error as StdError;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -23,24 +22,28 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use super::body::{self, BodyError};
+use super::headers;
 use super::session::{SentSessionId, SessionState};
 use super::sse::{self, BoundedSse, SSE_FRAMING_ALLOWANCE, SharedCursor, SseByteError};
 use super::{
     DEFAULT_RETRY, DELETE_TIMEOUT, HttpRequest, HttpResponse, HttpService, MAX_RESUME_ATTEMPTS,
     MAX_RETRY, ResponseBody, SETTLED_STREAM_GRACE, STANDALONE_OPEN_WAIT,
 };
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::layer::{BoxError, same_origin};
 use crate::limits::Limits;
 use crate::transport::{
-    Connection, FrameSink, FrameSource, InboundEvent, OutboundFrame, RequestHandle, Shutdown,
-    TrySend,
+    Connection, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium, OutboundFrame,
+    RequestHandle, Shutdown, TrySend,
 };
 
 static LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
 /// The largest channel / in-flight bound used, whatever `queueCapacity` says.
 const MAX_QUEUE: usize = 4096;
+
+/// The largest error body read (a 2026-07-28 `400`/`404` with a JSON-RPC error).
+pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 /// What the transport needs to open.
 pub(crate) struct OpenParams {
@@ -69,11 +72,12 @@ pub(crate) fn open(params: OpenParams) -> Connection {
         terminal: OnceLock::new(),
         work: CancellationToken::new(),
         standalone: Mutex::new(None),
-        want_standalone: AtomicBool::new(false),
+        legacy_version: Mutex::new(None),
         standalone_opening: Mutex::new(None),
     });
     let guard = Arc::new(Guard(shared.clone()));
     Connection {
+        medium: Medium::Exchanges,
         sink: Box::new(HttpSink {
             shared: shared.clone(),
             permits: Arc::new(Semaphore::new(queue)),
@@ -112,7 +116,9 @@ struct Shared {
     terminal: OnceLock<Error>,
     work: CancellationToken,
     standalone: Mutex<Option<CancellationToken>>,
-    want_standalone: AtomicBool,
+    /// The legacy version negotiated (sent on `GET` and `DELETE`, which carry no
+    /// frame of their own).
+    legacy_version: Mutex<Option<HeaderValue>>,
     /// Resolves once the standalone stream's first GET is answered; the next
     /// notification or reply sent waits for it (see [`HttpSink::send`]).
     standalone_opening: Mutex<Option<oneshot::Receiver<()>>>,
@@ -293,6 +299,29 @@ impl Shared {
             ErrorKind::HttpStatus,
             format!("server \"{}\" answered HTTP {code}{note}", self.server),
         )
+        .with_detail(Detail::Status(code))
+    }
+
+    /// A `400`/`404` answering a stateless request: its body, if it is JSON of at
+    /// most [`ERROR_BODY_LIMIT`] (and `maxFrameBytes`), is delivered as a frame;
+    /// once the engine routed it, a request still unsettled fails with the status.
+    async fn error_body(&self, response: HttpResponse, frame: &OutboundFrame) {
+        let status = response.status();
+        let Some(handle) = &frame.request else { return };
+        let json = matches!(
+            content_type(&response).as_deref(),
+            Some("application/json") | None
+        );
+        let limit = self.max_frame.min(ERROR_BODY_LIMIT);
+        if json && !body::declared_too_large(&response, limit) {
+            if let Ok(bytes) = body::collect_bounded(response.into_body(), limit).await {
+                if !bytes.iter().all(u8::is_ascii_whitespace) {
+                    self.deliver(InboundEvent::Frame(bytes)).await;
+                    self.settle(handle).await;
+                }
+            }
+        }
+        handle.fail(self.status_error(status));
     }
 
     fn unauthorized(&self, status: StatusCode) -> Error {
@@ -304,6 +333,7 @@ impl Shared {
                 status.as_u16()
             ),
         )
+        .with_detail(Detail::Status(status.as_u16()))
     }
 
     fn too_large(&self) -> Error {
@@ -335,7 +365,10 @@ impl Shared {
         }
         // The standalone stream belongs to the negotiated session: it reopens after
         // the engine negotiates again.
-        self.want_standalone.store(false, Ordering::SeqCst);
+        *self
+            .legacy_version
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
         if let Some(old) = self
             .standalone
             .lock()
@@ -347,16 +380,44 @@ impl Shared {
         true
     }
 
+    /// Records the legacy version the handshake negotiated (from the frame that
+    /// completes it), for the `GET`s and the `DELETE`, which carry no frame.
+    fn remember_legacy_version(&self, meta: &FrameMeta) {
+        let value = meta.protocol_version.map(HeaderValue::from_static);
+        *self
+            .legacy_version
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = value;
+    }
+
+    /// Adds the legacy version header to a `GET` or `DELETE`.
+    fn with_legacy_version(&self, req: &mut HttpRequest) {
+        let version = self
+            .legacy_version
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(version) = version {
+            req.headers_mut()
+                .insert(headers::MCP_PROTOCOL_VERSION.clone(), version);
+        }
+    }
+
     /// Runs one POST to completion (or until its request settled and the grace
     /// period passed, or the request timeout for frames without a request).
     async fn post(self: Arc<Self>, frame: OutboundFrame, permit: OwnedSemaphorePermit) {
         match frame.request.clone() {
             Some(handle) => {
+                let stateless = frame.meta.stateless;
                 tokio::select! {
                     _ = self.post_exchange(frame, permit) => {}
                     _ = async {
                         handle.done().await;
-                        tokio::time::sleep(SETTLED_STREAM_GRACE).await;
+                        // 2026-07-28: cutting an abandoned request's exchange is
+                        // its cancellation (no notification is sent).
+                        if !(stateless && handle.is_abandoned()) {
+                            tokio::time::sleep(SETTLED_STREAM_GRACE).await;
+                        }
                     } => {}
                 }
             }
@@ -372,9 +433,19 @@ impl Shared {
     /// a response stream that stays open does not block later POSTs (such as the
     /// reply to a server request that arrived on that very stream).
     async fn post_exchange(self: &Arc<Self>, frame: OutboundFrame, permit: OwnedSemaphorePermit) {
-        let req = Request::post(self.endpoint.clone())
+        let mut req = Request::post(self.endpoint.clone())
             .body(Full::new(frame.bytes.clone()))
             .expect("a POST to a validated URI");
+        if let Err(error) = headers::apply(&mut req, &frame.meta) {
+            match &frame.request {
+                Some(handle) => handle.fail(error),
+                None => self.terminate(error),
+            }
+            return;
+        }
+        if frame.meta.completes_handshake {
+            self.remember_legacy_version(&frame.meta);
+        }
         let response = self.exchange(req).await;
         drop(permit);
         let response = match response {
@@ -398,11 +469,17 @@ impl Shared {
                     // expired it) is stale: the engine re-sends the frame with
                     // the new session rather than counting a second expiry.
                     let stale = !self.expire_session(sent.as_ref().expect("checked"));
-                    self.deliver(InboundEvent::SessionExpired {
-                        failed: frame,
+                    self.deliver(InboundEvent::StateLost {
+                        refused: frame,
                         stale,
                     })
                     .await;
+                }
+                400 | 404 if frame.meta.stateless && frame.request.is_some() => {
+                    // 2026-07-28: the body may be the JSON-RPC error answering the
+                    // request (-32022, -32601, ...): read (capped) and routed; a
+                    // request it did not settle fails with the status.
+                    self.error_body(response, &frame).await;
                 }
                 _ => {
                     if let Some(handle) = &frame.request {
@@ -412,7 +489,7 @@ impl Shared {
             }
             return;
         }
-        if self.want_standalone.swap(false, Ordering::SeqCst) {
+        if frame.meta.completes_handshake && frame.meta.protocol_version.is_some() {
             let opened = self.start_standalone();
             *self
                 .standalone_opening
@@ -423,11 +500,14 @@ impl Shared {
             // Success for a notification or a reply; a request answered this way
             // will never get its reply, so fail it now instead of at its deadline.
             if let Some(handle) = &frame.request {
-                handle.fail(Error::invalid_response(format!(
-                    "server \"{}\" answered a request with HTTP {} and no reply",
-                    self.server,
-                    status.as_u16()
-                )));
+                handle.fail(
+                    Error::invalid_response(format!(
+                        "server \"{}\" answered a request with HTTP {} and no reply",
+                        self.server,
+                        status.as_u16()
+                    ))
+                    .with_detail(Detail::Status(status.as_u16())),
+                );
             }
             return;
         }
@@ -541,7 +621,9 @@ impl Shared {
                 return;
             }
             let state = sse::snapshot(&cursor);
-            let Some(last_id) = state.last_event_id else {
+            // 2026-07-28 has no resumption: a broken stream loses its request.
+            let last_id = state.last_event_id.filter(|_| !frame.meta.stateless);
+            let Some(last_id) = last_id else {
                 return handle.fail(Error::closed(format!(
                     "server \"{}\" ended the response stream before replying",
                     self.server
@@ -582,6 +664,7 @@ impl Shared {
         let mut req = Request::get(self.endpoint.clone())
             .body(Full::new(Bytes::new()))
             .expect("a GET to a validated URI");
+        self.with_legacy_version(&mut req);
         if let Some(id) = last_id {
             match HeaderValue::from_str(id) {
                 Ok(value) => {
@@ -641,8 +724,8 @@ impl Shared {
                 if !self.expire_session(sent.as_ref().expect("checked")) {
                     return Resume::Refused(self.stale_session_error());
                 }
-                self.deliver(InboundEvent::SessionExpired {
-                    failed: frame.clone(),
+                self.deliver(InboundEvent::StateLost {
+                    refused: frame.clone(),
                     stale: false,
                 })
                 .await;
@@ -722,9 +805,10 @@ impl Shared {
         if self.session.id().is_none() {
             return;
         }
-        let req = Request::delete(self.endpoint.clone())
+        let mut req = Request::delete(self.endpoint.clone())
             .body(Full::new(Bytes::new()))
             .expect("a DELETE to a validated URI");
+        self.with_legacy_version(&mut req);
         let _ = tokio::time::timeout(DELETE_TIMEOUT, self.exchange(req)).await;
     }
 }
@@ -846,15 +930,6 @@ impl FrameSink for HttpSink {
             }
             Err(tokio::sync::TryAcquireError::NoPermits) => TrySend::WouldBlock(frame),
             Err(tokio::sync::TryAcquireError::Closed) => TrySend::Failed(shared.terminal_error()),
-        }
-    }
-
-    fn protocol_negotiated(&mut self, version: &str) {
-        match self.shared.session.set_version(version) {
-            // The standalone GET stream opens after the next successful POST (the
-            // `notifications/initialized` that completes the handshake).
-            Ok(()) => self.shared.want_standalone.store(true, Ordering::SeqCst),
-            Err(error) => self.shared.terminate(error),
         }
     }
 }

@@ -125,6 +125,7 @@ use crate::transport::{Connection, Transport, TransportContext};
 mod body;
 mod connector;
 mod driver;
+mod headers;
 mod session;
 mod sse;
 
@@ -485,18 +486,19 @@ impl fmt::Debug for HttpTransport {
 }
 
 impl Transport for HttpTransport {
-    fn open(self: Box<Self>, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
+    fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
+        let this = self.clone();
         Box::pin(async move {
             ctx.limits.validate()?;
             let session = Arc::new(session::SessionState::default());
-            let service = self.stack(session.clone());
+            let service = this.stack(session.clone());
             Ok(driver::open(driver::OpenParams {
                 server: ctx.server,
-                endpoint: self.inner.endpoint.clone(),
+                endpoint: this.inner.endpoint.clone(),
                 service,
                 session,
                 limits: ctx.limits,
-                redirects: self.inner.redirects,
+                redirects: this.inner.redirects,
             }))
         })
     }

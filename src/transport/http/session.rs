@@ -6,8 +6,12 @@
 //!   text/event-stream` on `GET` (unless the request already has an `Accept`);
 //! - `Content-Type: application/json` on `POST`;
 //! - `Mcp-Session-Id` once a session id is known (marked sensitive: 2025-11-25 asks
-//!   clients to treat it as a secret);
-//! - `MCP-Protocol-Version` once the handshake negotiated a version.
+//!   clients to treat it as a secret), on legacy requests only: a request marked
+//!   [`Stateless`] (2026-07-28) carries none, and a session id answering it is
+//!   never captured.
+//!
+//! (`MCP-Protocol-Version` and the 2026-07-28 headers come with each frame:
+//! [`super::headers`].)
 //!
 //! On the way back it captures the session id from the first successful response
 //! carrying one, answering a request that carried none (the `initialize` exchange,
@@ -24,25 +28,22 @@ use http::Method;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use tower::{Layer, Service};
 
+use super::headers::Stateless;
 use super::{HttpRequest, HttpResponse};
 use crate::error::{Error, Result};
 use crate::layer::BoxError;
 
 /// `Mcp-Session-Id`.
 pub(crate) static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
-/// `MCP-Protocol-Version`.
-pub(crate) static MCP_PROTOCOL_VERSION: HeaderName =
-    HeaderName::from_static("mcp-protocol-version");
 
 const ACCEPT_POST: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const ACCEPT_SSE: HeaderValue = HeaderValue::from_static("text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
-/// The session id and negotiated version of one open transport.
+/// The session id of one open transport (legacy era).
 #[derive(Default)]
 pub(crate) struct SessionState {
     id: Mutex<Option<HeaderValue>>,
-    version: Mutex<Option<HeaderValue>>,
 }
 
 impl SessionState {
@@ -54,27 +55,7 @@ impl SessionState {
             .clone()
     }
 
-    fn version(&self) -> Option<HeaderValue> {
-        self.version
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Records the negotiated protocol version; refuses one that is not a valid
-    /// header value (the engine validated it against its supported list already).
-    pub(crate) fn set_version(&self, version: &str) -> Result<()> {
-        let value = HeaderValue::from_str(version)
-            .ok()
-            .filter(|v| is_visible_ascii(v.as_bytes()))
-            .ok_or_else(|| {
-                Error::protocol("the negotiated protocol version is not a valid header value")
-            })?;
-        *self.version.lock().unwrap_or_else(PoisonError::into_inner) = Some(value);
-        Ok(())
-    }
-
-    /// Forgets the session (id and version) if its id is still `sent`: a later
+    /// Forgets the session id if it is still `sent`: a later
     /// session captured meanwhile is kept.
     ///
     /// Returns `false` when the 404 is stale: a newer session (another id) is
@@ -84,7 +65,6 @@ impl SessionState {
         match id.as_ref() {
             Some(current) if current == sent => {
                 *id = None;
-                *self.version.lock().unwrap_or_else(PoisonError::into_inner) = None;
                 true
             }
             Some(_) => false,
@@ -115,7 +95,6 @@ impl std::fmt::Debug for SessionState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionState")
             .field("id", &self.id().map(|_| "[REDACTED]"))
-            .field("version", &self.version())
             .finish()
     }
 }
@@ -174,7 +153,8 @@ where
 
     fn call(&mut self, mut req: HttpRequest) -> Self::Future {
         let method = req.method().clone();
-        let sent = self.state.id();
+        let stateless = req.extensions().get::<Stateless>().is_some();
+        let sent = if stateless { None } else { self.state.id() };
         let headers = req.headers_mut();
         if method == Method::POST {
             headers.entry(ACCEPT).or_insert(ACCEPT_POST);
@@ -190,14 +170,12 @@ where
                 headers.remove(&MCP_SESSION_ID);
             }
         }
-        if let Some(version) = self.state.version() {
-            headers.insert(MCP_PROTOCOL_VERSION.clone(), version);
-        }
         let state = self.state.clone();
         let future = self.inner.call(req);
         Box::pin(async move {
             let mut response = future.await?;
             if sent.is_none()
+                && !stateless
                 && response.status().is_success()
                 && let Some(value) = response.headers().get(&MCP_SESSION_ID)
             {
@@ -240,12 +218,9 @@ mod tests {
     fn expire_only_forgets_the_id_that_failed() {
         let state = SessionState::default();
         state.capture(&HeaderValue::from_static("one")).unwrap();
-        state.set_version("2025-06-18").unwrap();
         state.expire(&HeaderValue::from_static("other"));
         assert!(state.id().is_some());
         state.expire(&HeaderValue::from_static("one"));
         assert!(state.id().is_none());
-        assert!(state.version().is_none());
-        assert!(state.set_version("bad version").is_err());
     }
 }

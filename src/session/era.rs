@@ -1,0 +1,243 @@
+//! The two eras of MCP, which one a session speaks, and how a frame is written
+//! for it.
+//!
+//! - **Legacy** (2025-06-18, 2025-11-25, and 2025-03-26 on the wire): the
+//!   `initialize` handshake, `notifications/initialized`, an HTTP session,
+//!   `ping` answered both ways.
+//! - **Modern** (2026-07-28, stateless): no handshake; `server/discover` says what
+//!   the server speaks, and every request carries the protocol version, the
+//!   client's capabilities and identity in `params._meta`
+//!   ([`RequestMeta`]); HTTP requests carry standard headers and no session.
+//!
+//! [`ProtocolMode`] is the host's choice; the era a session ended up in is
+//! [`Client::era`](crate::Client::era). The rules that decide it (probe, corrective
+//! retry, fallback) live in [`negotiate`](super::negotiate).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::{SUPPORTED_PROTOCOL_VERSIONS, client_info};
+
+/// The stateless revision this client speaks.
+pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// Every modern revision this client speaks, preferred first.
+pub const MODERN_PROTOCOL_VERSIONS: &[&str] = &[MODERN_PROTOCOL_VERSION];
+
+/// Which revisions a client may speak with a server.
+///
+/// The default is [`ProtocolMode::Auto`]: the 2026-07-28 specification asks
+/// dual-era clients to probe with `server/discover` first, Go and Python clients do
+/// so by default, and a server that offers 2026-07-28 is then spoken to in it. A
+/// legacy server pays for the probe with one extra round trip (see the README for
+/// the measured cost against real servers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum ProtocolMode {
+    /// Probe with `server/discover`; speak 2026-07-28 when the server offers it,
+    /// else fall back to the legacy handshake (`"auto"` in a server file).
+    #[default]
+    Auto,
+    /// The legacy handshake only, exactly as before 2026-07-28 existed: no probe
+    /// (`"legacy"`).
+    Legacy,
+    /// 2026-07-28 only: a server that does not offer it is refused (`"2026-07-28"`).
+    Modern,
+}
+
+impl ProtocolMode {
+    /// The server-file spelling: `auto`, `legacy` or `2026-07-28`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ProtocolMode::Auto => "auto",
+            ProtocolMode::Legacy => "legacy",
+            ProtocolMode::Modern => MODERN_PROTOCOL_VERSION,
+        }
+    }
+
+    /// Parses the server-file spelling.
+    pub fn parse(text: &str) -> Option<ProtocolMode> {
+        match text {
+            "auto" => Some(ProtocolMode::Auto),
+            "legacy" => Some(ProtocolMode::Legacy),
+            MODERN_PROTOCOL_VERSION => Some(ProtocolMode::Modern),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ProtocolMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The era a session speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Era {
+    /// 2025-11-25 and earlier: the `initialize` handshake.
+    Legacy,
+    /// 2026-07-28: stateless, `_meta` on every request.
+    Modern,
+}
+
+/// What a frame is written for. Packed in one byte ([`WireCell`]) because every
+/// request reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// Legacy; the version once the handshake negotiated one.
+    Legacy(Option<&'static str>),
+    /// Modern, at this version.
+    Modern(&'static str),
+}
+
+impl Wire {
+    /// The version the frame states (HTTP: `MCP-Protocol-Version`).
+    pub(crate) fn version(self) -> Option<&'static str> {
+        match self {
+            Wire::Legacy(version) => version,
+            Wire::Modern(version) => Some(version),
+        }
+    }
+
+    pub(crate) fn is_modern(self) -> bool {
+        matches!(self, Wire::Modern(_))
+    }
+
+    fn pack(self) -> u8 {
+        let index = |list: &[&str], v: &str| list.iter().position(|x| *x == v).unwrap_or(0) as u8;
+        match self {
+            Wire::Legacy(None) => 0,
+            Wire::Legacy(Some(v)) => 1 + index(SUPPORTED_PROTOCOL_VERSIONS, v),
+            Wire::Modern(v) => 0x80 | index(MODERN_PROTOCOL_VERSIONS, v),
+        }
+    }
+
+    fn unpack(byte: u8) -> Wire {
+        if byte & 0x80 != 0 {
+            let i = usize::from(byte & 0x7f);
+            Wire::Modern(
+                MODERN_PROTOCOL_VERSIONS
+                    .get(i)
+                    .copied()
+                    .unwrap_or(MODERN_PROTOCOL_VERSION),
+            )
+        } else if byte == 0 {
+            Wire::Legacy(None)
+        } else {
+            Wire::Legacy(
+                SUPPORTED_PROTOCOL_VERSIONS
+                    .get(usize::from(byte - 1))
+                    .copied(),
+            )
+        }
+    }
+}
+
+/// The session's current [`Wire`], read by every request.
+pub(crate) struct WireCell(AtomicU8);
+
+impl WireCell {
+    pub(crate) fn new(wire: Wire) -> Self {
+        WireCell(AtomicU8::new(wire.pack()))
+    }
+
+    pub(crate) fn get(&self) -> Wire {
+        Wire::unpack(self.0.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn set(&self, wire: Wire) {
+        self.0.store(wire.pack(), Ordering::Release);
+    }
+}
+
+/// The `params._meta` every modern request carries, encoded once per session:
+/// `io.modelcontextprotocol/protocolVersion`, `io.modelcontextprotocol/clientCapabilities`
+/// (what the installed host handler answers; `{}` without one) and
+/// `io.modelcontextprotocol/clientInfo` ([`client_info`]).
+pub(crate) struct RequestMeta {
+    json: Box<RawValue>,
+}
+
+impl RequestMeta {
+    pub(crate) fn new(version: &str, capabilities: &serde_json::Value) -> RequestMeta {
+        let meta = serde_json::json!({
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+            "io.modelcontextprotocol/clientInfo": client_info(),
+            "io.modelcontextprotocol/protocolVersion": version,
+        });
+        let json = serde_json::value::to_raw_value(&meta).expect("a JSON value serializes");
+        RequestMeta { json }
+    }
+
+    /// The encoded object.
+    #[cfg(test)]
+    pub(crate) fn raw(&self) -> &RawValue {
+        &self.json
+    }
+}
+
+impl Serialize for RequestMeta {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(serializer)
+    }
+}
+
+impl std::fmt::Debug for RequestMeta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.json.get())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_round_trip_their_spelling() {
+        for mode in [
+            ProtocolMode::Auto,
+            ProtocolMode::Legacy,
+            ProtocolMode::Modern,
+        ] {
+            assert_eq!(ProtocolMode::parse(mode.as_str()), Some(mode));
+        }
+        assert_eq!(ProtocolMode::parse("2025-06-18"), None);
+        assert_eq!(ProtocolMode::default(), ProtocolMode::Auto);
+    }
+
+    #[test]
+    fn every_wire_packs_into_one_byte_and_back() {
+        let mut wires = vec![Wire::Legacy(None)];
+        wires.extend(
+            SUPPORTED_PROTOCOL_VERSIONS
+                .iter()
+                .map(|v| Wire::Legacy(Some(*v))),
+        );
+        wires.extend(MODERN_PROTOCOL_VERSIONS.iter().map(|v| Wire::Modern(v)));
+        for wire in wires {
+            let cell = WireCell::new(Wire::Legacy(None));
+            cell.set(wire);
+            assert_eq!(cell.get(), wire);
+        }
+    }
+
+    #[test]
+    fn request_meta_holds_the_three_keys() {
+        let meta = RequestMeta::new(MODERN_PROTOCOL_VERSION, &serde_json::json!({}));
+        let value: serde_json::Value = serde_json::from_str(meta.raw().get()).unwrap();
+        assert_eq!(
+            value["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert_eq!(
+            value["io.modelcontextprotocol/clientCapabilities"],
+            serde_json::json!({})
+        );
+        assert_eq!(
+            value["io.modelcontextprotocol/clientInfo"]["name"],
+            "smithers"
+        );
+    }
+}

@@ -1,0 +1,234 @@
+//! The legacy era (2025-06-18 / 2025-11-25): the `initialize` handshake, exactly as
+//! before 2026-07-28 existed, and the one place the legacy HTTP session's
+//! re-initialise lives (a `404` to a request carrying a session id).
+//!
+//! Handshake, per the contract's connect steps 2-4:
+//! send `initialize` proposing [`PROPOSED_PROTOCOL_VERSION`] with [`client_info`];
+//! require a version in [`SUPPORTED_PROTOCOL_VERSIONS`] and a `tools` capability
+//! object; send `notifications/initialized`. The catalog walk (step 5) is shared
+//! with the modern era ([`super::negotiate::walk_catalog`]).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::engine::{Queued, RequestCtl, Shared, lock, notification_meta};
+use super::era::Wire;
+use super::negotiate::{ServerFacts, step_error, walk_catalog};
+use super::{PROPOSED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, client_info};
+use crate::error::{Error, Result};
+use crate::transport::{FrameMeta, OutboundFrame};
+
+/// The one-shot HTTP session re-initialise.
+pub(crate) enum Reinit {
+    /// Not needed so far.
+    Idle,
+    /// Running; frames refused meanwhile, and requests made meanwhile, wait to be
+    /// sent (see [`Held`]).
+    Running(Vec<Held>),
+    /// Done once: a later expiry ends the session.
+    Done,
+}
+
+/// A frame waiting for the re-initialise: refused with the old session (its
+/// request, if any, was written once), or a new request held back before it was
+/// written (its state is still `QUEUED`: the writer may still skip it).
+pub(crate) type Held = (OutboundFrame, Option<Arc<RequestCtl>>);
+
+tokio::task_local! {
+    /// Set in the task that re-initialises: its own requests are not held back.
+    static REINITIALISING: ();
+}
+
+/// Steps 2-4 of the legacy connect: `initialize`, its checks, and
+/// `notifications/initialized`. Leaves the session's wire at the negotiated
+/// version. A JSON-RPC error answering `initialize` is returned as is (a
+/// `remote_error` whose [`Error::remote_code`] the negotiation reads: -32022 from a
+/// modern-only server means "probe again").
+pub(crate) async fn initialize(shared: &Arc<Shared>) -> Result<ServerFacts> {
+    let timeout = shared.limits.handshake_timeout();
+    shared.wire.set(Wire::Legacy(None));
+    let params = serde_json::json!({
+        "protocolVersion": PROPOSED_PROTOCOL_VERSION,
+        "capabilities": shared.capabilities,
+        "clientInfo": client_info(),
+    });
+    let result = shared
+        .request(
+            "initialize",
+            params,
+            Wire::Legacy(None),
+            Instant::now() + timeout,
+            false,
+        )
+        .await
+        .map_err(step_error(shared, "initialize"))?;
+    let version = result
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .and_then(|v| {
+            SUPPORTED_PROTOCOL_VERSIONS
+                .iter()
+                .find(|s| **s == v)
+                .copied()
+        })
+        .ok_or_else(|| {
+            Error::protocol(format!(
+                "server \"{}\" answered initialize with an unsupported protocol version",
+                shared.server
+            ))
+        })?;
+    let facts = ServerFacts::from_result(&result, version);
+    if !facts.offers_tools {
+        return Err(Error::protocol(format!(
+            "server \"{}\" does not offer tools",
+            shared.server
+        )));
+    }
+    let wire = Wire::Legacy(Some(version));
+    shared.wire.set(wire);
+    let initialized = shared.encode(&serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/initialized",
+    }))?;
+    let meta = FrameMeta {
+        completes_handshake: true,
+        ..notification_meta("notifications/initialized", wire)
+    };
+    shared
+        .enqueue(initialized, meta, Instant::now() + timeout)
+        .await
+        .map_err(step_error(shared, "notifications/initialized"))?;
+    Ok(facts)
+}
+
+/// Runs the handshake again on a transport that lost its HTTP session and checks
+/// that the server still offers the same catalog.
+pub(crate) async fn reinitialize(shared: &Arc<Shared>) -> Result<()> {
+    let frozen = shared
+        .catalog
+        .get()
+        .cloned()
+        .ok_or_else(|| Error::closed("session expired before the catalog was frozen"))?;
+    initialize(shared).await?;
+    let (catalog, _) = walk_catalog(shared, shared.wire.get()).await?;
+    if !catalog.same_tools_as(&frozen) {
+        return Err(Error::closed(format!(
+            "server \"{}\" restarted its session with a different catalog",
+            shared.server
+        )));
+    }
+    Ok(())
+}
+
+impl Shared {
+    /// While an HTTP re-initialise runs, a new request would go out without a
+    /// session id (and be refused): it waits for the new session instead. `Some`
+    /// gives the frame back to be sent now.
+    pub(crate) fn hold_for_reinit(
+        &self,
+        frame: OutboundFrame,
+        control: &Arc<RequestCtl>,
+    ) -> Option<OutboundFrame> {
+        if !self.reinit_running.load(Ordering::Acquire) || REINITIALISING.try_with(|_| ()).is_ok() {
+            return Some(frame);
+        }
+        match &mut *lock(&self.reinit) {
+            Reinit::Running(waiting) => {
+                waiting.push((frame, Some(control.clone())));
+                None
+            }
+            _ => Some(frame),
+        }
+    }
+
+    /// HTTP `404` to a request carrying a session id: re-initialise once without the
+    /// id (the transport has dropped it), compare the new catalog's declarations
+    /// with the frozen one, and re-send the refused frames if they are identical;
+    /// otherwise the session ends with `connection_closed`.
+    pub(crate) fn session_expired(
+        self: &Arc<Self>,
+        failed: OutboundFrame,
+        stale: bool,
+    ) -> Result<()> {
+        let mut reinit = lock(&self.reinit);
+        match &mut *reinit {
+            Reinit::Running(waiting) => {
+                waiting.push((failed, None));
+                Ok(())
+            }
+            // Refused for the session the re-initialise replaced: send it again.
+            Reinit::Done if stale => {
+                drop(reinit);
+                let shared = self.clone();
+                tokio::spawn(async move { shared.send_held(vec![(failed, None)]).await });
+                Ok(())
+            }
+            Reinit::Done => Err(Error::closed(format!(
+                "server \"{}\" ended the HTTP session again after a re-initialise",
+                self.server
+            ))),
+            Reinit::Idle => {
+                if self.catalog.get().is_none() {
+                    return Err(Error::closed(format!(
+                        "server \"{}\" ended the HTTP session during the handshake",
+                        self.server
+                    )));
+                }
+                *reinit = Reinit::Running(vec![(failed, None)]);
+                self.reinit_running.store(true, Ordering::Release);
+                let shared = self.clone();
+                tokio::spawn(async move {
+                    let outcome = REINITIALISING.scope((), reinitialize(&shared)).await;
+                    let waiting = {
+                        let mut reinit = lock(&shared.reinit);
+                        shared.reinit_running.store(false, Ordering::Release);
+                        match std::mem::replace(&mut *reinit, Reinit::Done) {
+                            Reinit::Running(waiting) => waiting,
+                            _ => Vec::new(),
+                        }
+                    };
+                    if let Err(error) = outcome {
+                        shared.terminate(error);
+                        return;
+                    }
+                    shared.send_held(waiting).await;
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// Queues frames that waited for the re-initialise, in order, skipping
+    /// requests settled or abandoned meanwhile. A frame the queue does not take in
+    /// time fails its own request only, as a caller's own admission would.
+    async fn send_held(&self, held: Vec<Held>) {
+        for (frame, request) in held {
+            // A notification or reply refused with the old session (a ping reply,
+            // a cancellation) means nothing to the new one: dropped.
+            let Some(handle) = frame.request.clone() else {
+                continue;
+            };
+            if handle.is_done() {
+                continue;
+            }
+            let deadline = Instant::now() + self.limits.request_timeout();
+            // A refused frame (`None`) was written once: the writer skips it if it
+            // is done by the time it comes up. A held request is still `QUEUED`.
+            let admitted = tokio::select! {
+                biased;
+                admitted = self.admit(Queued::Frame { frame, request }, deadline) => admitted,
+                // Abandoned while waiting for room: nothing to send.
+                _ = handle.done() => Ok(()),
+            };
+            if let Err(error) = admitted {
+                if self.terminal().is_some() {
+                    return;
+                }
+                handle.fail(error);
+            }
+        }
+    }
+}

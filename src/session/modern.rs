@@ -1,0 +1,198 @@
+//! The modern era's `tools/call` (2026-07-28): `_meta` on every round,
+//! `Mcp-Name` and `Mcp-Param-*` for HTTP, and multi-round-trip results (MRTR,
+//! SEP-2322).
+//!
+//! A call's result has a `resultType`: absent or `complete` is the tool result;
+//! `input_required` asks for another round, and anything else is
+//! `invalid_response` (never read as complete). An `input_required` result:
+//!
+//! - carries `inputRequests` (a map of keys to `{method, params}`), `requestState`
+//!   (an opaque string), or both; neither is `invalid_response`;
+//! - every input request must name a method this client declared on that request
+//!   (from the installed host handler; none without one), at most
+//!   [`MAX_INPUT_REQUESTS`] of them: anything else fails the call (no invented
+//!   answers, no retry);
+//! - the retry is the same request with a new JSON-RPC id, plus `inputResponses`
+//!   (this round's answers only) and `requestState` echoed exactly as received
+//!   (none when none came), never carried over to another call;
+//! - a result with only `requestState` (the server shedding load) is retried after
+//!   a backoff of 50 ms doubling to 250 ms;
+//! - at most `maxInputRounds` rounds and `requestState` of at most
+//!   `maxRequestStateBytes` bytes, else the call fails with `invalid_response`.
+//!
+//! `requestTimeoutMs` bounds the whole call, rounds and backoffs included, except
+//! the time the host handler spends answering (it has a bound of its own).
+//!
+//! A `requestState` holding a lone UTF-16 surrogate (`"\ud800"`) is echoed with
+//! U+FFFD in its place: Rust strings cannot hold one (the catalog documents the
+//! same reading for tool names).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use super::ToolResult;
+use super::engine::{RequestOptions, Shared};
+use super::era::{Era, RequestMeta, Wire};
+use crate::catalog::Tool;
+use crate::error::{Error, ErrorKind, Result};
+use crate::json_bounds::ToolCallMembers;
+use crate::jsonrpc::ResultBody;
+use crate::param_headers;
+use crate::transport::{CallHeaders, Medium};
+
+/// The most `inputRequests` entries one `input_required` result may carry.
+pub const MAX_INPUT_REQUESTS: usize = 16;
+
+/// The first backoff before retrying a `requestState`-only result.
+const SHED_BACKOFF_FIRST: Duration = Duration::from_millis(50);
+/// The longest backoff.
+const SHED_BACKOFF_MAX: Duration = Duration::from_millis(250);
+
+/// Modern `tools/call` parameters (keys in the order a `serde_json::Map` writes
+/// them).
+#[derive(Serialize)]
+struct CallParams<'a> {
+    #[serde(rename = "_meta")]
+    meta: &'a RequestMeta,
+    arguments: &'a Value,
+    #[serde(rename = "inputResponses", skip_serializing_if = "Option::is_none")]
+    input_responses: Option<&'a Map<String, Value>>,
+    name: &'a str,
+    #[serde(rename = "requestState", skip_serializing_if = "Option::is_none")]
+    request_state: Option<&'a str>,
+}
+
+/// Calls `tool` in the modern era, answering `input_required` rounds.
+pub(crate) async fn call_tool(
+    shared: &Arc<Shared>,
+    tool: &Tool,
+    arguments: Value,
+    wire: Wire,
+    mut deadline: Instant,
+) -> Result<ToolResult> {
+    let server = &shared.server;
+    let http = shared.medium == Medium::Exchanges;
+    let call_headers = match (&arguments, http) {
+        (Value::Object(object), true) => Some(Arc::new(CallHeaders {
+            name: param_headers::encode_value(tool.name()),
+            params: param_headers::mirror(server, tool.param_specs(), object, &shared.limits)?,
+        })),
+        _ => None,
+    };
+    let mut input_responses: Option<Map<String, Value>> = None;
+    let mut request_state: Option<String> = None;
+    let mut rounds: u64 = 0;
+    let mut backoff = SHED_BACKOFF_FIRST;
+    loop {
+        let params = CallParams {
+            meta: &shared.request_meta,
+            arguments: &arguments,
+            input_responses: input_responses.as_ref(),
+            name: tool.name(),
+            request_state: request_state.as_deref(),
+        };
+        let options = RequestOptions {
+            wire,
+            cancellable: true,
+            tool_call: true,
+            call: call_headers.clone(),
+            quiet: false,
+        };
+        let members = match shared
+            .request_body("tools/call", params, deadline, options)
+            .await?
+        {
+            ResultBody::ToolCall(members) => members,
+            ResultBody::Value(Value::Object(object)) => ToolCallMembers::from_object(object),
+            ResultBody::Value(_) => {
+                return Err(Error::invalid_response(
+                    "tools/call result is not an object",
+                ));
+            }
+        };
+        match members.result_type.as_ref() {
+            None => return ToolResult::from_members(members, Era::Modern),
+            Some(Value::String(kind)) if kind == "complete" => {
+                return ToolResult::from_members(members, Era::Modern);
+            }
+            Some(Value::String(kind)) if kind == "input_required" => {}
+            Some(_) => {
+                return Err(Error::invalid_response(format!(
+                    "server \"{server}\" answered tools/call with an unknown resultType"
+                )));
+            }
+        }
+        rounds += 1;
+        if rounds >= shared.limits.max_input_rounds {
+            return Err(Error::invalid_response(format!(
+                "tools/call on server \"{server}\" still asked for input after maxInputRounds ({}) rounds",
+                shared.limits.max_input_rounds
+            )));
+        }
+        request_state = match members.request_state {
+            None | Some(Value::Null) => None,
+            Some(Value::String(state)) => {
+                if state.len() as u64 > shared.limits.max_request_state_bytes {
+                    return Err(Error::invalid_response(format!(
+                        "server \"{server}\" sent a requestState larger than maxRequestStateBytes ({} bytes)",
+                        shared.limits.max_request_state_bytes
+                    )));
+                }
+                Some(state)
+            }
+            Some(_) => {
+                return Err(Error::invalid_response(format!(
+                    "server \"{server}\" sent a requestState that is not a string"
+                )));
+            }
+        };
+        input_responses = match members.input_requests {
+            None | Some(Value::Null) => {
+                if request_state.is_none() {
+                    return Err(Error::invalid_response(format!(
+                        "server \"{server}\" asked for input with neither inputRequests nor requestState"
+                    )));
+                }
+                // Load shedding: retry after a short, growing pause.
+                let pause = backoff.min(deadline.saturating_duration_since(Instant::now()));
+                tokio::time::sleep(pause).await;
+                backoff = (backoff * 2).min(SHED_BACKOFF_MAX);
+                None
+            }
+            Some(Value::Object(requests)) => {
+                if requests.len() > MAX_INPUT_REQUESTS {
+                    return Err(Error::invalid_response(format!(
+                        "server \"{server}\" sent more than {MAX_INPUT_REQUESTS} inputRequests"
+                    )));
+                }
+                let started = Instant::now();
+                let answers = shared.inputs.answer_all(shared, requests).await?;
+                // The host's time (a person filling a form) is not the tool's.
+                deadline += started.elapsed();
+                Some(answers)
+            }
+            Some(_) => {
+                return Err(Error::invalid_response(format!(
+                    "server \"{server}\" sent inputRequests that is not an object"
+                )));
+            }
+        };
+    }
+}
+
+/// A call that failed because the server asked for input the client cannot give.
+pub(crate) fn undeclared_input(server: &str, method: Option<&'static str>) -> Error {
+    Error::new(
+        ErrorKind::MissingCapability,
+        match method {
+            Some(method) => {
+                format!("server \"{server}\" asked for {method}, which this client did not declare")
+            }
+            None => format!("server \"{server}\" asked for an input of an unknown kind"),
+        },
+    )
+}

@@ -1,0 +1,325 @@
+//! Which era a session speaks, decided per server (`protocol-2026-07-28.md`
+//! §1.4-1.7), and the catalog walk both eras share.
+//!
+//! With [`ProtocolMode::Auto`] the engine sends `server/discover` before
+//! anything else, with the full `_meta`, and reads the outcome:
+//!
+//! | outcome | verdict |
+//! | --- | --- |
+//! | a result listing `2026-07-28` | modern |
+//! | a result listing no modern version this client speaks | legacy |
+//! | -32022 whose `data.supported` lists `2026-07-28` | probe again at it, once (the corrective retry); a second -32022 fails with `unsupported_protocol_version` |
+//! | -32022 listing only legacy versions | legacy |
+//! | -32022 listing only modern versions this client does not speak | `unsupported_protocol_version` |
+//! | -32020 / -32021 | a modern server refusing the probe: the error is surfaced |
+//! | any other JSON-RPC error (-32601, -32602, ...) | legacy |
+//! | stdio: no answer within `probeTimeoutMs` | legacy |
+//! | stdio: the child exits during the probe | legacy, in a freshly started child |
+//! | HTTP: a `4xx` other than 401/403 without a modern error body, or a `202` | legacy |
+//! | HTTP: 401/403, a `5xx`, a network failure, a timeout | the error (never era evidence) |
+//!
+//! After a legacy verdict the legacy handshake runs exactly as without the probe;
+//! late replies to the probe are dropped like any reply nobody waits for, and a
+//! timed-out probe is never cancelled. A legacy `initialize` answered with -32022
+//! (a modern-only server that was slow to answer the probe) sends the probe once
+//! more. [`ProtocolMode::Legacy`] skips the probe; [`ProtocolMode::Modern`]
+//! refuses any verdict but modern with `unsupported_protocol_version`.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::SUPPORTED_PROTOCOL_VERSIONS;
+use super::engine::{RequestOptions, Shared};
+use super::era::{Era, MODERN_PROTOCOL_VERSIONS, ProtocolMode, RequestMeta, Wire};
+use super::facts::{CacheHint, ServerInfo, instructions};
+use crate::catalog::{Catalog, CatalogBuilder};
+use crate::error::{Detail, Error, ErrorKind, Result};
+use crate::jsonrpc::{self, ResultBody};
+use crate::transport::Medium;
+
+/// What the handshake (legacy) or `server/discover` (modern) told us.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerFacts {
+    pub(crate) era: Era,
+    pub(crate) version: &'static str,
+    pub(crate) offers_tools: bool,
+    pub(crate) server_info: Option<ServerInfo>,
+    pub(crate) instructions: Option<String>,
+    /// The `server/discover` result's cache hints (modern only).
+    pub(crate) discover_cache: Option<CacheHint>,
+}
+
+impl ServerFacts {
+    /// From a legacy `initialize` result.
+    pub(crate) fn from_result(result: &Value, version: &'static str) -> ServerFacts {
+        ServerFacts {
+            era: Era::Legacy,
+            version,
+            offers_tools: offers_tools(result),
+            server_info: ServerInfo::from_value(result.get("serverInfo")),
+            instructions: instructions(result),
+            discover_cache: None,
+        }
+    }
+
+    /// From a `server/discover` result (identity in the result `_meta`; the body's
+    /// `serverInfo` that some servers still send is read when `_meta` has none).
+    fn from_discover(result: &Value, version: &'static str) -> ServerFacts {
+        let info = result
+            .get("_meta")
+            .and_then(|meta| meta.get("io.modelcontextprotocol/serverInfo"));
+        ServerFacts {
+            era: Era::Modern,
+            version,
+            offers_tools: offers_tools(result),
+            server_info: ServerInfo::from_value(info)
+                .or_else(|| ServerInfo::from_value(result.get("serverInfo"))),
+            instructions: instructions(result),
+            discover_cache: Some(CacheHint::from_result(result)),
+        }
+    }
+}
+
+fn offers_tools(result: &Value) -> bool {
+    result
+        .get("capabilities")
+        .and_then(|c| c.get("tools"))
+        .is_some_and(Value::is_object)
+}
+
+/// Maps a handshake step's timeout to its public message; other errors pass.
+pub(crate) fn step_error(shared: &Shared, what: &'static str) -> impl Fn(Error) -> Error + use<> {
+    let server = shared.server.clone();
+    move |error: Error| {
+        if error.kind() == ErrorKind::Timeout {
+            Error::timeout(format!(
+                "server \"{server}\" did not complete {what} within handshakeTimeoutMs"
+            ))
+        } else {
+            error
+        }
+    }
+}
+
+/// `server/discover` and `tools/list` parameters. Legacy frames carry no `_meta`
+/// (so their bytes are exactly what they were before 2026-07-28 existed).
+#[derive(Serialize)]
+struct ListParams<'a> {
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<&'a RequestMeta>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<&'a str>,
+}
+
+/// Checks a modern result's `resultType`: absent or `complete` is complete
+/// (absent is what earlier servers send, and what the conformance suite expects
+/// to be read so); `input_required` is not allowed here, and an unknown value is
+/// never read as complete.
+pub(crate) fn require_complete(shared: &Shared, method: &str, result: &Value) -> Result<()> {
+    match result.get("resultType") {
+        None => Ok(()),
+        Some(Value::String(kind)) if kind == "complete" => Ok(()),
+        Some(_) => Err(Error::invalid_response(format!(
+            "server \"{}\" answered {method} with a resultType other than complete",
+            shared.server
+        ))),
+    }
+}
+
+/// Step 5 of the connect: walks `tools/list` following `nextCursor` under the
+/// catalog limits. In the modern era `""` is a cursor like any other (the page
+/// cap and the repeated-cursor rule still end a walk), `_meta` goes on every
+/// page, and on HTTP tools with invalid `x-mcp-header` annotations are dropped.
+pub(crate) async fn walk_catalog(
+    shared: &Arc<Shared>,
+    wire: Wire,
+) -> Result<(Catalog, Option<CacheHint>)> {
+    let timeout = shared.limits.handshake_timeout();
+    let modern = wire.is_modern();
+    let mut builder = CatalogBuilder::new(&shared.limits)
+        .empty_cursor_continues(modern)
+        .param_headers(modern && shared.medium == Medium::Exchanges);
+    let mut cursor: Option<String> = None;
+    let mut hint: Option<CacheHint> = None;
+    loop {
+        let params = ListParams {
+            meta: modern.then_some(&shared.request_meta),
+            cursor: cursor.as_deref(),
+        };
+        let page = shared
+            .request("tools/list", params, wire, Instant::now() + timeout, true)
+            .await
+            .map_err(step_error(shared, "tools/list"))?;
+        if modern {
+            require_complete(shared, "tools/list", &page)?;
+            let page_hint = CacheHint::from_result(&page);
+            hint = Some(hint.map_or(page_hint, |h| h.stricter(page_hint)));
+        }
+        match builder.add_page(&page)? {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    let catalog = builder.finish();
+    for (tool, reason) in catalog.dropped() {
+        shared.tool_dropped(tool, reason);
+    }
+    Ok((catalog, hint))
+}
+
+/// What the probe decided.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// Speak 2026-07-28.
+    Modern(ServerFacts),
+    /// Run the legacy handshake on this connection (why, for diagnostics).
+    Legacy(&'static str),
+    /// The stdio child exited during the probe: start it again and run the
+    /// legacy handshake there.
+    Respawn,
+}
+
+/// Sends `server/discover` (once more after a -32022 naming a version we speak)
+/// and classifies the outcome (see the module docs).
+pub(crate) async fn probe(shared: &Arc<Shared>, mode: ProtocolMode) -> Result<Verdict> {
+    let mut corrective_used = false;
+    loop {
+        let version = MODERN_PROTOCOL_VERSIONS[0];
+        let wire = Wire::Modern(version);
+        let params = ListParams {
+            meta: Some(&shared.request_meta),
+            cursor: None,
+        };
+        let deadline = Instant::now() + shared.limits.probe_timeout();
+        // Never cancelled: a legacy server does not know the request.
+        let options = RequestOptions {
+            wire,
+            cancellable: false,
+            quiet: true,
+            ..RequestOptions::default()
+        };
+        let outcome = shared
+            .request_body("server/discover", params, deadline, options)
+            .await
+            .map(ResultBody::into_value);
+        let verdict = match outcome {
+            Ok(result) => {
+                require_complete(shared, "server/discover", &result)?;
+                match offered_modern_version(&result) {
+                    Some(version) => Verdict::Modern(ServerFacts::from_discover(&result, version)),
+                    None => Verdict::Legacy("server/discover offered no 2026-07-28"),
+                }
+            }
+            Err(error) => match classify_probe_error(shared, error)? {
+                ProbeError::Retry if !corrective_used => {
+                    corrective_used = true;
+                    continue;
+                }
+                ProbeError::Retry => {
+                    return Err(Error::new(
+                        ErrorKind::UnsupportedProtocolVersion,
+                        format!(
+                            "server \"{}\" refused protocol version {version} twice",
+                            shared.server
+                        ),
+                    ));
+                }
+                ProbeError::Legacy(why) => Verdict::Legacy(why),
+                ProbeError::Respawn => Verdict::Respawn,
+            },
+        };
+        if mode == ProtocolMode::Modern && !matches!(verdict, Verdict::Modern(_)) {
+            return Err(Error::new(
+                ErrorKind::UnsupportedProtocolVersion,
+                format!(
+                    "server \"{}\" does not speak protocol 2026-07-28 (protocol is pinned to it)",
+                    shared.server
+                ),
+            ));
+        }
+        return Ok(verdict);
+    }
+}
+
+/// The first modern version this client speaks that a `DiscoverResult` lists.
+fn offered_modern_version(result: &Value) -> Option<&'static str> {
+    let offered = result.get("supportedVersions")?.as_array()?;
+    MODERN_PROTOCOL_VERSIONS
+        .iter()
+        .find(|ours| offered.iter().any(|v| v.as_str() == Some(ours)))
+        .copied()
+}
+
+enum ProbeError {
+    Retry,
+    Legacy(&'static str),
+    Respawn,
+}
+
+fn classify_probe_error(shared: &Shared, error: Error) -> Result<ProbeError> {
+    let stream = shared.medium == Medium::Stream;
+    match error.kind() {
+        ErrorKind::UnsupportedProtocolVersion => {
+            let supported = match error.detail() {
+                Some(Detail::Remote { supported, .. }) => supported.as_slice(),
+                _ => &[],
+            };
+            if supported
+                .iter()
+                .any(|v| MODERN_PROTOCOL_VERSIONS.contains(&v.as_str()))
+            {
+                Ok(ProbeError::Retry)
+            } else if supported
+                .iter()
+                .any(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(&v.as_str()))
+            {
+                Ok(ProbeError::Legacy(
+                    "server/discover refused; the server names legacy versions",
+                ))
+            } else {
+                Err(Error::new(
+                    ErrorKind::UnsupportedProtocolVersion,
+                    format!(
+                        "server \"{}\" supports no protocol version this client speaks",
+                        shared.server
+                    ),
+                )
+                .with_detail(error.detail().cloned().unwrap_or(Detail::Remote {
+                    code: jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
+                    supported: Vec::new(),
+                })))
+            }
+        }
+        // A modern server refusing the probe itself: surfaced, not a fallback.
+        ErrorKind::MissingCapability | ErrorKind::HeaderMismatch => Err(error),
+        ErrorKind::RemoteError => Ok(ProbeError::Legacy(
+            "server/discover answered with a JSON-RPC error",
+        )),
+        ErrorKind::Timeout if stream => Ok(ProbeError::Legacy(
+            "no answer to server/discover within probeTimeoutMs",
+        )),
+        ErrorKind::Timeout => Err(Error::timeout(format!(
+            "server \"{}\" did not answer server/discover within probeTimeoutMs",
+            shared.server
+        ))),
+        ErrorKind::HttpStatus => match error.http_status() {
+            Some(status @ 400..=499) if status != 401 && status != 403 => Ok(ProbeError::Legacy(
+                "server/discover refused with an HTTP 4xx and no modern error",
+            )),
+            _ => Err(error),
+        },
+        // A request "accepted" with no reply: a server that does not know it.
+        ErrorKind::InvalidResponse if matches!(error.http_status(), Some(202 | 204)) => Ok(
+            ProbeError::Legacy("server/discover answered HTTP 202/204 without a reply"),
+        ),
+        // The child exited or closed stdout during the probe: some legacy servers
+        // stop when the first request is not `initialize`.
+        ErrorKind::ConnectionClosed if stream && shared.terminal().is_some() => {
+            Ok(ProbeError::Respawn)
+        }
+        _ => Err(error),
+    }
+}
