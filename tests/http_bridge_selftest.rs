@@ -277,6 +277,7 @@ async fn json_mode_answers_with_the_answer_only() {
         sse: false,
         session_ids: false,
         get_stream: false,
+        ..BridgeOptions::default()
     };
     let bridge = start(scenario("noise"), options).await;
     let client = client();
@@ -488,4 +489,666 @@ async fn over_long_line_is_streamed_as_one_growing_event() {
     assert!(received[data_start..].iter().all(|&byte| byte == b'a'));
     drop(body);
     drop(bridge);
+}
+
+// ---------------------------------------------------------------------------
+// The modern (2026-07-28) endpoint, the dual era and the legacy probe answers.
+// ---------------------------------------------------------------------------
+
+use http_bridge::{LegacyProbe, ModernOptions};
+
+const MODERN: &str = "2026-07-28";
+
+/// The `_meta` every modern request carries.
+fn meta(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "selftest", "version": "0"},
+    })
+}
+
+/// A modern request: `params` plus `_meta` declaring no capabilities.
+fn modern(id: Value, method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = meta(json!({}));
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The standard headers a modern client derives from a request body.
+fn standard_headers(message: &Value) -> Vec<(&'static str, String)> {
+    let mut headers = Vec::new();
+    if let Some(version) =
+        message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str()
+    {
+        headers.push(("mcp-protocol-version", version.to_string()));
+    }
+    if let Some(method) = message["method"].as_str() {
+        headers.push(("mcp-method", method.to_string()));
+    }
+    if let Some(name) = message["params"]["name"].as_str() {
+        headers.push(("mcp-name", name.to_string()));
+    }
+    headers
+}
+
+/// POSTs `body` with exactly these headers (plus Accept and Content-Type).
+async fn post_with(
+    client: &HttpClient,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &Value,
+) -> (StatusCode, HeaderMap, String) {
+    let mut builder = Request::builder()
+        .method(Method::POST)
+        .uri(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json");
+    for (name, value) in headers {
+        builder = builder.header(*name, value.as_str());
+    }
+    let body = Full::new(Bytes::from(body.to_string()))
+        .map_err(|never| match never {})
+        .boxed();
+    let response = tokio::time::timeout(
+        Duration::from_secs(20),
+        client.request(builder.body(body).expect("request")),
+    )
+    .await
+    .expect("response in time")
+    .expect("response");
+    let (parts, body) = response.into_parts();
+    let bytes = tokio::time::timeout(Duration::from_secs(20), body.collect())
+        .await
+        .expect("body in time")
+        .expect("body")
+        .to_bytes();
+    let text = String::from_utf8(bytes.to_vec()).expect("utf-8 body");
+    (parts.status, parts.headers, text)
+}
+
+/// POSTs a modern request with its standard headers.
+async fn post_modern(
+    client: &HttpClient,
+    url: &str,
+    message: &Value,
+) -> (StatusCode, HeaderMap, String) {
+    post_with(client, url, &standard_headers(message), message).await
+}
+
+/// The JSON-RPC answer (result or error) to `id` in a JSON or SSE body.
+fn rpc_answer(headers: &HeaderMap, body: &str, id: &Value) -> Value {
+    if content_type(headers) == "application/json" {
+        return serde_json::from_str(body).expect("JSON body");
+    }
+    sse_events(body)
+        .iter()
+        .filter_map(|event| serde_json::from_str::<Value>(event).ok())
+        .find(|value| {
+            &value["id"] == id && (value.get("result").is_some() || value.get("error").is_some())
+        })
+        .unwrap_or_else(|| panic!("no answer to {id} in {body}"))
+}
+
+/// Standard base64 with padding, as a client encodes header values.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn sentinel(value: &str) -> String {
+    format!("=?base64?{}?=", base64(value.as_bytes()))
+}
+
+#[tokio::test]
+async fn modern_routes_each_post_to_one_child_without_sessions() {
+    let bridge = start(scenario("modern-basic"), BridgeOptions::modern()).await;
+    let client = client();
+    let url = bridge.url();
+
+    let discover = modern(json!("probe-1"), "server/discover", json!({}));
+    let (status, headers, body) = post_modern(&client, &url, &discover).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(content_type(&headers), "text/event-stream");
+    assert!(headers.get("mcp-session-id").is_none());
+    let result = &rpc_answer(&headers, &body, &json!("probe-1"))["result"];
+    assert_eq!(result["supportedVersions"], json!([MODERN]));
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["cacheScope"], "private");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "smthrs-mcp-scripted-server"
+    );
+
+    // Two requests in flight at once, each on its own POST, answered by id.
+    let slow = modern(
+        json!(2),
+        "tools/call",
+        json!({"name": "slow", "arguments": {"ms": 400}}),
+    );
+    let echo = modern(
+        json!(3),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}}),
+    );
+    let (slow_reply, echo_reply) = tokio::join!(
+        post_modern(&client, &url, &slow),
+        post_modern(&client, &url, &echo)
+    );
+    let slow_answer = rpc_answer(&slow_reply.1, &slow_reply.2, &json!(2));
+    let echo_answer = rpc_answer(&echo_reply.1, &echo_reply.2, &json!(3));
+    assert_eq!(slow_answer["result"]["content"][0]["text"], "slept 400 ms");
+    assert_eq!(echo_answer["result"]["content"][0]["text"], "hi");
+    assert_eq!(echo_answer["result"]["resultType"], "complete");
+
+    // GET and DELETE are 405, whatever session id a client sends.
+    for method in [Method::GET, Method::DELETE] {
+        let response = send(&client, method, &url, Some("stale"), None).await;
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(response.headers()["allow"], "POST");
+    }
+    assert_eq!(bridge.children_spawned(), 1);
+
+    // A child that exits ends its stream without an answer; the next POST respawns it.
+    let exit = modern(
+        json!(4),
+        "tools/call",
+        json!({"name": "exit", "arguments": {"code": 0}}),
+    );
+    let (status, headers, body) = post_modern(&client, &url, &exit).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(content_type(&headers), "text/event-stream");
+    assert!(!body.contains("\"result\""), "{body}");
+    wait_children_exited(&bridge).await;
+    let (status, headers, body) = post_modern(&client, &url, &discover).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        rpc_answer(&headers, &body, &json!("probe-1"))["result"]["resultType"],
+        "complete"
+    );
+    assert_eq!(bridge.children_spawned(), 2);
+
+    let requests = bridge.requests();
+    let call = requests
+        .iter()
+        .find(|request| request.json().is_some_and(|body| body["id"] == 3))
+        .expect("echo recorded");
+    assert_eq!(call.header("Mcp-Method"), Some("tools/call"));
+    assert_eq!(call.header("Mcp-Name"), Some("echo"));
+    assert_eq!(call.header("MCP-Protocol-Version"), Some(MODERN));
+    assert_eq!(call.status, Some(200));
+    let get = requests.iter().find(|r| r.method == "GET").expect("GET");
+    assert_eq!(get.header("mcp-session-id"), Some("stale"));
+    assert_eq!(get.status, Some(405));
+}
+
+#[tokio::test]
+async fn modern_maps_errors_and_header_mismatches_to_statuses() {
+    for sse in [true, false] {
+        let options = BridgeOptions {
+            sse,
+            ..BridgeOptions::modern()
+        };
+        let bridge = start(scenario("modern-basic"), options).await;
+        let client = client();
+        let url = bridge.url();
+        let expect = |reply: &(StatusCode, HeaderMap, String), status: StatusCode, code: i64| {
+            assert_eq!(reply.0, status, "sse {sse}: {}", reply.2);
+            assert_eq!(content_type(&reply.1), "application/json");
+            let answer: Value = serde_json::from_str(&reply.2).expect("JSON-RPC body");
+            assert_eq!(answer["error"]["code"], code, "{answer}");
+            answer
+        };
+
+        // Missing _meta: the child's -32602, as 400 with the id.
+        let bare = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+        let headers = [
+            ("mcp-protocol-version", MODERN.to_string()),
+            ("mcp-method", "tools/list".to_string()),
+        ];
+        let reply = post_with(&client, &url, &headers, &bare).await;
+        assert_eq!(expect(&reply, StatusCode::BAD_REQUEST, -32602)["id"], 1);
+
+        // An unsupported version in both header and body: the child's -32022.
+        let mut old = modern(json!(2), "tools/list", json!({}));
+        old["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-06-18");
+        let reply = post_modern(&client, &url, &old).await;
+        let answer = expect(&reply, StatusCode::BAD_REQUEST, -32022);
+        assert_eq!(answer["error"]["data"]["supported"], json!([MODERN]));
+        assert_eq!(answer["error"]["data"]["requested"], "2025-06-18");
+
+        // Unknown method: 404 with the JSON-RPC body.
+        let unknown = modern(json!(3), "resources/list", json!({}));
+        let reply = post_modern(&client, &url, &unknown).await;
+        expect(&reply, StatusCode::NOT_FOUND, -32601);
+
+        // A legacy initialize: refused by the modern-only child with -32022.
+        let reply = post_with(&client, &url, &[], &initialize(4)).await;
+        let answer = expect(&reply, StatusCode::BAD_REQUEST, -32022);
+        assert_eq!(answer["error"]["data"]["requested"], PROTOCOL_VERSION);
+
+        // Header checks, before the child sees anything.
+        let call = modern(
+            json!(5),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "x"}}),
+        );
+        let all = standard_headers(&call);
+        let without = |name: &str| -> Vec<(&'static str, String)> {
+            all.iter().filter(|(n, _)| *n != name).cloned().collect()
+        };
+        let replace = |name: &str, value: &str| -> Vec<(&'static str, String)> {
+            let mut headers = without(name);
+            let name = all.iter().find(|(n, _)| *n == name).expect("header").0;
+            headers.push((name, value.to_string()));
+            headers
+        };
+        for (headers, header) in [
+            (without("mcp-protocol-version"), "MCP-Protocol-Version"),
+            (
+                replace("mcp-protocol-version", "2025-11-25"),
+                "MCP-Protocol-Version",
+            ),
+            (without("mcp-method"), "Mcp-Method"),
+            (replace("mcp-method", "tools/list"), "Mcp-Method"),
+            (without("mcp-name"), "Mcp-Name"),
+            (replace("mcp-name", "add"), "Mcp-Name"),
+        ] {
+            let reply = post_with(&client, &url, &headers, &call).await;
+            let answer = expect(&reply, StatusCode::BAD_REQUEST, -32020);
+            assert_eq!(answer["id"], 5);
+            assert_eq!(answer["error"]["data"]["header"], header, "{answer}");
+        }
+        // Mcp-Name in base64 form is decoded before the comparison.
+        let reply = post_with(
+            &client,
+            &url,
+            &replace("mcp-name", &sentinel("echo")),
+            &call,
+        )
+        .await;
+        assert_eq!(reply.0, StatusCode::OK, "{}", reply.2);
+        assert_eq!(
+            rpc_answer(&reply.1, &reply.2, &json!(5))["result"]["content"][0]["text"],
+            "x"
+        );
+
+        let statuses: Vec<Option<u16>> = bridge.requests().iter().map(|r| r.status).collect();
+        assert_eq!(
+            statuses,
+            [400, 400, 404, 400, 400, 400, 400, 400, 400, 400, 200].map(Some),
+            "sse {sse}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn modern_checks_mcp_param_headers_against_the_listed_schema() {
+    let bridge = start(scenario("modern-x-mcp-header"), BridgeOptions::modern()).await;
+    let client = client();
+    let url = bridge.url();
+    let list = modern(json!(1), "tools/list", json!({}));
+    let (status, ..) = post_modern(&client, &url, &list).await;
+    assert_eq!(status, StatusCode::OK);
+    let learnt = bridge.learnt_headers();
+    assert_eq!(learnt["custom_headers"].len(), 6, "{learnt:?}");
+    assert!(learnt["echo"].is_empty());
+
+    let note = "line\r\nX-Injected: yes";
+    let call = modern(
+        json!(2),
+        "tools/call",
+        json!({"name": "custom_headers", "arguments": {
+            "region": "eu-west", "priority": 3, "verbose": null, "empty_val": "",
+            "method_val": "GET", "note": note, "query": "not mirrored"}}),
+    );
+    let mut headers = standard_headers(&call);
+    headers.extend([
+        ("mcp-param-region", "eu-west".to_string()),
+        ("mcp-param-priority", "3".to_string()),
+        ("mcp-param-emptyval", String::new()),
+        ("mcp-param-method", "GET".to_string()),
+        ("mcp-param-note", sentinel(note)),
+    ]);
+    let (status, reply_headers, body) = post_with(&client, &url, &headers, &call).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let text = rpc_answer(&reply_headers, &body, &json!(2))["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text")
+        .to_string();
+    assert!(text.contains("eu-west"), "{text}");
+
+    let recorded = bridge.requests();
+    let call_record = recorded.last().expect("call recorded");
+    assert_eq!(
+        call_record.header("mcp-param-note"),
+        Some(sentinel(note).as_str())
+    );
+    assert!(call_record.header("x-injected").is_none());
+
+    let variants: Vec<(Vec<(&'static str, String)>, &str)> = vec![
+        (
+            headers
+                .iter()
+                .filter(|(n, _)| *n != "mcp-param-priority")
+                .cloned()
+                .collect(),
+            "Mcp-Param-Priority",
+        ),
+        (
+            headers
+                .iter()
+                .map(|(n, v)| match *n {
+                    "mcp-param-region" => (*n, "us-east".to_string()),
+                    _ => (*n, v.clone()),
+                })
+                .collect(),
+            "Mcp-Param-Region",
+        ),
+        (
+            headers
+                .iter()
+                .cloned()
+                .chain([("mcp-param-verbose", "true".to_string())])
+                .collect(),
+            "Mcp-Param-Verbose",
+        ),
+        (
+            headers
+                .iter()
+                .cloned()
+                .chain([("mcp-param-query", "not mirrored".to_string())])
+                .collect(),
+            "mcp-param-query",
+        ),
+        (
+            headers
+                .iter()
+                .map(|(n, v)| match *n {
+                    "mcp-param-note" => (*n, "=?base64?!!!?=".to_string()),
+                    _ => (*n, v.clone()),
+                })
+                .collect(),
+            "Mcp-Param-Note",
+        ),
+    ];
+    for (headers, header) in variants {
+        let (status, _, body) = post_with(&client, &url, &headers, &call).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{header}: {body}");
+        let answer: Value = serde_json::from_str(&body).expect("JSON-RPC body");
+        assert_eq!(answer["error"]["code"], -32020);
+        assert_eq!(answer["error"]["data"]["header"], header, "{answer}");
+    }
+}
+
+#[tokio::test]
+async fn modern_session_id_is_sent_when_asked_and_never_required() {
+    let options = BridgeOptions {
+        modern: ModernOptions {
+            send_session_id: true,
+            ..ModernOptions::default()
+        },
+        ..BridgeOptions::modern()
+    };
+    let bridge = start(scenario("modern-basic"), options).await;
+    let client = client();
+    let url = bridge.url();
+    let discover = modern(json!(1), "server/discover", json!({}));
+    let (status, headers, _) = post_modern(&client, &url, &discover).await;
+    assert_eq!(status, StatusCode::OK);
+    let session = headers["mcp-session-id"]
+        .to_str()
+        .expect("ascii")
+        .to_string();
+
+    let list = modern(json!(2), "tools/list", json!({}));
+    let mut with_session = standard_headers(&list);
+    with_session.push(("mcp-session-id", "some-other-session".to_string()));
+    let (status, headers, body) = post_with(&client, &url, &with_session, &list).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(headers["mcp-session-id"], session.as_str());
+    let (status, headers, _) = post_modern(&client, &url, &list).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["mcp-session-id"], session.as_str());
+    assert_eq!(bridge.children_spawned(), 1);
+}
+
+#[tokio::test]
+async fn modern_mrtr_round_trip_is_judged_by_the_server() {
+    let bridge = start(scenario("modern-mrtr-echo-state"), BridgeOptions::modern()).await;
+    let client = client();
+    let url = bridge.url();
+    let with_caps = |id: u64, extra: Value| {
+        let mut params = json!({"name": "confirm", "arguments": {"x": 1}});
+        for (key, value) in extra.as_object().expect("object") {
+            params[key] = value.clone();
+        }
+        params["_meta"] = meta(json!({"elicitation": {}}));
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    };
+
+    // Without the elicitation capability the server refuses with -32021 (400).
+    let undeclared = modern(
+        json!(1),
+        "tools/call",
+        json!({"name": "confirm", "arguments": {}}),
+    );
+    let (status, _, body) = post_modern(&client, &url, &undeclared).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let answer: Value = serde_json::from_str(&body).expect("JSON-RPC body");
+    assert_eq!(answer["error"]["code"], -32021);
+    assert_eq!(
+        answer["error"]["data"]["requiredCapabilities"],
+        json!({"elicitation": {}})
+    );
+
+    let first = with_caps(2, json!({}));
+    let (status, headers, body) = post_modern(&client, &url, &first).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let result = rpc_answer(&headers, &body, &json!(2))["result"].clone();
+    assert_eq!(result["resultType"], "input_required");
+    assert_eq!(
+        result["inputRequests"]["confirm"]["method"],
+        "elicitation/create"
+    );
+    let state = result["requestState"].as_str().expect("state").to_string();
+    assert!(
+        state.contains('\u{2028}') && state.contains('\u{e9}'),
+        "{state}"
+    );
+
+    let retry = with_caps(
+        3,
+        json!({"requestState": state, "inputResponses": {
+            "confirm": {"action": "accept", "content": {"confirmed": true}}}}),
+    );
+    let (status, headers, body) = post_modern(&client, &url, &retry).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let result = rpc_answer(&headers, &body, &json!(3))["result"].clone();
+    assert_eq!(result["resultType"], "complete");
+    let report: Value =
+        serde_json::from_str(result["content"][0]["text"].as_str().expect("text")).expect("report");
+    assert_eq!(report["mrtr"]["ok"], true, "{report}");
+    let verdict = &report["mrtr"]["retries"][0];
+    assert_eq!(verdict["state_echoed"], true);
+    assert_eq!(verdict["new_id"], true);
+    assert_eq!(verdict["responses_complete"], true);
+
+    // A retry that re-uses the id and alters the state is reported, not refused.
+    let (_, headers, body) = post_modern(&client, &url, &with_caps(4, json!({}))).await;
+    let state = rpc_answer(&headers, &body, &json!(4))["result"]["requestState"]
+        .as_str()
+        .expect("state")
+        .to_string();
+    let bad = with_caps(
+        4,
+        json!({"requestState": format!("{state} "), "inputResponses": {}}),
+    );
+    let (_, headers, body) = post_modern(&client, &url, &bad).await;
+    let result = rpc_answer(&headers, &body, &json!(4))["result"].clone();
+    let report: Value =
+        serde_json::from_str(result["content"][0]["text"].as_str().expect("text")).expect("report");
+    let verdict = &report["mrtr"]["retries"][0];
+    assert_eq!(report["mrtr"]["ok"], false, "{report}");
+    assert_eq!(verdict["state_echoed"], false);
+    assert_eq!(verdict["new_id"], false);
+    assert_eq!(verdict["missing_keys"], json!(["confirm"]));
+}
+
+#[tokio::test]
+async fn modern_dropped_stream_cancels_the_request_in_the_child() {
+    for sse in [true, false] {
+        let record = tempfile::tempdir().expect("tempdir");
+        let record_path = record.path().join("record.jsonl");
+        let inline = json!({"era": "modern", "honor_cancel": true});
+        let args = vec![
+            inline.to_string().into(),
+            "--record".into(),
+            record_path.clone().into(),
+        ];
+        let options = BridgeOptions {
+            sse,
+            modern: ModernOptions {
+                status_wait: Duration::from_millis(50),
+                ..ModernOptions::default()
+            },
+            ..BridgeOptions::modern()
+        };
+        let bridge = start(args, options).await;
+        let client = client();
+
+        let slow = modern(
+            json!(9),
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 5000}}),
+        );
+        let mut builder = Request::builder()
+            .method(Method::POST)
+            .uri(bridge.url())
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        for (name, value) in standard_headers(&slow) {
+            builder = builder.header(name, value);
+        }
+        let body = Full::new(Bytes::from(slow.to_string()))
+            .map_err(|never| match never {})
+            .boxed();
+        let pending = client.request(builder.body(body).expect("request"));
+        if sse {
+            // SSE: the headers come after status_wait; the client drops the stream.
+            let response = pending.await.expect("SSE headers after status_wait");
+            assert_eq!(response.status(), StatusCode::OK);
+            drop(response);
+        } else {
+            // JSON: nothing comes before the answer; the client gives up on the exchange.
+            let gave_up = tokio::time::timeout(Duration::from_millis(300), pending).await;
+            assert!(gave_up.is_err(), "no answer within 300 ms");
+        }
+
+        let mut cancelled = None;
+        for _ in 0..500 {
+            let lines = std::fs::read_to_string(&record_path).unwrap_or_default();
+            cancelled = lines
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .find(|line| line["method"] == "notifications/cancelled");
+            if cancelled.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let cancelled = cancelled.expect("the child saw notifications/cancelled");
+        assert_eq!(cancelled["params"]["requestId"], 9, "sse {sse}");
+        assert_eq!(bridge.aborted(), vec![json!(9)], "sse {sse}");
+    }
+}
+
+#[tokio::test]
+async fn dual_bridge_serves_legacy_sessions_beside_modern_requests() {
+    let bridge = start(scenario("dual-basic"), BridgeOptions::dual()).await;
+    let client = client();
+    let url = bridge.url();
+
+    let discover = modern(json!("probe"), "server/discover", json!({}));
+    let (status, headers, body) = post_modern(&client, &url, &discover).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        rpc_answer(&headers, &body, &json!("probe"))["result"]["supportedVersions"],
+        json!([MODERN])
+    );
+
+    let session = open_session(&client, &bridge).await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (status, _, body) =
+        exchange(&client, Method::POST, &url, Some(&session), Some(&list)).await;
+    assert_eq!(status, StatusCode::OK);
+    let result = &answer_in(&sse_events(&body), 2)["result"];
+    assert!(result.get("resultType").is_none(), "legacy: {result}");
+    assert_eq!(bridge.children_spawned(), 2);
+
+    let (status, ..) = exchange(&client, Method::GET, &url, None, None).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    let (status, ..) = exchange(&client, Method::DELETE, &url, Some(&session), None).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn legacy_probe_answers_like_real_legacy_servers() {
+    let discover = modern(json!("probe-7"), "server/discover", json!({}));
+    let cases = [
+        (LegacyProbe::Forward, 400, "text/plain", None),
+        (LegacyProbe::PlainText400, 400, "text/plain", None),
+        (
+            LegacyProbe::JsonRpc400,
+            400,
+            "application/json",
+            Some((-32000, Value::Null)),
+        ),
+        (
+            LegacyProbe::MethodNotFound200,
+            200,
+            "application/json",
+            Some((-32601, json!("probe-7"))),
+        ),
+        (LegacyProbe::NotFound404, 404, "", None),
+        (LegacyProbe::MethodNotAllowed405, 405, "", None),
+        (LegacyProbe::ServerError500, 500, "text/plain", None),
+    ];
+    for (probe, code, kind, error) in cases {
+        let bridge = start(scenario("basic"), BridgeOptions::legacy_probe(probe)).await;
+        let client = client();
+        let (status, headers, body) = post_modern(&client, &bridge.url(), &discover).await;
+        assert_eq!(status.as_u16(), code, "{probe:?}: {body}");
+        assert_eq!(content_type(&headers), kind, "{probe:?}");
+        match error {
+            Some((code, id)) => {
+                let answer: Value = serde_json::from_str(&body).expect("JSON-RPC body");
+                assert_eq!(answer["error"]["code"], code, "{probe:?}");
+                assert_eq!(answer["id"], id, "{probe:?}");
+            }
+            None if kind.is_empty() => assert!(body.is_empty(), "{probe:?}"),
+            None => assert!(!body.is_empty()),
+        }
+        assert_eq!(
+            bridge.children_spawned(),
+            0,
+            "{probe:?}: no child for a probe"
+        );
+        // The legacy handshake still works afterwards.
+        let _session = open_session(&client, &bridge).await;
+    }
 }

@@ -45,8 +45,76 @@
 //! `500`. With session ids off, each `initialize` starts a new child and earlier
 //! children stay alive (unreachable) until the bridge is dropped.
 //!
+//! # The modern era (2026-07-28)
+//!
+//! [`BridgeOptions::era`] picks the generation served. [`HttpEra::Legacy`] (the
+//! default) is everything above, unchanged. [`HttpEra::Modern`] serves the
+//! stateless revision (run it over an `"era": "modern"` scenario):
+//!
+//! * One long-lived child serves the whole endpoint; there are no sessions. It is
+//!   spawned on the first POST and respawned by the first POST after it exited
+//!   (a restart is transparent to a modern client). Each POST is an independent
+//!   request routed by its id. No `Mcp-Session-Id` is issued, and one sent by the
+//!   client is ignored (recorded only) — unless
+//!   [`ModernOptions::send_session_id`] is on, which adds one anyway to every
+//!   response, as some real servers do, so a test can assert the client ignores it.
+//! * `GET` and `DELETE` are `405` with `Allow: POST`. `Last-Event-ID` is ignored.
+//! * Header checks on every request POST before the child sees it (each can be
+//!   switched off in [`ModernOptions`]; `initialize` is exempt so the child can
+//!   refuse it with `-32022`): `MCP-Protocol-Version` missing, or different from
+//!   `params._meta["io.modelcontextprotocol/protocolVersion"]`; `Mcp-Method`
+//!   missing or different from `method`; `Mcp-Name` missing or different from
+//!   `params.name` (`tools/call`, `prompts/get`) or `params.uri`
+//!   (`resources/read`); and `Mcp-Param-{Name}` for `tools/call`, checked against
+//!   the `x-mcp-header` annotations of the tool as learnt from the `tools/list`
+//!   answers that went through the bridge (a tool never listed is not checked): an
+//!   annotated argument that is present needs its header with the value (string
+//!   as is, integer in decimal, `true`/`false`), a `null` or absent one none, and
+//!   no other `Mcp-Param-*` header may appear. Values of the form
+//!   `=?base64?...?=` are decoded first. Any failure is `400` with a JSON-RPC body
+//!   `{"error": {"code": -32020, "message": "Header mismatch: <Header>", "data":
+//!   {"header", "expected", "received"}}}` carrying the request id.
+//! * The answer's JSON-RPC error code picks the status
+//!   ([`ModernOptions::map_error_status`]): `-32022`, `-32021`, `-32020`, `-32602`
+//!   → `400`, `-32601` → `404`, each with the JSON-RPC answer as an
+//!   `application/json` body; anything else is `200`. In SSE mode the bridge waits
+//!   up to [`ModernOptions::status_wait`] for the child's first line for that
+//!   request: an answer within it is mapped, otherwise the SSE stream starts (`200`)
+//!   and a later error travels in-band. In JSON mode the answer is always mapped.
+//! * A notification or response POST is written to the child and answered `202`.
+//! * Lines that answer no open request (late answers, stray notifications while
+//!   nothing is open) are dropped instead of buffered for the next stream.
+//! * Cancel on HTTP is closing the stream: when a client drops a request's
+//!   response before the answer arrived, the bridge writes
+//!   `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":<id>,
+//!   "reason":"http-bridge: the client closed the stream"}}` to the child (so a
+//!   `honor_cancel` scenario and its record file see it; switch off with
+//!   [`ModernOptions::cancel_on_disconnect`]) and lists the id in
+//!   [`Bridge::aborted`].
+//!
+//! [`HttpEra::Dual`] serves both: an `initialize` POST, and any POST carrying an
+//! `Mcp-Session-Id`, take the legacy path (one child per session, as above; run it
+//! over an `"era": "dual"` scenario so those children serve `initialize`); every
+//! other POST is modern and goes to the long-lived modern child. `GET`/`DELETE`
+//! with a session id are legacy, without one `405`.
+//!
+//! [`BridgeOptions::legacy_probe`] (legacy era only) makes the endpoint answer a
+//! `server/discover` POST that carries no session id the way real legacy HTTP
+//! servers do ([`LegacyProbe`]): a plain-text `400` (stateful Go), `400` with a
+//! JSON-RPC `-32000` and `id: null` (TypeScript v1), `200` with `-32601` (a
+//! stateless legacy server), a bare `404` or `405` (HTTP+SSE era servers), or
+//! `500`. The default forwards it like any other request, which today means
+//! `400 missing Mcp-Session-Id` (text) with session ids on.
+//!
+//! Every response's status is kept in [`RecordedRequest::status`].
+//!
 //! This file uses only dev-dependencies, never the library under test.
 #![allow(dead_code)]
+
+#[path = "http_bridge/modern.rs"]
+mod modern;
+
+pub use modern::{HttpEra, LegacyProbe, ModernOptions};
 
 use std::collections::{HashMap, VecDeque};
 use std::error::Error as StdError;
@@ -109,6 +177,13 @@ const STDIN_CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// How the bridge answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BridgeOptions {
+    /// Which generation of Streamable HTTP is served (default [`HttpEra::Legacy`]).
+    pub era: HttpEra,
+    /// Legacy era: how a sessionless `server/discover` is answered (default
+    /// [`LegacyProbe::Forward`], as any other request).
+    pub legacy_probe: LegacyProbe,
+    /// Modern and dual eras: header checks, status mapping and the rest.
+    pub modern: ModernOptions,
     /// Answer requests with `text/event-stream` (`true`, the default) or with
     /// `application/json` (the answer only; see the module's limitations).
     pub sse: bool,
@@ -123,9 +198,38 @@ pub struct BridgeOptions {
 impl Default for BridgeOptions {
     fn default() -> Self {
         BridgeOptions {
+            era: HttpEra::Legacy,
+            legacy_probe: LegacyProbe::Forward,
+            modern: ModernOptions::default(),
             sse: true,
             session_ids: true,
             get_stream: false,
+        }
+    }
+}
+
+impl BridgeOptions {
+    /// The modern (2026-07-28) endpoint with every check on, SSE answers.
+    pub fn modern() -> BridgeOptions {
+        BridgeOptions {
+            era: HttpEra::Modern,
+            ..BridgeOptions::default()
+        }
+    }
+
+    /// A dual-era endpoint: legacy sessions for `initialize`, modern otherwise.
+    pub fn dual() -> BridgeOptions {
+        BridgeOptions {
+            era: HttpEra::Dual,
+            ..BridgeOptions::default()
+        }
+    }
+
+    /// A legacy endpoint answering a sessionless `server/discover` as `probe` says.
+    pub fn legacy_probe(probe: LegacyProbe) -> BridgeOptions {
+        BridgeOptions {
+            legacy_probe: probe,
+            ..BridgeOptions::default()
         }
     }
 }
@@ -141,6 +245,9 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// The body as text (lossy UTF-8); empty for bodiless requests.
     pub body: String,
+    /// The status answered (`None` while pending, or when the connection was
+    /// dropped without a response).
+    pub status: Option<u16>,
 }
 
 impl RecordedRequest {
@@ -190,6 +297,10 @@ impl Bridge {
             program: program.into(),
             args,
             options,
+            modern_child: Mutex::new(None),
+            tool_headers: Arc::new(Mutex::new(HashMap::new())),
+            aborted: Mutex::new(Vec::new()),
+            modern_session_id: new_session_id(),
             sessions: Mutex::new(HashMap::new()),
             current: Mutex::new(None),
             children: Mutex::new(Vec::new()),
@@ -231,6 +342,18 @@ impl Bridge {
     pub fn children_spawned(&self) -> usize {
         lock(&self.inner.children).len()
     }
+
+    /// Modern era: ids of the requests whose client dropped the response before
+    /// the answer arrived, in the order noticed.
+    pub fn aborted(&self) -> Vec<Value> {
+        lock(&self.inner.aborted).clone()
+    }
+
+    /// Modern era: the `x-mcp-header` annotations learnt per tool from the
+    /// `tools/list` answers, as `(header name, property)` pairs.
+    pub fn learnt_headers(&self) -> HashMap<String, Vec<(String, String)>> {
+        lock(&self.inner.tool_headers).clone()
+    }
 }
 
 impl Drop for Bridge {
@@ -247,6 +370,9 @@ impl Drop for Bridge {
             session.end_streams();
         }
         if let Some(session) = lock(&self.inner.current).take() {
+            session.end_streams();
+        }
+        if let Some(session) = lock(&self.inner.modern_child).take() {
             session.end_streams();
         }
     }
@@ -273,6 +399,14 @@ struct Inner {
     /// Per-session reader and writer tasks.
     tasks: Mutex<Vec<AbortHandle>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    /// The long-lived child of the modern era.
+    modern_child: Mutex<Option<Arc<Session>>>,
+    /// `x-mcp-header` annotations learnt from `tools/list` answers.
+    tool_headers: Arc<Mutex<modern::ToolHeaders>>,
+    /// Modern requests whose client went away before the answer.
+    aborted: Mutex<Vec<Value>>,
+    /// The id sent with [`ModernOptions::send_session_id`].
+    modern_session_id: String,
 }
 
 /// The response body type: SSE streams, JSON, or nothing.
@@ -292,6 +426,19 @@ enum Piece {
     LongMore(Bytes),
     /// The over-long line ended.
     LongEnd,
+}
+
+/// Where a response reads its pieces from: the stream's receiver, or (modern
+/// era) a guard around it that reports an abandoned request when dropped.
+trait PieceSource: Send + 'static {
+    /// Polls for the next piece; `None` once the router dropped the stream.
+    fn poll_piece(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Option<Piece>>;
+}
+
+impl PieceSource for mpsc::Receiver<Piece> {
+    fn poll_piece(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Option<Piece>> {
+        self.poll_recv(cx)
+    }
 }
 
 /// An open stream the stdout reader can route to.
@@ -335,11 +482,16 @@ struct Session {
     /// Set once stdout ended or the session was deleted.
     closed: AtomicBool,
     next_event_id: AtomicU64,
+    /// Keep lines no stream takes for the next stream (legacy); drop them (modern).
+    buffer_unrouted: bool,
+    /// Modern: where `x-mcp-header` annotations of listed tools are learnt.
+    learn: Option<Arc<Mutex<modern::ToolHeaders>>>,
 }
 
 impl Session {
-    /// Spawns the child and its stdin writer and stdout reader tasks.
-    fn spawn(inner: &Inner) -> io::Result<Arc<Session>> {
+    /// Spawns the child and its stdin writer and stdout reader tasks; a
+    /// `modern` child drops unrouted lines and learns tool annotations.
+    fn spawn(inner: &Inner, modern: bool) -> io::Result<Arc<Session>> {
         let mut child = Command::new(&inner.program)
             .args(&inner.args)
             .stdin(Stdio::piped())
@@ -358,6 +510,8 @@ impl Session {
             routes: Mutex::new(Routes::default()),
             closed: AtomicBool::new(false),
             next_event_id: AtomicU64::new(1),
+            buffer_unrouted: !modern,
+            learn: modern.then(|| inner.tool_headers.clone()),
         });
         lock(&inner.children).push(child);
         let writer = tokio::spawn(write_stdin(stdin, rx));
@@ -485,13 +639,18 @@ impl Session {
     /// Routes one whole stdout line.
     async fn route_line(&self, mut line: String) {
         let answer_to = answer_id(&line);
+        if let Some(learn) = &self.learn
+            && answer_to.is_some()
+        {
+            modern::learn_tools(learn, &line);
+        }
         loop {
             let target = {
                 let mut routes = lock(&self.routes);
                 match self.pick(&mut routes, answer_to.as_ref()) {
                     Some(target) => target,
                     None => {
-                        if !self.is_closed() {
+                        if !self.is_closed() && self.buffer_unrouted {
                             if routes.buffered.len() >= MAX_BUFFERED_LINES {
                                 routes.buffered.pop_front();
                             }
@@ -720,29 +879,60 @@ async fn handle(
             return Err(error);
         }
     };
-    lock(&inner.requests).push(RecordedRequest {
-        method: parts.method.to_string(),
-        path: parts
-            .uri
-            .path_and_query()
-            .map_or_else(|| parts.uri.path().to_string(), |pq| pq.to_string()),
-        headers: parts
-            .headers
-            .iter()
-            .map(|(name, value)| {
-                let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-                (name.as_str().to_ascii_lowercase(), value)
-            })
-            .collect(),
-        body: String::from_utf8_lossy(&body).into_owned(),
-    });
-    if parts.uri.path() != ENDPOINT {
-        return Ok(text(StatusCode::NOT_FOUND, "no such endpoint"));
+    let index = {
+        let mut requests = lock(&inner.requests);
+        requests.push(RecordedRequest {
+            method: parts.method.to_string(),
+            path: parts
+                .uri
+                .path_and_query()
+                .map_or_else(|| parts.uri.path().to_string(), |pq| pq.to_string()),
+            headers: parts
+                .headers
+                .iter()
+                .map(|(name, value)| {
+                    let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                    (name.as_str().to_ascii_lowercase(), value)
+                })
+                .collect(),
+            body: String::from_utf8_lossy(&body).into_owned(),
+            status: None,
+        });
+        requests.len() - 1
+    };
+    let response = if parts.uri.path() != ENDPOINT {
+        Ok(text(StatusCode::NOT_FOUND, "no such endpoint"))
+    } else {
+        dispatch(&inner, &parts.method, &parts.headers, &body).await
+    };
+    if let Ok(response) = &response {
+        lock(&inner.requests)[index].status = Some(response.status().as_u16());
     }
-    match parts.method {
-        Method::POST => post(&inner, &parts.headers, &body).await,
-        Method::GET => Ok(get(&inner, &parts.headers)),
-        Method::DELETE => Ok(delete(&inner, &parts.headers).await),
+    response
+}
+
+/// Dispatches on the era and the HTTP method.
+async fn dispatch(
+    inner: &Arc<Inner>,
+    method: &Method,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response<Body>, DropConnection> {
+    let legacy = match inner.options.era {
+        HttpEra::Legacy => true,
+        HttpEra::Modern => false,
+        HttpEra::Dual => modern::dual_is_legacy(method, headers, body),
+    };
+    if !legacy {
+        return match *method {
+            Method::POST => modern::post(inner, headers, body).await,
+            _ => Ok(modern::method_not_allowed(inner)),
+        };
+    }
+    match *method {
+        Method::POST => post(inner, headers, body).await,
+        Method::GET => Ok(get(inner, headers)),
+        Method::DELETE => Ok(delete(inner, headers).await),
         _ => Ok(status(StatusCode::METHOD_NOT_ALLOWED)),
     }
 }
@@ -781,7 +971,7 @@ fn find_session(inner: &Inner, headers: &HeaderMap) -> Result<Arc<Session>, Refu
 
 /// Starts a new session and makes it addressable.
 fn new_session(inner: &Inner) -> io::Result<Arc<Session>> {
-    let session = Session::spawn(inner)?;
+    let session = Session::spawn(inner, false)?;
     if inner.options.session_ids {
         lock(&inner.sessions).insert(session.id.clone(), session.clone());
     } else {
@@ -807,6 +997,13 @@ async fn post(
     };
     let method = object.get("method").and_then(Value::as_str);
     let request_id = object.get("id").filter(|_| method.is_some()).cloned();
+    if method == Some("server/discover")
+        && inner.options.era == HttpEra::Legacy
+        && session_header(headers).is_none()
+        && let Some(response) = modern::legacy_probe_answer(inner.options.legacy_probe, &request_id)
+    {
+        return Ok(response);
+    }
     let (session, created) = if method == Some("initialize") {
         match find_session(inner, headers) {
             Ok(session) if inner.options.session_ids => (session, false),
@@ -821,20 +1018,7 @@ async fn post(
             Err((code, why)) => return Ok(text(code, why)),
         }
     };
-    // JSON allows a raw CR or LF only between tokens, so blanking them keeps the
-    // message identical while making it exactly one line.
-    let mut line: Vec<u8> = body
-        .iter()
-        .map(|&byte| {
-            if byte == b'\n' || byte == b'\r' {
-                b' '
-            } else {
-                byte
-            }
-        })
-        .collect();
-    line.push(b'\n');
-    let line = Bytes::from(line);
+    let line = one_line(body);
 
     let Some(id) = request_id else {
         if !session.write(line).await {
@@ -861,10 +1045,28 @@ async fn post(
     let mut response = if inner.options.sse {
         sse_response(first, rx)
     } else {
-        json_response(&id, rx).await?
+        json_response(&id, rx, false).await?
     };
     add_session_header(&mut response, inner, &session, created);
     Ok(response)
+}
+
+/// The body as one stdin line (newline included). JSON allows a raw CR or LF only
+/// between tokens, so blanking them keeps the message identical while making it
+/// exactly one line.
+fn one_line(body: &[u8]) -> Bytes {
+    let mut line: Vec<u8> = body
+        .iter()
+        .map(|&byte| {
+            if byte == b'\n' || byte == b'\r' {
+                b' '
+            } else {
+                byte
+            }
+        })
+        .collect();
+    line.push(b'\n');
+    Bytes::from(line)
 }
 
 /// Sets `Mcp-Session-Id` on the answer that created a session.
@@ -943,8 +1145,8 @@ fn sse_bytes(piece: Piece) -> Bytes {
 
 /// A `200 text/event-stream` response: `first`, then whatever `rx` delivers,
 /// ending when the router drops the stream's sender.
-fn sse_response(first: Vec<Piece>, mut rx: mpsc::Receiver<Piece>) -> Response<Body> {
-    let rest = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+fn sse_response(first: Vec<Piece>, mut rx: impl PieceSource) -> Response<Body> {
+    let rest = futures_util::stream::poll_fn(move |cx| rx.poll_piece(cx));
     let frames = futures_util::stream::iter(first)
         .chain(rest)
         .map(|piece| Ok::<_, io::Error>(Frame::data(sse_bytes(piece))));
@@ -955,17 +1157,23 @@ fn sse_response(first: Vec<Piece>, mut rx: mpsc::Receiver<Piece>) -> Response<Bo
     response
 }
 
-/// A `200 application/json` response holding the answer to `id`. Other lines are
+/// A `200 application/json` response holding the answer to `id` (with
+/// `map_status`, the modern status of its error code). Other lines are
 /// dropped. An over-long line is streamed as the body instead (the client's body
 /// limit stops it). When the stream ends without an answer the connection is
 /// dropped.
 async fn json_response(
     id: &Value,
-    mut rx: mpsc::Receiver<Piece>,
+    mut rx: impl PieceSource,
+    map_status: bool,
 ) -> Result<Response<Body>, DropConnection> {
+    let mut code = StatusCode::OK;
     let body = loop {
-        match rx.recv().await {
+        match std::future::poll_fn(|cx| rx.poll_piece(cx)).await {
             Some(Piece::Line(_, line)) if answer_id(&line).as_ref() == Some(id) => {
+                if map_status {
+                    code = modern::status_of(&line);
+                }
                 break Full::new(Bytes::from(line))
                     .map_err(|never| match never {})
                     .boxed_unsync();
@@ -977,7 +1185,7 @@ async fn json_response(
                     if let Some(start) = started.take() {
                         return Poll::Ready(Some(start));
                     }
-                    match rx.poll_recv(cx) {
+                    match rx.poll_piece(cx) {
                         Poll::Ready(Some(Piece::LongMore(bytes))) => Poll::Ready(Some(bytes)),
                         Poll::Ready(_) => Poll::Ready(None),
                         Poll::Pending => Poll::Pending,
@@ -990,6 +1198,7 @@ async fn json_response(
         }
     };
     let mut response = Response::new(body);
+    *response.status_mut() = code;
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

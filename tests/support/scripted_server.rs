@@ -16,8 +16,17 @@
 //! reading (and recording `notifications/cancelled`, routing pongs) meanwhile.
 //! Every message is written through one buffered writer and flushed at once.
 //!
+//! The scenario's `era` picks the protocol: `legacy` (the default: the
+//! `initialize` handshake, exactly as before the key existed), `modern` (the
+//! stateless 2026-07-28 revision: `server/discover`, per-request `_meta`,
+//! `resultType`, MRTR) or `dual` (both). The modern part lives in
+//! `scripted_server/modern.rs`.
+//!
 //! This binary deliberately depends only on `std` and `serde_json`, never on
 //! the library it tests, so it builds even when the library does not.
+
+#[path = "scripted_server/modern.rs"]
+mod modern;
 
 use serde_json::json;
 use serde_json::{Map, Value};
@@ -80,6 +89,8 @@ fn main() {
         list_calls: 0,
         ready_fired: false,
         stdin_closed: false,
+        first_request_seen: false,
+        modern: modern::State::default(),
     };
     server.run();
 }
@@ -325,6 +336,10 @@ struct CallScript {
     result: Option<Value>,
     /// Answer with a text result of this many `x` bytes.
     text_bytes: Option<u64>,
+    /// Answer `input_required` first (MRTR, see `modern.rs`).
+    input_required: Option<Arc<modern::MrtrScript>>,
+    /// `resultType` of the generated result (`Some(None)`: omit it); modern era only.
+    result_type: Option<Option<Value>>,
 }
 
 impl CallScript {
@@ -370,6 +385,11 @@ impl CallScript {
                 "error" => script.error = Some(inner.clone()),
                 "result" => script.result = Some(inner.clone()),
                 "text_bytes" => script.text_bytes = Some(as_u64(&name, inner)?),
+                "input_required" => {
+                    script.input_required =
+                        Some(Arc::new(modern::MrtrScript::from_json(&name, inner)?))
+                }
+                "result_type" => script.result_type = Some(modern::optional_value(inner)),
                 _ => return Err(format!("unknown field {name}")),
             }
         }
@@ -447,6 +467,12 @@ struct Scenario {
     ignore_stdin_eof: bool,
     /// Names callable without an `on_call` entry (builtins and catalog names).
     known_tools: HashSet<String>,
+    /// Exit with this status when the first request is not `initialize` (legacy era).
+    exit_if_first_not_initialize: Option<i32>,
+    /// Exit with this status right after answering `server/discover` (legacy era).
+    exit_after_discover: Option<i32>,
+    /// The era and everything modern (see `modern.rs`).
+    modern: modern::Config,
 }
 
 impl Scenario {
@@ -485,11 +511,16 @@ impl Scenario {
             "print_env",
             "honor_cancel",
             "ignore_stdin_eof",
+            "exit_if_first_not_initialize",
+            "exit_after_discover",
         ];
         let map = value
             .as_object()
             .ok_or("the scenario must be a JSON object")?;
-        if let Some(unknown) = map.keys().find(|key| !FIELDS.contains(&key.as_str())) {
+        if let Some(unknown) = map
+            .keys()
+            .find(|key| !FIELDS.contains(&key.as_str()) && !modern::FIELDS.contains(&key.as_str()))
+        {
             return Err(format!("unknown field {unknown:?}"));
         }
         let get_u64 = |key: &str| map.get(key).map_or(Ok(0), |v| as_u64(key, v));
@@ -558,6 +589,12 @@ impl Scenario {
             None => None,
             Some(v) => Some(as_i32(v).ok_or("exit_after_initialized must be an integer")?),
         };
+        let exit_status = |key: &str| match map.get(key) {
+            None => Ok(None),
+            Some(v) => as_i32(v)
+                .map(Some)
+                .ok_or_else(|| format!("{key} must be an integer")),
+        };
 
         Ok(Scenario {
             protocol_version: map.get("protocolVersion").cloned(),
@@ -600,6 +637,9 @@ impl Scenario {
             honor_cancel: get_bool("honor_cancel")?,
             ignore_stdin_eof: get_bool("ignore_stdin_eof")?,
             known_tools,
+            exit_if_first_not_initialize: exit_status("exit_if_first_not_initialize")?,
+            exit_after_discover: exit_status("exit_after_discover")?,
+            modern: modern::Config::from_json(map)?,
         })
     }
 }
@@ -922,6 +962,10 @@ struct Server {
     ready_fired: bool,
     /// Whether fd 0 was already closed.
     stdin_closed: bool,
+    /// Whether a request was already read (for `exit_if_first_not_initialize`).
+    first_request_seen: bool,
+    /// Modern-era state (request count, MRTR flows, dual-era lock).
+    modern: modern::State,
 }
 
 impl Server {
@@ -1017,6 +1061,17 @@ impl Server {
 
     /// Handles a request from the client.
     fn request(&mut self, method: &str, id: Value, params: Value) -> Flow {
+        let first = !self.first_request_seen;
+        self.first_request_seen = true;
+        if self.serves_modern() {
+            return self.modern_request(method, id, params);
+        }
+        if first
+            && method != "initialize"
+            && let Some(code) = self.scenario.exit_if_first_not_initialize
+        {
+            self.shared.exit(code);
+        }
         match method {
             "initialize" => {
                 self.initialize(id, &params);
@@ -1026,8 +1081,21 @@ impl Server {
                 self.shared.reply_result(id, json!({}));
                 Flow::Continue
             }
-            "tools/list" => self.tools_list(id),
-            "tools/call" => self.tools_call(id, params),
+            "tools/list" => self.tools_list(id, false),
+            "tools/call" => self.tools_call(id, params, false),
+            "server/discover" => {
+                let scenario = Arc::clone(&self.scenario);
+                match &scenario.modern.discover {
+                    Behaviour::Normal => self
+                        .shared
+                        .reply_error(id, json!({"code": -32601, "message": "Method not found"})),
+                    other => self.misbehave(other, id),
+                }
+                if let Some(code) = scenario.exit_after_discover {
+                    self.shared.exit(code);
+                }
+                Flow::Continue
+            }
             _ => {
                 self.shared
                     .reply_error(id, json!({"code": -32601, "message": "Method not found"}));
@@ -1121,8 +1189,9 @@ impl Server {
         }
     }
 
-    /// Answers `tools/list` with the next page.
-    fn tools_list(&mut self, id: Value) -> Flow {
+    /// Answers `tools/list` with the next page; `modern` adds `resultType`, the
+    /// cache hints and `_meta` to the generated pages (scripted `pages` are raw).
+    fn tools_list(&mut self, id: Value, modern: bool) -> Flow {
         let scenario = Arc::clone(&self.scenario);
         if scenario.tools_list_delay_ms > 0 {
             thread::sleep(Duration::from_millis(scenario.tools_list_delay_ms));
@@ -1133,6 +1202,7 @@ impl Server {
         }
         let index = self.list_calls;
         self.list_calls += 1;
+        let mut generated = true;
         let result = if scenario.endless_pages {
             let tools: Vec<Value> = (0..scenario.endless_tools_per_page)
                 .map(|n| {
@@ -1145,9 +1215,15 @@ impl Server {
                 .collect();
             json!({"tools": tools, "nextCursor": format!("cursor-{}", index + 1)})
         } else if let Some(pages) = &scenario.pages {
+            generated = false;
             pages[index.min(pages.len() - 1)].clone()
         } else {
             json!({"tools": scenario.tools})
+        };
+        let result = if modern && generated {
+            scenario.modern_result(result, true)
+        } else {
+            result
         };
         let ready = scenario.ready_on == ReadyOn::Catalog
             && result.get("nextCursor").is_none_or(Value::is_null);
@@ -1164,7 +1240,9 @@ impl Server {
     }
 
     /// Answers `tools/call`, inline or on a worker thread when it must wait.
-    fn tools_call(&mut self, id: Value, params: Value) -> Flow {
+    /// `modern` is set in the modern era: generated results get `resultType` and
+    /// `_meta`, and `input_required` scripts start an MRTR flow.
+    fn tools_call(&mut self, id: Value, params: Value, modern: bool) -> Flow {
         let Value::Object(mut params) = params else {
             self.shared.reply_error(
                 id,
@@ -1194,6 +1272,21 @@ impl Server {
         if let Some(text) = script.as_ref().and_then(|s| s.stderr.as_ref()) {
             let _ = writeln!(io::stderr(), "{text}");
         }
+        if let Some(mrtr) = script.as_ref().and_then(|s| s.input_required.clone()) {
+            let meta = Value::Object(params);
+            self.start_mrtr(id, name, arguments, mrtr, modern.then_some(&meta));
+            return Flow::Continue;
+        }
+        let decorate = modern.then(|| {
+            let result_type = match script.as_ref().and_then(|s| s.result_type.clone()) {
+                Some(result_type) => result_type,
+                None => self.scenario.modern.result_type.clone(),
+            };
+            modern::Decorate {
+                result_type,
+                server_info: self.scenario.server_info.clone(),
+            }
+        });
         let flow = match &script {
             Some(s) if s.close_stdin => {
                 // Closed before answering, so the client's next write fails.
@@ -1210,6 +1303,7 @@ impl Server {
             name,
             arguments,
             script,
+            decorate,
         };
         if call.name == "slow" || call.script.as_ref().is_some_and(|s| s.waits()) {
             thread::spawn(move || call.run());
@@ -1234,6 +1328,8 @@ struct Call {
     arguments: Value,
     /// The `on_call` script for this call, if any.
     script: Option<Arc<CallScript>>,
+    /// Modern era: what generated results carry (`resultType`, `_meta`).
+    decorate: Option<modern::Decorate>,
 }
 
 impl Call {
@@ -1297,14 +1393,24 @@ impl Call {
             Some(CallScript {
                 text_bytes: Some(n),
                 ..
-            }) => Some(text_result("x".repeat(*n as usize), false)),
-            _ if !report.is_empty() => Some(text_result(Value::Object(report).to_string(), false)),
-            _ => self.builtin(),
+            }) => self.finish(text_result("x".repeat(*n as usize), false)),
+            _ if !report.is_empty() => {
+                self.finish(text_result(Value::Object(report).to_string(), false))
+            }
+            _ => self.builtin().and_then(|result| self.finish(result)),
         };
         match result {
             Some(result) if !cancelled() => shared.reply_result(id, result),
             _ => {}
         }
+    }
+
+    /// Adds the modern-era members to a generated result (a no-op in the legacy era).
+    fn finish(&self, result: Value) -> Option<Value> {
+        Some(match &self.decorate {
+            None => result,
+            Some(decorate) => decorate.apply(result),
+        })
     }
 
     /// The builtin behaviour of the tool; `None` means do not answer.
