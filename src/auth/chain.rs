@@ -334,14 +334,34 @@ impl Chain {
                 )));
             }
             let wanted = challenge.scopes();
-            if wanted.is_empty() || wanted.iter().all(|s| state.granted.contains(s)) {
+            // One step-up per scope: asking again for scopes already asked for
+            // (granted or not) would loop.
+            if wanted.is_empty()
+                || wanted
+                    .iter()
+                    .all(|s| state.granted.contains(s) || state.requested.contains(s))
+            {
                 return Err(unauthorized(format!(
-                    "server \"{}\" refused the request for lack of scope (HTTP 403 insufficient_scope), and the token already carries the scopes it names",
+                    "server \"{}\" refused the request for lack of scope (HTTP 403 insufficient_scope), and the scopes it names were already requested",
                     self.server
                 )));
             }
         }
         self.clear_current();
+        // Nobody can act and nothing can be refreshed: fail at once, without
+        // discovery.
+        let can_refresh = !step_up
+            && state
+                .stored
+                .tokens
+                .as_ref()
+                .is_some_and(|t| t.tokens.refresh_token.is_some());
+        if self.config.authorizer.is_none()
+            && self.config.client_credentials.is_none()
+            && !can_refresh
+        {
+            return Err(self.login_needed("a person must log in"));
+        }
         let found = self.discover(&challenge).await?;
         let issuer = found.metadata.issuer.clone();
         // A refresh (same issuer and resource only) unless this is a step-up: a
