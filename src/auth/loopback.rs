@@ -166,7 +166,12 @@ impl Authorizer for LoopbackAuthorizer {
                     let Ok((mut stream, _)) = listener.accept().await else {
                         continue;
                     };
-                    let Some(target) = read_target(&mut stream).await else {
+                    let target =
+                        tokio::time::timeout(Duration::from_secs(10), read_target(&mut stream))
+                            .await
+                            .ok()
+                            .flatten();
+                    let Some(target) = target else {
                         respond(&mut stream, "400 Bad Request", PAGE_BAD).await;
                         continue;
                     };
@@ -200,5 +205,156 @@ impl Authorizer for LoopbackAuthorizer {
                 ))),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::http::AuthHttp;
+    use crate::auth::policy::AddressPolicy;
+    use crate::layer::EgressGrants;
+
+    fn http() -> AuthHttp {
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+        AuthHttp::new(EgressGrants::none(), AddressPolicy::public_only(), tls)
+    }
+
+    async fn get(port: u16, target: &str) -> Option<String> {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+        s.write_all(format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .await
+            .ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.ok()?;
+        out.lines().next().map(str::to_owned)
+    }
+
+    #[tokio::test]
+    async fn wrong_state_and_paths_are_refused_then_the_callback_completes_and_the_listener_closes()
+    {
+        let authorizer = LoopbackAuthorizer::bind(None)
+            .await
+            .unwrap()
+            .show_url(|_, _| {});
+        let port = authorizer.port().unwrap();
+        assert_eq!(
+            authorizer.redirect_uri(),
+            format!("http://127.0.0.1:{port}/callback")
+        );
+        let http = http();
+        let state = SecretString::from("expected-state");
+        let request = AuthorizationRequest {
+            url: SecretString::from("http://127.0.0.1/authorize"),
+            state: &state,
+            redirect_uri: authorizer.redirect_uri(),
+            server: "srv",
+            http: &http,
+        };
+        let browser = async {
+            assert_eq!(
+                get(port, "/callback?state=wrong&code=c").await.unwrap(),
+                "HTTP/1.1 400 Bad Request"
+            );
+            assert_eq!(
+                get(port, "/callback?code=c").await.unwrap(),
+                "HTTP/1.1 400 Bad Request"
+            );
+            assert_eq!(
+                get(port, "/favicon.ico").await.unwrap(),
+                "HTTP/1.1 404 Not Found"
+            );
+            assert_eq!(
+                get(port, "/callbackx?state=expected-state").await.unwrap(),
+                "HTTP/1.1 404 Not Found"
+            );
+            assert_eq!(
+                get(port, "/callback?state=expected-state&code=c0de")
+                    .await
+                    .unwrap(),
+                "HTTP/1.1 200 OK"
+            );
+        };
+        let (query, ()) = tokio::join!(authorizer.authorize(request), browser);
+        assert_eq!(
+            query.unwrap().expose_secret(),
+            "state=expected-state&code=c0de"
+        );
+        // One-shot: the listener is closed, a second request is refused.
+        assert!(TcpStream::connect(("127.0.0.1", port)).await.is_err());
+        let again = AuthorizationRequest {
+            url: SecretString::from("http://127.0.0.1/authorize"),
+            state: &state,
+            redirect_uri: authorizer.redirect_uri(),
+            server: "srv",
+            http: &http,
+        };
+        let err = authorizer.authorize(again).await.unwrap_err();
+        assert!(err.message().contains("already used"));
+    }
+
+    #[tokio::test]
+    async fn the_deadline_ends_the_wait_with_timeout() {
+        let authorizer = LoopbackAuthorizer::bind(None)
+            .await
+            .unwrap()
+            .deadline(Duration::from_millis(50))
+            .show_url(|_, _| {});
+        let http = http();
+        let state = SecretString::from("s");
+        let request = AuthorizationRequest {
+            url: SecretString::from("http://127.0.0.1/authorize"),
+            state: &state,
+            redirect_uri: authorizer.redirect_uri(),
+            server: "srv",
+            http: &http,
+        };
+        let err = authorizer.authorize(request).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Timeout);
+        assert!(err.message().contains("srv"));
+    }
+
+    #[tokio::test]
+    async fn an_oversized_request_head_is_refused() {
+        let authorizer = LoopbackAuthorizer::bind(None)
+            .await
+            .unwrap()
+            .show_url(|_, _| {});
+        let port = authorizer.port().unwrap();
+        let http = http();
+        let state = SecretString::from("s");
+        let request = AuthorizationRequest {
+            url: SecretString::from("http://127.0.0.1/authorize"),
+            state: &state,
+            redirect_uri: authorizer.redirect_uri(),
+            server: "srv",
+            http: &http,
+        };
+        let browser = async {
+            // A head that never ends within the bound (every byte is read: no reset).
+            let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+            let head = format!(
+                "GET /callback?state=s&pad={}",
+                "x".repeat(MAX_REQUEST_HEAD_BYTES)
+            );
+            s.write_all(&head.as_bytes()[..MAX_REQUEST_HEAD_BYTES])
+                .await
+                .unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).await.unwrap();
+            assert!(out.starts_with("HTTP/1.1 400 Bad Request"), "{out}");
+            assert_eq!(
+                get(port, "/callback?state=s&code=c").await.unwrap(),
+                "HTTP/1.1 200 OK"
+            );
+        };
+        let (query, ()) = tokio::join!(authorizer.authorize(request), browser);
+        assert!(query.is_ok());
     }
 }
