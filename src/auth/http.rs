@@ -227,7 +227,6 @@ impl AuthHttp {
         Oauth2Client {
             http: self.clone(),
             what,
-            dpop_nonce: Arc::default(),
         }
     }
 }
@@ -271,9 +270,6 @@ fn classify(error: &(dyn StdError + 'static), what: &str, https: bool) -> Error 
 pub(crate) struct Oauth2Client {
     http: AuthHttp,
     what: &'static str,
-    /// Reserved for DPoP nonces (not implemented).
-    #[allow(dead_code)]
-    dpop_nonce: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl<'c> oauth2::AsyncHttpClient<'c> for Oauth2Client {
@@ -329,5 +325,173 @@ impl<'c> oauth2::AsyncHttpClient<'c> for Oauth2Client {
             *response.headers_mut() = fetched.headers;
             Ok(response)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn tls() -> rustls::ClientConfig {
+        rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth()
+    }
+
+    /// A name other than `localhost` that the system resolves to loopback (from
+    /// /etc/hosts), if there is one.
+    fn loopback_alias() -> Option<String> {
+        let hosts = std::fs::read_to_string("/etc/hosts").ok()?;
+        hosts.lines().find_map(|line| {
+            let mut parts = line.split_whitespace();
+            let addr = parts.next()?;
+            if !addr.starts_with("127.") {
+                return None;
+            }
+            parts
+                .find(|n| !n.starts_with('#') && !n.to_ascii_lowercase().contains("localhost"))
+                .map(str::to_owned)
+        })
+    }
+
+    #[tokio::test]
+    async fn a_name_resolving_to_a_refused_address_is_never_connected() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                drop(tcp);
+            }
+        });
+        let grants = EgressGrants::parse(["net:get|post:https://**:*"]).unwrap();
+        let http = AuthHttp::new(grants, AddressPolicy::public_only(), tls());
+        // The DNS path: a name that passes the URL check but resolves to loopback.
+        if let Some(alias) = loopback_alias() {
+            let url = Url::parse(&format!("https://{alias}:{port}/.well-known/x")).unwrap();
+            let err = http
+                .send(
+                    Method::GET,
+                    &url,
+                    HeaderMap::new(),
+                    Bytes::new(),
+                    1024,
+                    "metadata",
+                )
+                .await
+                .unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::EgressDenied, "{alias}: {err}");
+        }
+        // The literal path: refused before any resolution.
+        for host in ["127.0.0.1", "localhost", "[::ffff:127.0.0.1]"] {
+            let url = Url::parse(&format!("https://{host}:{port}/x")).unwrap();
+            let err = http
+                .send(
+                    Method::GET,
+                    &url,
+                    HeaderMap::new(),
+                    Bytes::new(),
+                    1024,
+                    "metadata",
+                )
+                .await
+                .unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::EgressDenied, "{host}: {err}");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 0);
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn bodies_are_capped_and_redirects_are_not_followed() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let task = tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let n = tcp.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).to_string();
+                let response = if head.starts_with("GET /big") {
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: 2048\r\n\r\n{}",
+                        "x".repeat(2048)
+                    )
+                } else {
+                    "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:1/elsewhere\r\nContent-Length: 0\r\n\r\n".to_owned()
+                };
+                let _ = tcp.write_all(response.as_bytes()).await;
+            }
+        });
+        let grants = EgressGrants::parse(["net:get|post:http://127.0.0.1:*"]).unwrap();
+        let http = AuthHttp::new(
+            grants,
+            AddressPolicy::with_classes([crate::auth::policy::AddressClass::Loopback]),
+            tls(),
+        );
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/big")).unwrap();
+        let err = http
+            .send(
+                Method::GET,
+                &url,
+                HeaderMap::new(),
+                Bytes::new(),
+                1024,
+                "metadata",
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ProtocolError, "{err}");
+        let ok = http
+            .send(
+                Method::GET,
+                &url,
+                HeaderMap::new(),
+                Bytes::new(),
+                4096,
+                "metadata",
+            )
+            .await
+            .unwrap();
+        assert_eq!(ok.body.len(), 2048);
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/redirect")).unwrap();
+        let fetched = http
+            .send(
+                Method::GET,
+                &url,
+                HeaderMap::new(),
+                Bytes::new(),
+                1024,
+                "metadata",
+            )
+            .await
+            .unwrap();
+        assert_eq!(fetched.status, StatusCode::FOUND);
+        // Egress grants: another port is denied before sending.
+        let denied = AuthHttp::new(
+            EgressGrants::parse(["net:get:http://127.0.0.1:1"]).unwrap(),
+            http.policy().clone(),
+            tls(),
+        );
+        let err = denied
+            .send(
+                Method::GET,
+                &url,
+                HeaderMap::new(),
+                Bytes::new(),
+                1024,
+                "metadata",
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::EgressDenied);
+        task.abort();
     }
 }
