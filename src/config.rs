@@ -45,6 +45,7 @@
 //! | `server` | Required non-empty string. |
 //! | `url` | Required absolute `http:` or `https:` URL without user or password. |
 //! | `bearerTokenEnv` | Optional environment variable name: non-empty, without `=` or NUL. |
+//! | `oauth` | Optional object opting into OAuth 2.1 (exclusive with `bearerTokenEnv`); its fields are in [`oauth`]. |
 //! | `handshakeTimeoutMs`, `requestTimeoutMs`, `maxFrameBytes`, `maxOutboundFrameBytes`, `maxTools`, `maxToolNameBytes`, `maxCatalogPages`, `maxToolDocumentBytes` | Optional positive safe integers. |
 //!
 //! Both kinds also accept `include` and `exclude` (arrays of strings) and `namePrefix`
@@ -85,7 +86,10 @@ use serde_json::{Map, Value};
 use url::Url;
 
 use crate::flows::ProjectionOptions;
+
+pub mod oauth;
 use crate::limits::{Limits, OPTION_NAMES};
+pub use oauth::OAuthEntry;
 
 /// The largest server file [`load_server_file`] reads: 16 MiB.
 pub const MAX_SERVER_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -105,7 +109,7 @@ pub const HTTP_OPTION_NAMES: [&str; 8] = [
 
 const PROJECTION_FIELDS: [&str; 3] = ["include", "exclude", "namePrefix"];
 const STDIO_FIELDS: [&str; 5] = ["server", "command", "args", "cwd", "env"];
-const HTTP_FIELDS: [&str; 3] = ["server", "url", "bearerTokenEnv"];
+const HTTP_FIELDS: [&str; 4] = ["server", "url", "bearerTokenEnv", "oauth"];
 
 /// Longest server or key name echoed in a message, in bytes.
 const MAX_ECHO_BYTES: usize = 64;
@@ -181,6 +185,8 @@ pub struct HttpEntry {
     /// The environment variable holding the bearer token, read by the HTTP transport
     /// when it is built (never by the decoder).
     pub bearer_token_env: Option<String>,
+    /// OAuth 2.1, when the entry opts in (exclusive with `bearer_token_env`).
+    pub oauth: Option<OAuthEntry>,
 }
 
 impl fmt::Debug for HttpEntry {
@@ -197,6 +203,7 @@ impl fmt::Debug for HttpEntry {
         f.debug_struct("HttpEntry")
             .field("url", &shown)
             .field("bearer_token_env", &self.bearer_token_env)
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
@@ -649,9 +656,17 @@ fn decode_http(object: &Map<String, Value>) -> Result<HttpEntry, (&'static str, 
             ));
         }
     };
+    let oauth = object.get("oauth").map(oauth::decode).transpose()?;
+    if oauth.is_some() && bearer_token_env.is_some() {
+        return Err((
+            "oauth",
+            "oauth and bearerTokenEnv are exclusive: an entry uses one or the other".to_owned(),
+        ));
+    }
     Ok(HttpEntry {
         url,
         bearer_token_env,
+        oauth,
     })
 }
 

@@ -34,9 +34,12 @@ pub enum ErrorKind {
     InvalidResponse,
     /// `call_tool` named a tool that is not in the frozen catalog.
     ToolNotFound,
-    /// The egress policy refused a request before it left the process.
+    /// The egress policy (or the OAuth chain's address policy) refused a request
+    /// before it left the process.
     EgressDenied,
-    /// The HTTP server answered 401 or 403.
+    /// The HTTP server answered 401 or 403, or the OAuth chain could not obtain a
+    /// token (a login is needed, a document failed its checks, the authorization
+    /// server refused).
     Unauthorized,
     /// The HTTP server answered another error status (the body is withheld).
     HttpStatus,

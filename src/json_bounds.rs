@@ -807,10 +807,10 @@ impl<'f> EnvelopeSink<'f> {
 
     /// A scalar or finished container at depth 2 of a `tools/call` result.
     fn assign_tool_member(&mut self, value: Value) {
-        if let Some(tool) = &mut self.tool {
-            if let Some(slot) = tool.members.slot(tool.member) {
-                *slot = Some(value);
-            }
+        if let Some(tool) = &mut self.tool
+            && let Some(slot) = tool.members.slot(tool.member)
+        {
+            *slot = Some(value);
         }
     }
 
@@ -868,10 +868,10 @@ impl Sink for EnvelopeSink<'_> {
                 if let Some(value) = self.finish_builder() {
                     self.assign_tool_member(value);
                 }
-            } else if self.depth == 2 {
-                if let Some(value) = self.finish_builder() {
-                    self.assign(value);
-                }
+            } else if self.depth == 2
+                && let Some(value) = self.finish_builder()
+            {
+                self.assign(value);
             }
         }
         self.depth = self.depth.saturating_sub(1);

@@ -255,10 +255,11 @@ fn classify_object(mut object: Map<String, Value>) -> Result<Inbound> {
         let Value::String(method) = method else {
             return Err(malformed("method must be a string"));
         };
-        if let Some(params) = object.get("params") {
-            if !params.is_object() && !params.is_array() {
-                return Err(malformed("params must be an object or an array"));
-            }
+        if let Some(params) = object.get("params")
+            && !params.is_object()
+            && !params.is_array()
+        {
+            return Err(malformed("params must be an object or an array"));
         }
         if object.contains_key("result") || object.contains_key("error") {
             return Err(malformed("a request carries result or error"));

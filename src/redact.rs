@@ -385,12 +385,12 @@ fn apply_spans(line: &str, mut spans: Vec<Span>) -> String {
         if span.start >= span.end {
             continue;
         }
-        if let Some(open) = current.as_mut() {
-            if span.start <= open.end {
-                open.end = open.end.max(span.end);
-                open.redact |= span.redact;
-                continue;
-            }
+        if let Some(open) = current.as_mut()
+            && span.start <= open.end
+        {
+            open.end = open.end.max(span.end);
+            open.redact |= span.redact;
+            continue;
         }
         if let Some(done) = current.replace(span) {
             flush(done, &mut out, &mut cursor);
@@ -450,10 +450,10 @@ fn find_pem_marker(line: &str, mut from: usize, kind: &str) -> Option<(usize, us
         let label_start = start + kind.len();
         let window_end = (label_start + PEM_LABEL_MAX + 5).min(line.len());
         let window = &line.as_bytes()[label_start..window_end];
-        if let Some(close) = window.windows(5).position(|w| w == b"-----") {
-            if contains_bytes(&window[..close], b"PRIVATE KEY") {
-                return Some((start, label_start + close + 5));
-            }
+        if let Some(close) = window.windows(5).position(|w| w == b"-----")
+            && contains_bytes(&window[..close], b"PRIVATE KEY")
+        {
+            return Some((start, label_start + close + 5));
         }
         from = start + 1;
     }
@@ -508,10 +508,10 @@ fn find_userinfo(line: &str, spans: &mut Vec<Span>) {
             }
             cursor += 1;
         }
-        if let Some(at) = at {
-            if at > start {
-                spans.push(Span::redact(start, at));
-            }
+        if let Some(at) = at
+            && at > start
+        {
+            spans.push(Span::redact(start, at));
         }
         from = cursor;
     }

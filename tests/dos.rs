@@ -198,7 +198,7 @@ fn notification(i: usize) -> Value {
 }
 
 fn unknown_reply(i: usize) -> Value {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         json!({"jsonrpc": "2.0", "id": 1_000_000 + i, "result": {"pad": "y".repeat(100)}})
     } else {
         json!({"jsonrpc": "2.0", "id": format!("stray-{i}"), "error": {"code": 1, "message": "stray"}})

@@ -22,6 +22,8 @@ mod redaction;
 mod server_file;
 #[path = "../fuzz/src/util.rs"]
 mod util;
+#[path = "../fuzz/src/www_authenticate.rs"]
+mod www_authenticate;
 
 use std::path::{Path, PathBuf};
 
@@ -87,4 +89,9 @@ fn server_file_corpus() {
 #[test]
 fn redaction_corpus() {
     replay("redaction", redaction::check);
+}
+
+#[test]
+fn www_authenticate_corpus() {
+    replay("www_authenticate", www_authenticate::check);
 }

@@ -56,7 +56,20 @@ const FRAME_SECRET: &str = "frame-text-Cx1zA8";
 /// A proxy's credentials.
 const PROXY_SECRET: &str = "proxy-pw-Ue6iO0";
 
-const ALL: [&str; 15] = [
+/// An OAuth client secret.
+const CLIENT_SECRET: &str = "client-secret-Rt3yU8";
+/// An authorization code.
+const CODE_SECRET: &str = "auth-code-Mw2qZ6";
+/// An access token the authorization server issues.
+const ACCESS_SECRET: &str = "access-tok-Hy7uJ1";
+/// A private key's text.
+const KEY_SECRET: &str = "private-key-Nb5vC9";
+
+const ALL: [&str; 19] = [
+    CLIENT_SECRET,
+    CODE_SECRET,
+    ACCESS_SECRET,
+    KEY_SECRET,
     ARGV_SECRET,
     PROGRAM_SECRET,
     ENV_SECRET,
@@ -981,4 +994,116 @@ async fn cli_output_on_every_failure() {
             }
         }
     }
+}
+
+/// An MCP server + authorization server whose token endpoint answers `token`
+/// (status, body) and whose authorization redirect carries `extra`.
+async fn oauth_peer(token: (u16, String), extra: &'static str) -> TestServer {
+    TestServer::start(move |req: http_server::Recorded| {
+        let token = token.clone();
+        async move {
+            let base = format!("http://{}", req.header("host").unwrap());
+            let q: std::collections::HashMap<String, String> = req
+                .uri
+                .query()
+                .map(|q| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+                .unwrap_or_default();
+            match req.uri.path() {
+                "/.well-known/oauth-protected-resource/mcp" => full(200, "application/json", json!({
+                    "resource": format!("{base}/mcp"), "authorization_servers": [base]}).to_string()),
+                "/.well-known/oauth-authorization-server" => full(200, "application/json", json!({
+                    "issuer": base, "authorization_endpoint": format!("{base}/authorize"),
+                    "token_endpoint": format!("{base}/token"), "registration_endpoint": format!("{base}/register"),
+                    "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+                    "token_endpoint_auth_methods_supported": ["client_secret_post"]}).to_string()),
+                "/register" => full(201, "application/json", json!({"client_id": "c",
+                    "client_secret": CLIENT_SECRET, "token_endpoint_auth_method": "client_secret_post"}).to_string()),
+                "/authorize" => with_header(status(302), "location", &format!(
+                    "{}?code={CODE_SECRET}&state={}{extra}", q["redirect_uri"], q["state"])),
+                "/token" => full(token.0, "application/json", token.1),
+                _ => with_header(status(401), "www-authenticate",
+                    &format!("Bearer error=\"invalid_token\", error_description=\"{BODY_SECRET}\"")),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn oauth_errors() {
+    use smthrs_mcp::auth::{ClientCredentials, HeadlessAuthorizer, OAuth, PreRegisteredClient};
+    let headless = || Arc::new(HeadlessAuthorizer::new("http://127.0.0.1:9/callback"));
+    // Debug of the configuration and the builder.
+    let oauth = OAuth::new()
+        .pre_registered(PreRegisteredClient {
+            client_id: "id".into(),
+            client_secret: Some(SecretString::from(CLIENT_SECRET)),
+            issuer: None,
+        })
+        .client_credentials(ClientCredentials::PrivateKeyJwt {
+            client_id: "id".into(),
+            private_key_pem: SecretString::from(KEY_SECRET),
+        });
+    audit_debug("OAuth", &oauth);
+    let builder = HttpTransport::builder("remote", "https://mcp.example/mcp").oauth(oauth);
+    audit_debug("builder with OAuth", &builder);
+    // A key that is not a key: a config error without the key.
+    let error = builder.build().unwrap_err();
+    audit("bad assertion key", &error, ErrorKind::InvalidConfig);
+
+    // Remote error text, the code, the client secret and tokens never surface.
+    let cases: [((u16, String), &'static str, &str); 4] = [
+        (
+            (
+                400,
+                json!({"error": "invalid_grant", "error_description": BODY_SECRET}).to_string(),
+            ),
+            "",
+            "token refused",
+        ),
+        (
+            (
+                200,
+                format!(
+                    "{{\"access_token\": \"{ACCESS_SECRET}\", \"token_type\": \"mac\", \"x\": \"{BODY_SECRET}\"}}"
+                ),
+            ),
+            "",
+            "odd token type",
+        ),
+        (
+            (200, format!("not json {BODY_SECRET} {ACCESS_SECRET}")),
+            "",
+            "token body not JSON",
+        ),
+        (
+            (200, String::new()),
+            "&iss=https%3A%2F%2Fevil.example&error=access_denied&error_description=remote-body-Jt6yN4",
+            "iss mismatch",
+        ),
+    ];
+    for (token, extra, what) in cases {
+        let server = oauth_peer(token, extra).await;
+        let transport = HttpTransport::builder("remote", server.url())
+            .oauth(OAuth::new().authorizer(headless()))
+            .build()
+            .unwrap();
+        audit_debug(what, &transport);
+        let error = Client::builder("remote")
+            .connect(transport)
+            .await
+            .unwrap_err();
+        audit(what, &error, ErrorKind::Unauthorized);
+    }
+    // Without an authorizer: the hint, nothing from the challenge.
+    let server = oauth_peer((500, String::new()), "").await;
+    let transport = HttpTransport::builder("remote", server.url())
+        .oauth(OAuth::new().login_hint("run login"))
+        .build()
+        .unwrap();
+    let error = Client::builder("remote")
+        .connect(transport)
+        .await
+        .unwrap_err();
+    audit("login needed", &error, ErrorKind::Unauthorized);
 }

@@ -13,3 +13,4 @@ pub mod line_framer;
 pub mod redaction;
 pub mod server_file;
 pub mod util;
+pub mod www_authenticate;

@@ -10,6 +10,10 @@
 //!   called (so before any byte leaves the process), every request whose method and
 //!   destination origin no `net:<method>:<origin>` grant allows.
 //!
+//! - [`oauth`]: [`OAuthLayer`] holds the OAuth token of one server and runs the
+//!   authorization chain of [`crate::auth`] on a `401` (in place of
+//!   [`BearerAuthLayer`] for entries that use OAuth).
+//!
 //! The transport stacks them as: your own layers, then [`EgressPolicyLayer`], then
 //! [`BearerAuthLayer`], then the MCP header/session layer, over a hyper-util client.
 //!
@@ -17,9 +21,11 @@
 
 pub mod bearer_auth;
 pub mod egress_policy;
+pub mod oauth;
 
 pub use bearer_auth::{BearerAuth, BearerAuthLayer};
 pub use egress_policy::{EgressGrants, EgressPolicy, EgressPolicyLayer};
+pub use oauth::{OAuthLayer, OAuthService};
 
 /// The boxed error type services in this crate's HTTP stack return (tower's usual
 /// `BoxError`). Errors this crate produces itself are boxed [`crate::Error`]s.

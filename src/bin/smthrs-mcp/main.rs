@@ -6,9 +6,11 @@
 //!
 //! Exit status: 0 success (a tool result with `isError: true` is success), 1 a
 //! session or flow failed (last stderr line `smthrs-mcp: <kind>: <message>`), 2 a
-//! usage error (bad flag, bad server file, unset `bearerTokenEnv` variable).
+//! usage error (bad flag, bad server file, unset `bearerTokenEnv` or
+//! `oauth.clientSecretEnv` variable).
 
 mod demo_server;
+mod login;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,6 +59,17 @@ enum Command {
     },
     /// Serve the embedded demo MCP server on stdin/stdout.
     DemoServer,
+    /// Log in to an HTTP server that uses OAuth: prints the URL to open, waits
+    /// for the browser's redirect on 127.0.0.1, stores the tokens.
+    Login {
+        /// The server's name in the server file.
+        server: String,
+    },
+    /// Forget the stored tokens of an HTTP server that uses OAuth.
+    Logout {
+        /// The server's name in the server file.
+        server: String,
+    },
 }
 
 /// A failure and the exit status it maps to.
@@ -175,6 +188,20 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let printed = serde_json::to_string_pretty(&result)
                 .map_err(|_| Failure::Usage("could not encode the result".into()))?;
             print_stdout(&printed);
+            Ok(())
+        }
+        Command::Login { server } => {
+            let (entry, oauth) = login::oauth_entry(&entries, &server)
+                .map_err(|m| Failure::Usage(format!("{label}: {m}")))?;
+            login::login(entry, oauth).await?;
+            print_stdout(&format!("ok: logged in to {server}"));
+            Ok(())
+        }
+        Command::Logout { server } => {
+            login::oauth_entry(&entries, &server)
+                .map_err(|m| Failure::Usage(format!("{label}: {m}")))?;
+            login::logout(&server).await?;
+            print_stdout(&format!("ok: logged out of {server}"));
             Ok(())
         }
         Command::DemoServer => unreachable!("handled before the runtime starts"),
@@ -298,6 +325,9 @@ fn transport_for(entry: &ServerEntry) -> Result<Box<dyn Transport>, Error> {
                 .use_env_proxy(true);
             if let Some(var) = &http.bearer_token_env {
                 builder = builder.bearer_token_env(var.clone());
+            }
+            if let Some(oauth) = &http.oauth {
+                builder = builder.oauth(login::oauth(&entry.server, oauth)?);
             }
             Ok(Box::new(builder.build()?))
         }

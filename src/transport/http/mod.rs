@@ -182,9 +182,22 @@ pub struct HttpTransportBuilder {
     tls: connector::TlsOptions,
     redirects: usize,
     layers: Vec<LayerFn>,
+    oauth: Option<crate::auth::OAuth>,
 }
 
 impl HttpTransportBuilder {
+    /// Authorizes with OAuth 2.1 ([`crate::auth`]): the stack gets an
+    /// [`OAuthLayer`](crate::layer::OAuthLayer) in place of the bearer layer, which
+    /// answers a `401` by running the authorization chain and retries once.
+    /// Exclusive with [`bearer_token`](Self::bearer_token) and
+    /// [`bearer_token_env`](Self::bearer_token_env) (`build()` refuses both).
+    ///
+    /// Default: no OAuth.
+    pub fn oauth(mut self, oauth: crate::auth::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
     /// Reads the bearer token from the environment variable `var`, once, in
     /// [`build`](Self::build). An unset, empty or non-UTF-8 variable is an
     /// `invalid_config` error naming the server and the variable (never a value).
@@ -313,6 +326,14 @@ impl HttpTransportBuilder {
     pub fn build(self) -> Result<HttpTransport> {
         let server = self.server;
         let endpoint = parse_endpoint(&server, &self.url)?;
+        if self.oauth.is_some() && !matches!(self.token, TokenSource::None) {
+            return Err(Error::config(format!(
+                "server \"{server}\": a bearer token and OAuth are exclusive; configure one"
+            )));
+        }
+        if let Some(oauth) = &self.oauth {
+            oauth.validate(&server)?;
+        }
         let token = match self.token {
             TokenSource::None => None,
             TokenSource::Value(token) => Some(token),
@@ -358,8 +379,21 @@ impl HttpTransportBuilder {
                 )));
             }
         }
-        let needs_roots = endpoint.scheme_str() == Some("https");
+        let needs_roots = endpoint.scheme_str() == Some("https") || self.oauth.is_some();
         let tls = connector::tls_config(&server, self.tls, needs_roots)?;
+        let oauth = match self.oauth {
+            Some(config) => {
+                let url = url::Url::parse(&endpoint.to_string()).map_err(|_| {
+                    Error::config(format!(
+                        "server \"{server}\": the URL cannot be used for OAuth"
+                    ))
+                })?;
+                let chain =
+                    crate::auth::chain::Chain::new(server.clone(), url, config, tls.clone());
+                Some(crate::layer::OAuthLayer::new(Arc::new(chain)))
+            }
+            None => None,
+        };
         let client = BoxCloneService::new(connector::HyperService::new(tls, proxies));
         Ok(HttpTransport {
             inner: Arc::new(Prepared {
@@ -367,6 +401,7 @@ impl HttpTransportBuilder {
                 endpoint,
                 client: std::sync::Mutex::new(client),
                 bearer,
+                oauth,
                 egress: EgressPolicyLayer::new(grants),
                 layers: self.layers,
                 redirects: self.redirects,
@@ -402,6 +437,7 @@ impl fmt::Debug for HttpTransportBuilder {
             .field("client_identity", &self.tls.identity.is_some())
             .field("follow_same_origin_redirects", &self.redirects)
             .field("layers", &self.layers.len())
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
@@ -419,6 +455,7 @@ struct Prepared {
     /// In a mutex only because `BoxCloneService` is not `Sync`; cloned per open.
     client: std::sync::Mutex<HttpService>,
     bearer: Option<BearerAuthLayer>,
+    oauth: Option<crate::layer::OAuthLayer>,
     egress: EgressPolicyLayer,
     layers: Vec<LayerFn>,
     redirects: usize,
@@ -438,6 +475,7 @@ impl HttpTransport {
             tls: connector::TlsOptions::default(),
             redirects: 0,
             layers: Vec::new(),
+            oauth: None,
         }
     }
 
@@ -463,6 +501,9 @@ impl HttpTransport {
         if let Some(bearer) = &prepared.bearer {
             service = BoxCloneService::new(bearer.layer(service));
         }
+        if let Some(oauth) = &prepared.oauth {
+            service = BoxCloneService::new(oauth.layer(service));
+        }
         let mut service = BoxCloneService::new(prepared.egress.layer(service));
         for layer in prepared.layers.iter().rev() {
             service = layer(service);
@@ -478,6 +519,7 @@ impl fmt::Debug for HttpTransport {
             .field("server", &prepared.server)
             .field("url", &redacted_url(&prepared.endpoint.to_string()))
             .field("token", &prepared.bearer.as_ref().map(|_| "[REDACTED]"))
+            .field("oauth", &prepared.oauth.is_some())
             .field("egress_grants", prepared.egress.grants())
             .field("follow_same_origin_redirects", &prepared.redirects)
             .field("layers", &prepared.layers.len())

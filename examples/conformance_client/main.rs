@@ -4,14 +4,15 @@
 //!
 //! The suite starts one test server per scenario, appends its URL as the last
 //! argument and names the scenario in `MCP_CONFORMANCE_SCENARIO` (a few auth
-//! scenarios also set `MCP_CONFORMANCE_CONTEXT`, unused here). Every scenario goes
-//! over Streamable HTTP:
+//! scenarios also set `MCP_CONFORMANCE_CONTEXT`, read by `auth.rs`, which builds
+//! the transport with OAuth). Every scenario goes over Streamable HTTP:
 //!
 //! | scenario | what the client does |
 //! | --- | --- |
 //! | `initialize` | connect (`initialize`, `notifications/initialized`, `tools/list`), close |
 //! | `tools_call` | connect, call `add_numbers` with `{"a": 5, "b": 3}`, close |
 //! | `sse-retry` | connect, call `test_reconnection` (the server drops the SSE stream; the transport resumes with `GET` + `Last-Event-ID` after the server's `retry:` delay), close |
+//! | `auth/*` | connect (the OAuth chain answers the 401), call the first tool, close |
 //! | anything else | connect, close |
 //!
 //! The `initialize` scenario's server declares no `tools` capability, which the
@@ -31,10 +32,11 @@
 //! MCP_CONFORMANCE_SCENARIO=tools_call cargo run --example conformance_client -- http://localhost:PORT/mcp
 //! ```
 
+mod auth;
+
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, Limits};
 
 /// The server name used in the library's messages.
@@ -75,7 +77,7 @@ impl From<smthrs_mcp::Error> for Failure {
 }
 
 async fn run(scenario: &str, url: &str) -> Result<(), Failure> {
-    let transport = HttpTransport::builder(SERVER, url).build()?;
+    let transport = auth::transport(SERVER, url, scenario)?;
     // The suite kills a client after 30 s: fail on our own well before that.
     let limits = Limits {
         request_timeout_ms: 20_000,
@@ -100,6 +102,7 @@ async fn run(scenario: &str, url: &str) -> Result<(), Failure> {
     let outcome = match scenario {
         "tools_call" => call(&client, "add_numbers", json!({"a": 5, "b": 3})).await,
         "sse-retry" => call(&client, "test_reconnection", json!({})).await,
+        s if s.starts_with("auth/") => auth::exercise(&client).await,
         _ => Ok(()),
     };
     client.close().await;

@@ -1,0 +1,252 @@
+//! OAuth 2.1 for remote MCP servers (MCP authorization, revisions 2025-11-25 and
+//! 2026-07-28), as tower middleware in the HTTP stack.
+//!
+//! An HTTP transport given an [`OAuth`] configuration (with
+//! [`HttpTransportBuilder::oauth`](crate::transport::http::HttpTransportBuilder::oauth))
+//! answers the server's `401` itself:
+//!
+//! 1. the `WWW-Authenticate` challenge ([`challenge`]) names the Protected Resource
+//!    Metadata, or the well-known URLs are tried (path-aware, then root);
+//! 2. the document's `resource` must identify the server ([`metadata`]);
+//! 3. authorization server metadata is fetched in the specification's order
+//!    (RFC 8414, then OpenID Connect) and its `issuer` must equal the one asked for;
+//! 4. the client is registered: pre-registered credentials, a Client ID Metadata
+//!    Document, or Dynamic Client Registration ([`registration`]), per issuer;
+//! 5. an [`Authorizer`] has a person (or, headless, the client itself) open the
+//!    authorization URL (PKCE S256, `state`, `resource`, scope rules), and the
+//!    redirect is validated (`state`, RFC 9207 `iss`) ([`authorize`]);
+//! 6. the code is redeemed with the client authentication the server advertises
+//!    ([`token`]); the token goes on every request to the server, is refreshed
+//!    before it expires (single-flight, across processes with a [`FileStore`]), and
+//!    a `403 insufficient_scope` re-authorizes once with the union of scopes;
+//! 7. machine clients use [`ClientCredentials`] instead of steps 4-5.
+//!
+//! Every request the chain makes goes through the egress grants and the
+//! [`policy`] on discovered URLs and the addresses they resolve to; no redirect is
+//! followed, every body is capped, every request has a deadline. Tokens, codes,
+//! verifiers, `state`, secrets and assertions never reach `Debug`, `Display` or an
+//! error.
+//!
+//! When a person must act and no authorizer is installed (the CLI's `tools` and
+//! `call`), the request fails at once with `unauthorized` and the configured
+//! [`OAuth::login_hint`].
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use smthrs_mcp::Client;
+//! use smthrs_mcp::auth::{FileStore, LoopbackAuthorizer, OAuth};
+//! use smthrs_mcp::transport::http::HttpTransport;
+//!
+//! # async fn run() -> smthrs_mcp::Result<()> {
+//! let authorizer = LoopbackAuthorizer::bind(None).await?; // 127.0.0.1, ephemeral port
+//! let oauth = OAuth::new()
+//!     .client_metadata_url("https://app.example/mcp-client.json")
+//!     .store(Arc::new(FileStore::new("/home/me/.local/state/app/tokens.json")))
+//!     .authorizer(Arc::new(authorizer));
+//! let transport = HttpTransport::builder("tracker", "https://mcp.tracker.example/mcp")
+//!     .oauth(oauth)
+//!     .build()?;
+//! let client = Client::builder("tracker").connect(transport).await?;
+//! println!("{} tools", client.catalog().len());
+//! client.close().await;
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+pub mod authorize;
+pub(crate) mod chain;
+pub mod challenge;
+pub mod client_credentials;
+pub mod file_store;
+pub(crate) mod http;
+pub mod loopback;
+pub mod metadata;
+pub mod policy;
+pub mod registration;
+pub mod store;
+pub mod token;
+
+pub use authorize::{AuthorizationRequest, Authorizer, HeadlessAuthorizer};
+pub use chain::default_grants;
+pub use client_credentials::ClientCredentials;
+pub use file_store::FileStore;
+pub use loopback::LoopbackAuthorizer;
+pub use registration::PreRegisteredClient;
+pub use store::{MemoryStore, StoreLock, StoredAuth, TokenStore};
+
+use crate::layer::EgressGrants;
+
+/// The OAuth configuration of one HTTP server. Setters never fail; the transport
+/// builder validates.
+#[derive(Clone)]
+#[must_use]
+pub struct OAuth {
+    pub(crate) pre_registered: Option<PreRegisteredClient>,
+    pub(crate) metadata_document: Option<String>,
+    pub(crate) client_credentials: Option<ClientCredentials>,
+    pub(crate) scopes: Vec<String>,
+    pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
+    pub(crate) store: Arc<dyn TokenStore>,
+    pub(crate) store_key: Option<String>,
+    pub(crate) grants: Option<EgressGrants>,
+    pub(crate) legacy_discovery: bool,
+    pub(crate) client_name: String,
+    pub(crate) login_hint: Option<String>,
+    pub(crate) offline_access: bool,
+}
+
+impl Default for OAuth {
+    fn default() -> Self {
+        OAuth {
+            pre_registered: None,
+            metadata_document: None,
+            client_credentials: None,
+            scopes: Vec::new(),
+            authorizer: None,
+            store: Arc::new(MemoryStore::new()),
+            store_key: None,
+            grants: None,
+            legacy_discovery: false,
+            client_name: "smthrs-mcp".into(),
+            login_hint: None,
+            offline_access: true,
+        }
+    }
+}
+
+impl OAuth {
+    /// The defaults: Dynamic Client Registration, an in-memory store, no
+    /// authorizer (a needed login fails with `unauthorized`), the
+    /// [`default_grants`], no 2025-03-26 discovery.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Uses pre-registered credentials (tried first). Default: none.
+    pub fn pre_registered(mut self, client: PreRegisteredClient) -> Self {
+        self.pre_registered = Some(client);
+        self
+    }
+
+    /// Uses `url` (an https URL with a path, hosting this client's Client ID
+    /// Metadata Document) as the client id where the server supports it. Default:
+    /// none.
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.metadata_document = Some(url.into());
+        self
+    }
+
+    /// Authenticates as a machine client with the client credentials grant instead
+    /// of the authorization code flow. Default: none.
+    pub fn client_credentials(mut self, credentials: ClientCredentials) -> Self {
+        self.client_credentials = Some(credentials);
+        self
+    }
+
+    /// Scopes always requested, in addition to the ones the specification's rules
+    /// select. Default: none.
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Installs the step where a person authorizes. Default: none.
+    pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
+    /// Where registrations and tokens are kept. Default: a fresh [`MemoryStore`].
+    pub fn store(mut self, store: Arc<dyn TokenStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// The key in the store. Default: the server's name.
+    pub fn store_key(mut self, key: impl Into<String>) -> Self {
+        self.store_key = Some(key.into());
+        self
+    }
+
+    /// The egress grants for the chain's own requests (metadata, registration,
+    /// tokens). Default: [`default_grants`] of the server's URL.
+    pub fn egress_grants(mut self, grants: EgressGrants) -> Self {
+        self.grants = Some(grants);
+        self
+    }
+
+    /// Enables 2025-03-26 discovery for servers without Protected Resource
+    /// Metadata: the server's origin is the authorization server, and without
+    /// metadata its `/authorize`, `/token` and `/register` are used (PKCE S256 is
+    /// then assumed, not advertised). Default: `false`.
+    pub fn legacy_discovery(mut self, enabled: bool) -> Self {
+        self.legacy_discovery = enabled;
+        self
+    }
+
+    /// The `client_name` sent in Dynamic Client Registration. Default: `smthrs-mcp`.
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self
+    }
+
+    /// Text appended to the `unauthorized` error when a person must log in and no
+    /// authorizer is installed (the CLI: ``run `smthrs-mcp login SERVER` ``).
+    /// Default: none.
+    pub fn login_hint(mut self, hint: impl Into<String>) -> Self {
+        self.login_hint = Some(hint.into());
+        self
+    }
+
+    /// Requests `offline_access` (a refresh token) when the authorization server
+    /// lists it in `scopes_supported` and some scope is requested. Default: `true`.
+    pub fn offline_access(mut self, enabled: bool) -> Self {
+        self.offline_access = enabled;
+        self
+    }
+
+    pub(crate) fn validate(&self, server: &str) -> crate::Result<()> {
+        let named = |e: crate::Error| {
+            let message = format!("server \"{server}\": {}", e.message());
+            e.with_message(message)
+        };
+        if let Some(url) = &self.metadata_document {
+            registration::check_metadata_document_url(url).map_err(named)?;
+        }
+        if let Some(creds) = &self.client_credentials {
+            creds.validate().map_err(named)?;
+        }
+        if let Some(pre) = &self.pre_registered
+            && pre.client_id.is_empty()
+        {
+            return Err(named(crate::Error::config(
+                "the pre-registered client id is empty",
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuth")
+            .field("pre_registered", &self.pre_registered)
+            .field("client_metadata_url", &self.metadata_document)
+            .field("client_credentials", &self.client_credentials)
+            .field("scopes", &self.scopes)
+            .field("authorizer", &self.authorizer.is_some())
+            .field("store_key", &self.store_key)
+            .field("egress_grants", &self.grants)
+            .field("legacy_discovery", &self.legacy_discovery)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,346 @@
+//! Client registration, in the specification's order: pre-registered credentials
+//! for that authorization server, then a Client ID Metadata Document (when the
+//! server advertises `client_id_metadata_document_supported`), then Dynamic
+//! Client Registration (RFC 7591, when it has a `registration_endpoint`), else an
+//! error asking for client details.
+//!
+//! Registrations are bound to the issuer that issued them (SEP-2352): the chain
+//! keeps them per issuer and never presents one server's client id or secret to
+//! another. Pre-registered credentials may name the issuer they belong to; when
+//! the resource now names another authorization server they are not presented.
+
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+use url::Url;
+
+use super::metadata::AuthorizationServerMetadata;
+use crate::error::{Error, ErrorKind, Result};
+
+/// How the client was registered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegistrationKind {
+    /// From configuration.
+    PreRegistered,
+    /// The client id is a Client ID Metadata Document URL.
+    MetadataDocument,
+    /// Registered with the server's `registration_endpoint`.
+    Dynamic,
+}
+
+/// A client registration at one authorization server.
+///
+/// `Debug` never shows the secret.
+#[derive(Clone)]
+pub struct Registration {
+    /// The issuer it belongs to (for a CIMD id: the issuer it was used with).
+    pub issuer: String,
+    /// The client id.
+    pub client_id: String,
+    /// The client secret, for confidential clients.
+    pub client_secret: Option<SecretString>,
+    /// The token endpoint authentication method the server assigned, if any.
+    pub token_endpoint_auth_method: Option<String>,
+    /// The redirect URIs registered (dynamic registration only).
+    pub redirect_uris: Vec<String>,
+    /// How it was obtained.
+    pub kind: RegistrationKind,
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[REDACTED]"),
+            )
+            .field(
+                "token_endpoint_auth_method",
+                &self.token_endpoint_auth_method,
+            )
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+/// Pre-registered client credentials.
+#[derive(Clone)]
+pub struct PreRegisteredClient {
+    /// The client id.
+    pub client_id: String,
+    /// The client secret, if the client is confidential.
+    pub client_secret: Option<SecretString>,
+    /// The issuer these credentials belong to. `None`: whichever authorization
+    /// server the resource names (the credentials are then presented to it).
+    pub issuer: Option<String>,
+}
+
+impl std::fmt::Debug for PreRegisteredClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreRegisteredClient")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[REDACTED]"),
+            )
+            .field("issuer", &self.issuer)
+            .finish()
+    }
+}
+
+/// What the chain should do to get a client id at an authorization server.
+#[derive(Debug)]
+pub(crate) enum Plan {
+    /// Use this registration as is.
+    Use(Registration),
+    /// Register dynamically at this endpoint.
+    Register(Url),
+}
+
+/// Chooses the registration for `metadata`'s issuer, in the specification's order.
+pub(crate) fn plan(
+    server: &str,
+    metadata: &AuthorizationServerMetadata,
+    pre_registered: Option<&PreRegisteredClient>,
+    metadata_document: Option<&str>,
+    known: Option<&Registration>,
+    redirect_uri: Option<&str>,
+) -> Result<Plan> {
+    let issuer = &metadata.issuer;
+    if let Some(pre) = pre_registered {
+        match &pre.issuer {
+            Some(bound) if bound != issuer => {
+                return Err(Error::new(
+                    ErrorKind::Unauthorized,
+                    format!(
+                        "server \"{server}\" names an authorization server other than the one its pre-registered client belongs to; the credentials were not presented"
+                    ),
+                ));
+            }
+            _ => {
+                return Ok(Plan::Use(Registration {
+                    issuer: issuer.clone(),
+                    client_id: pre.client_id.clone(),
+                    client_secret: pre.client_secret.clone(),
+                    token_endpoint_auth_method: None,
+                    redirect_uris: Vec::new(),
+                    kind: RegistrationKind::PreRegistered,
+                }));
+            }
+        }
+    }
+    if let Some(url) = metadata_document
+        && metadata.client_id_metadata_document_supported
+    {
+        return Ok(Plan::Use(Registration {
+            issuer: issuer.clone(),
+            client_id: url.to_owned(),
+            client_secret: None,
+            token_endpoint_auth_method: Some("none".into()),
+            redirect_uris: Vec::new(),
+            kind: RegistrationKind::MetadataDocument,
+        }));
+    }
+    if let Some(known) = known
+        && known.issuer == *issuer
+        && known.kind == RegistrationKind::Dynamic
+        && redirect_uri.is_none_or(|uri| known.redirect_uris.iter().any(|r| r == uri))
+    {
+        return Ok(Plan::Use(known.clone()));
+    }
+    match &metadata.registration_endpoint {
+        Some(endpoint) => Url::parse(endpoint).map(Plan::Register).map_err(|_| {
+            Error::new(
+                ErrorKind::Unauthorized,
+                format!("server \"{server}\": the authorization server's registration endpoint is not a valid URL"),
+            )
+        }),
+        None => Err(Error::new(
+            ErrorKind::Unauthorized,
+            format!(
+                "server \"{server}\": the authorization server offers no way to register this client; configure a pre-registered client id (oauth.clientId) or a client metadata document URL (oauth.clientMetadataUrl)"
+            ),
+        )),
+    }
+}
+
+/// The RFC 7591 registration request body: a native (CLI/desktop) public client
+/// using the authorization code grant with refresh tokens and PKCE.
+pub(crate) fn registration_body(
+    client_name: &str,
+    redirect_uri: &str,
+    scope: Option<&str>,
+) -> Value {
+    let mut body = json!({
+        "client_name": client_name,
+        "redirect_uris": [redirect_uri],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        "application_type": "native",
+    });
+    if let Some(scope) = scope.filter(|s| !s.is_empty()) {
+        body["scope"] = Value::from(scope);
+    }
+    body
+}
+
+/// Checks a Client ID Metadata Document URL's shape: `https` with a path (the
+/// document itself is hosted by the application, not fetched here).
+pub fn check_metadata_document_url(url: &str) -> Result<()> {
+    let ok = Url::parse(url).is_ok_and(|u| {
+        u.scheme() == "https"
+            && u.host_str().is_some_and(|h| !h.is_empty())
+            && u.path() != "/"
+            && !u.path().is_empty()
+            && u.fragment().is_none()
+            && u.username().is_empty()
+            && u.password().is_none()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::config(
+            "the client metadata document URL must be an https URL with a path, without user, password or fragment",
+        ))
+    }
+}
+
+/// Exposes a registration's secret (for the token request).
+pub(crate) fn secret(reg: &Registration) -> Option<oauth2::ClientSecret> {
+    reg.client_secret
+        .as_ref()
+        .map(|s| oauth2::ClientSecret::new(s.expose_secret().to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(cimd: bool, dcr: bool) -> AuthorizationServerMetadata {
+        AuthorizationServerMetadata {
+            issuer: "http://as".into(),
+            registration_endpoint: dcr.then(|| "http://as/register".into()),
+            client_id_metadata_document_supported: cimd,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_order_is_pre_registered_cimd_dcr_error() {
+        let pre = PreRegisteredClient {
+            client_id: "pre".into(),
+            client_secret: Some(SecretString::from("s")),
+            issuer: None,
+        };
+        let cimd = Some("https://app.example/client.json");
+        match plan("s", &meta(true, true), Some(&pre), cimd, None, None).unwrap() {
+            Plan::Use(r) => assert_eq!(r.kind, RegistrationKind::PreRegistered),
+            other => panic!("{other:?}"),
+        }
+        match plan("s", &meta(true, true), None, cimd, None, None).unwrap() {
+            Plan::Use(r) => assert_eq!(r.client_id, "https://app.example/client.json"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            plan("s", &meta(false, true), None, cimd, None, None).unwrap(),
+            Plan::Register(_)
+        ));
+        let err = plan("s", &meta(false, false), None, cimd, None, None).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unauthorized);
+        assert!(err.message().contains("oauth.clientId"));
+    }
+
+    #[test]
+    fn bound_credentials_are_not_presented_elsewhere() {
+        let pre = PreRegisteredClient {
+            client_id: "pre".into(),
+            client_secret: None,
+            issuer: Some("http://other".into()),
+        };
+        let err = plan("s", &meta(false, true), Some(&pre), None, None, None).unwrap_err();
+        assert!(err.message().contains("not presented"));
+        // A dynamic registration of another issuer is not reused; a new one is made.
+        let old = Registration {
+            issuer: "http://old".into(),
+            client_id: "old-id".into(),
+            client_secret: None,
+            token_endpoint_auth_method: None,
+            redirect_uris: vec!["http://127.0.0.1:1/callback".into()],
+            kind: RegistrationKind::Dynamic,
+        };
+        assert!(matches!(
+            plan(
+                "s",
+                &meta(false, true),
+                None,
+                None,
+                Some(&old),
+                Some("http://127.0.0.1:1/callback")
+            )
+            .unwrap(),
+            Plan::Register(_)
+        ));
+        let same = Registration {
+            issuer: "http://as".into(),
+            ..old
+        };
+        assert!(matches!(
+            plan(
+                "s",
+                &meta(false, true),
+                None,
+                None,
+                Some(&same),
+                Some("http://127.0.0.1:1/callback")
+            )
+            .unwrap(),
+            Plan::Use(_)
+        ));
+        // Another redirect URI than the one registered: register again.
+        assert!(matches!(
+            plan(
+                "s",
+                &meta(false, true),
+                None,
+                None,
+                Some(&same),
+                Some("http://127.0.0.1:2/callback")
+            )
+            .unwrap(),
+            Plan::Register(_)
+        ));
+    }
+
+    #[test]
+    fn registration_body_is_a_native_public_client() {
+        let body = registration_body("smthrs-mcp", "http://127.0.0.1:5/callback", Some("a b"));
+        assert_eq!(body["application_type"], "native");
+        assert_eq!(
+            body["grant_types"],
+            json!(["authorization_code", "refresh_token"])
+        );
+        assert_eq!(body["token_endpoint_auth_method"], "none");
+        assert_eq!(body["scope"], "a b");
+        assert!(registration_body("n", "u", None).get("scope").is_none());
+    }
+
+    #[test]
+    fn metadata_document_urls() {
+        assert!(
+            check_metadata_document_url("https://conformance-test.local/client-metadata.json")
+                .is_ok()
+        );
+        for bad in [
+            "http://a/x",
+            "https://a/",
+            "https://a",
+            "https://u@a/x",
+            "https://a/x#f",
+            "nope",
+        ] {
+            assert!(check_metadata_document_url(bad).is_err(), "{bad}");
+        }
+    }
+}

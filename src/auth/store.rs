@@ -1,0 +1,321 @@
+//! Where the chain keeps what outlives one connection: dynamic registrations (per
+//! issuer) and the tokens (bound to one resource and one issuer).
+//!
+//! A [`TokenStore`] is keyed by a string the host chooses (the CLI uses the server
+//! name). Its methods block; the chain calls them on tokio's blocking pool. The
+//! chain holds [`TokenStore::lock`] around every read-modify-write, so a store
+//! shared by several clients or processes never loses an update: in particular a
+//! rotating refresh token is refreshed by one holder of the lock, and the others
+//! re-read the store and use the token it stored (single-flight refresh).
+//!
+//! Verifiers, `state` and authorization codes are never stored: they live in
+//! memory for one flow.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Map, Value, json};
+
+use super::registration::{Registration, RegistrationKind};
+use super::token::TokenSet;
+use crate::error::Result;
+
+/// Tokens as stored: the token set and what it is bound to.
+#[derive(Clone, Debug)]
+pub struct StoredTokens {
+    /// The authorization server that issued them.
+    pub issuer: String,
+    /// The resource (PRM `resource`) they were issued for.
+    pub resource: String,
+    /// The token endpoint, for refreshing without discovery.
+    pub token_endpoint: String,
+    /// The client id they were issued to.
+    pub client_id: String,
+    /// The tokens.
+    pub tokens: TokenSet,
+}
+
+/// Everything stored under one key. `Debug` shows no secret.
+#[derive(Clone, Debug, Default)]
+pub struct StoredAuth {
+    /// Dynamic registrations, one per issuer.
+    pub registrations: Vec<Registration>,
+    /// The current tokens, if any.
+    pub tokens: Option<StoredTokens>,
+}
+
+impl StoredAuth {
+    /// The dynamic registration for `issuer`.
+    pub fn registration(&self, issuer: &str) -> Option<&Registration> {
+        self.registrations.iter().find(|r| r.issuer == issuer)
+    }
+
+    /// Replaces the registration for its issuer.
+    pub fn set_registration(&mut self, registration: Registration) {
+        self.registrations
+            .retain(|r| r.issuer != registration.issuer);
+        self.registrations.push(registration);
+    }
+
+    /// Encodes for a file (secrets in clear: the file is owner-only).
+    pub(crate) fn to_json(&self) -> Value {
+        let secret = |s: &Option<SecretString>| s.as_ref().map(|s| s.expose_secret().to_owned());
+        json!({
+            "registrations": self.registrations.iter().map(|r| json!({
+                "issuer": r.issuer,
+                "clientId": r.client_id,
+                "clientSecret": secret(&r.client_secret),
+                "tokenEndpointAuthMethod": r.token_endpoint_auth_method,
+                "redirectUris": r.redirect_uris,
+            })).collect::<Vec<_>>(),
+            "tokens": self.tokens.as_ref().map(|t| json!({
+                "issuer": t.issuer,
+                "resource": t.resource,
+                "tokenEndpoint": t.token_endpoint,
+                "clientId": t.client_id,
+                "accessToken": t.tokens.access_token.expose_secret(),
+                "refreshToken": secret(&t.tokens.refresh_token),
+                "expiresAt": t.tokens.expires_at,
+                "scopes": t.tokens.scopes,
+            })),
+        })
+    }
+
+    /// Decodes what [`to_json`](Self::to_json) wrote; `None` when malformed.
+    pub(crate) fn from_json(value: &Value) -> Option<Self> {
+        let s =
+            |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
+        let secret = |m: &Map<String, Value>, k: &str| s(m, k).map(SecretString::from);
+        let strings = |m: &Map<String, Value>, k: &str| -> Vec<String> {
+            m.get(k)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let obj = value.as_object()?;
+        let mut registrations = Vec::new();
+        for r in obj.get("registrations")?.as_array()? {
+            let r = r.as_object()?;
+            registrations.push(Registration {
+                issuer: s(r, "issuer")?,
+                client_id: s(r, "clientId")?,
+                client_secret: secret(r, "clientSecret"),
+                token_endpoint_auth_method: s(r, "tokenEndpointAuthMethod"),
+                redirect_uris: strings(r, "redirectUris"),
+                kind: RegistrationKind::Dynamic,
+            });
+        }
+        let tokens = match obj.get("tokens") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(t)) => Some(StoredTokens {
+                issuer: s(t, "issuer")?,
+                resource: s(t, "resource")?,
+                token_endpoint: s(t, "tokenEndpoint")?,
+                client_id: s(t, "clientId")?,
+                tokens: TokenSet {
+                    access_token: secret(t, "accessToken")?,
+                    refresh_token: secret(t, "refreshToken"),
+                    expires_at: t.get("expiresAt").and_then(Value::as_u64),
+                    scopes: strings(t, "scopes"),
+                },
+            }),
+            Some(_) => return None,
+        };
+        Some(StoredAuth {
+            registrations,
+            tokens,
+        })
+    }
+}
+
+/// Held while a store key is locked; dropping it releases the lock.
+pub struct StoreLock(#[allow(dead_code)] Box<dyn Send>);
+
+impl StoreLock {
+    /// Wraps whatever releases the lock when dropped.
+    pub fn new(guard: impl Send + 'static) -> Self {
+        StoreLock(Box::new(guard))
+    }
+}
+
+impl fmt::Debug for StoreLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StoreLock")
+    }
+}
+
+/// Persistent OAuth state. See the [module docs](self).
+pub trait TokenStore: Send + Sync + 'static {
+    /// What is stored under `key`, if anything.
+    fn load(&self, key: &str) -> Result<Option<StoredAuth>>;
+    /// Replaces what is stored under `key`. Callers hold [`lock`](Self::lock).
+    fn save(&self, key: &str, value: &StoredAuth) -> Result<()>;
+    /// Forgets `key`; `true` when something was stored. Callers hold the lock.
+    fn remove(&self, key: &str) -> Result<bool>;
+    /// Locks `key` exclusively (across processes, for stores that are shared by
+    /// processes), blocking until it is free.
+    fn lock(&self, key: &str) -> Result<StoreLock>;
+}
+
+/// A store in memory: shared by the clients of one process that are given the
+/// same `Arc`, forgotten at exit.
+#[derive(Clone, Default)]
+pub struct MemoryStore {
+    entries: Arc<Mutex<HashMap<String, StoredAuth>>>,
+    locked: Arc<(Mutex<HashSet<String>>, Condvar)>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self
+            .entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        f.debug_struct("MemoryStore").field("entries", &n).finish()
+    }
+}
+
+struct MemoryLock {
+    key: String,
+    locked: Arc<(Mutex<HashSet<String>>, Condvar)>,
+}
+
+impl Drop for MemoryLock {
+    fn drop(&mut self) {
+        let (set, cv) = &*self.locked;
+        set.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.key);
+        cv.notify_all();
+    }
+}
+
+impl TokenStore for MemoryStore {
+    fn load(&self, key: &str) -> Result<Option<StoredAuth>> {
+        Ok(self
+            .entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned())
+    }
+
+    fn save(&self, key: &str, value: &StoredAuth) -> Result<()> {
+        self.entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key.to_owned(), value.clone());
+        Ok(())
+    }
+
+    fn remove(&self, key: &str) -> Result<bool> {
+        Ok(self
+            .entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key)
+            .is_some())
+    }
+
+    fn lock(&self, key: &str) -> Result<StoreLock> {
+        let (set, cv) = &*self.locked;
+        let mut held = set.lock().unwrap_or_else(PoisonError::into_inner);
+        while held.contains(key) {
+            held = cv.wait(held).unwrap_or_else(PoisonError::into_inner);
+        }
+        held.insert(key.to_owned());
+        Ok(StoreLock::new(MemoryLock {
+            key: key.to_owned(),
+            locked: self.locked.clone(),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample() -> StoredAuth {
+        StoredAuth {
+            registrations: vec![Registration {
+                issuer: "http://as".into(),
+                client_id: "id".into(),
+                client_secret: Some(SecretString::from("client-secret-x")),
+                token_endpoint_auth_method: Some("client_secret_basic".into()),
+                redirect_uris: vec!["http://127.0.0.1:1/callback".into()],
+                kind: RegistrationKind::Dynamic,
+            }],
+            tokens: Some(StoredTokens {
+                issuer: "http://as".into(),
+                resource: "http://r".into(),
+                token_endpoint: "http://as/token".into(),
+                client_id: "id".into(),
+                tokens: TokenSet {
+                    access_token: SecretString::from("access-x"),
+                    refresh_token: Some(SecretString::from("refresh-x")),
+                    expires_at: Some(5),
+                    scopes: vec!["a".into()],
+                },
+            }),
+        }
+    }
+
+    #[test]
+    fn json_round_trip_and_debug_hides_secrets() {
+        let s = sample();
+        let back = StoredAuth::from_json(&s.to_json()).unwrap();
+        let t = back.tokens.as_ref().unwrap();
+        assert_eq!(t.tokens.access_token.expose_secret(), "access-x");
+        assert_eq!(
+            t.tokens.refresh_token.as_ref().unwrap().expose_secret(),
+            "refresh-x"
+        );
+        assert_eq!(
+            back.registration("http://as")
+                .unwrap()
+                .client_secret
+                .as_ref()
+                .unwrap()
+                .expose_secret(),
+            "client-secret-x"
+        );
+        let debug = format!("{back:?}");
+        for secret in ["access-x", "refresh-x", "client-secret-x"] {
+            assert!(!debug.contains(secret), "{debug}");
+        }
+        assert!(StoredAuth::from_json(&json!({"tokens": 3})).is_none());
+    }
+
+    #[test]
+    fn memory_store_locks_per_key() {
+        let store = MemoryStore::new();
+        store.save("k", &sample()).unwrap();
+        assert!(store.load("k").unwrap().is_some());
+        let held = store.lock("k").unwrap();
+        let other = store.lock("other").unwrap();
+        let store2 = store.clone();
+        let waiter = std::thread::spawn(move || {
+            let _g = store2.lock("k").unwrap();
+            store2.remove("k").unwrap()
+        });
+        drop(other);
+        drop(held);
+        assert!(waiter.join().unwrap());
+        assert!(store.load("k").unwrap().is_none());
+    }
+}

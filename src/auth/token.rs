@@ -1,0 +1,410 @@
+//! Token requests (authorization code, refresh, client credentials) through the
+//! `oauth2` crate, driven by the chain's own HTTP client, and the token set the
+//! chain keeps.
+//!
+//! Every request carries `resource` (RFC 8707), the PRM string byte for byte. The
+//! client authentication method is chosen from what the registration and the
+//! server's metadata say ([`choose_auth_method`]). Responses are 200 JSON, capped
+//! at [`MAX_TOKEN_RESPONSE_BYTES`](super::http::MAX_TOKEN_RESPONSE_BYTES). Error
+//! messages name the standard OAuth error code at most, never the server's
+//! `error_description` or anything from the response body.
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use oauth2::basic::{BasicErrorResponseType, BasicTokenType};
+use oauth2::{RequestTokenError, StandardErrorResponse, TokenResponse};
+use secrecy::{ExposeSecret, SecretString};
+
+use super::http::AuthHttp;
+use crate::error::{Error, ErrorKind, Result};
+
+/// How long before expiry a token is refreshed.
+pub const REFRESH_MARGIN: Duration = Duration::from_secs(30);
+
+/// An access token with what came with it. `Debug` shows no token.
+#[derive(Clone)]
+pub struct TokenSet {
+    /// The access token.
+    pub access_token: SecretString,
+    /// The refresh token, when one was issued (or kept from before).
+    pub refresh_token: Option<SecretString>,
+    /// When the access token expires (seconds since the Unix epoch), if known.
+    pub expires_at: Option<u64>,
+    /// The granted scopes (the requested ones when the response names none).
+    pub scopes: Vec<String>,
+}
+
+impl fmt::Debug for TokenSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenSet")
+            .field("access_token", &"[REDACTED]")
+            .field(
+                "refresh_token",
+                &self.refresh_token.as_ref().map(|_| "[REDACTED]"),
+            )
+            .field("expires_at", &self.expires_at)
+            .field("scopes", &self.scopes)
+            .finish()
+    }
+}
+
+impl TokenSet {
+    /// True when the token is expired or expires within [`REFRESH_MARGIN`].
+    pub fn needs_refresh(&self, now: u64) -> bool {
+        self.expires_at
+            .is_some_and(|at| at <= now + REFRESH_MARGIN.as_secs())
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// A token endpoint client authentication method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthMethod {
+    /// `client_secret_basic`: HTTP Basic with the form-encoded id and secret.
+    Basic,
+    /// `client_secret_post`: id and secret in the body.
+    Post,
+    /// `none`: the client id in the body.
+    None,
+}
+
+/// Chooses the method: the one the registration named if the server lists it
+/// (or lists nothing); else `client_secret_basic` when there is a secret and it is
+/// listed, then `client_secret_post`, then `none`. An absent list means the RFC
+/// 8414 default, `client_secret_basic`.
+pub fn choose_auth_method(
+    assigned: Option<&str>,
+    supported: Option<&[String]>,
+    has_secret: bool,
+) -> AuthMethod {
+    let parse = |m: &str| match m {
+        "client_secret_basic" => Some(AuthMethod::Basic),
+        "client_secret_post" => Some(AuthMethod::Post),
+        "none" => Some(AuthMethod::None),
+        _ => None,
+    };
+    let listed = |m: &str| supported.is_none_or(|l| l.iter().any(|s| s == m));
+    if let Some(method) = assigned.and_then(|a| parse(a).filter(|_| listed(a)))
+        && (method == AuthMethod::None || has_secret)
+    {
+        return method;
+    }
+    if has_secret {
+        let supported = supported.unwrap_or(&[]);
+        if supported.is_empty() || supported.iter().any(|s| s == "client_secret_basic") {
+            return AuthMethod::Basic;
+        }
+        if supported.iter().any(|s| s == "client_secret_post") {
+            return AuthMethod::Post;
+        }
+    }
+    AuthMethod::None
+}
+
+/// The parts of a token request the chain supplies.
+pub(crate) struct TokenEndpoint<'a> {
+    pub(crate) server: &'a str,
+    pub(crate) url: &'a str,
+    pub(crate) client_id: &'a str,
+    pub(crate) client_secret: Option<oauth2::ClientSecret>,
+    pub(crate) method: AuthMethod,
+    pub(crate) resource: &'a str,
+}
+
+type Client = oauth2::basic::BasicClient<
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointSet,
+>;
+
+impl TokenEndpoint<'_> {
+    fn client(&self, redirect_uri: Option<&str>) -> Result<Client> {
+        let token_url = oauth2::TokenUrl::new(self.url.to_owned()).map_err(|_| {
+            Error::new(
+                ErrorKind::Unauthorized,
+                format!(
+                    "server \"{}\": the token endpoint is not a valid URL",
+                    self.server
+                ),
+            )
+        })?;
+        let mut client =
+            oauth2::basic::BasicClient::new(oauth2::ClientId::new(self.client_id.to_owned()))
+                .set_token_uri(token_url)
+                .set_auth_type(match self.method {
+                    AuthMethod::Basic => oauth2::AuthType::BasicAuth,
+                    AuthMethod::Post | AuthMethod::None => oauth2::AuthType::RequestBody,
+                });
+        if self.method != AuthMethod::None
+            && let Some(secret) = &self.client_secret
+        {
+            client = client.set_client_secret(secret.clone());
+        }
+        if let Some(uri) = redirect_uri {
+            let uri = oauth2::RedirectUrl::new(uri.to_owned())
+                .map_err(|_| Error::config("the redirect URI is not a valid URL"))?;
+            client = client.set_redirect_uri(uri);
+        }
+        Ok(client)
+    }
+}
+
+/// The standard token endpoint error codes a message may name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TokenFailure {
+    /// `invalid_grant`: the code or refresh token is no longer valid.
+    InvalidGrant,
+    /// `invalid_client` / `unauthorized_client`: the registration is not valid.
+    InvalidClient,
+    /// Anything else (already a public error).
+    Other(Error),
+}
+
+fn map_error(
+    server: &str,
+    error: RequestTokenError<Error, StandardErrorResponse<BasicErrorResponseType>>,
+) -> TokenFailure {
+    match error {
+        RequestTokenError::Request(e) => TokenFailure::Other(e),
+        RequestTokenError::ServerResponse(response) => match response.error() {
+            BasicErrorResponseType::InvalidGrant => TokenFailure::InvalidGrant,
+            BasicErrorResponseType::InvalidClient | BasicErrorResponseType::UnauthorizedClient => {
+                TokenFailure::InvalidClient
+            }
+            other => {
+                let code = match other {
+                    BasicErrorResponseType::InvalidRequest => "invalid_request",
+                    BasicErrorResponseType::InvalidScope => "invalid_scope",
+                    BasicErrorResponseType::UnsupportedGrantType => "unsupported_grant_type",
+                    _ => "an unknown error",
+                };
+                TokenFailure::Other(Error::new(
+                    ErrorKind::Unauthorized,
+                    format!("server \"{server}\": the token endpoint refused the request ({code})"),
+                ))
+            }
+        },
+        // Parse errors carry the body: never shown.
+        RequestTokenError::Parse(..) | RequestTokenError::Other(_) => {
+            TokenFailure::Other(Error::new(
+                ErrorKind::Unauthorized,
+                format!(
+                    "server \"{server}\": the token endpoint's answer is not a valid token response"
+                ),
+            ))
+        }
+    }
+}
+
+impl TokenFailure {
+    /// The public error for this failure.
+    pub(crate) fn into_error(self, server: &str) -> Error {
+        match self {
+            TokenFailure::InvalidGrant => Error::new(
+                ErrorKind::Unauthorized,
+                format!(
+                    "server \"{server}\": the token endpoint refused the grant (invalid_grant)"
+                ),
+            ),
+            TokenFailure::InvalidClient => Error::new(
+                ErrorKind::Unauthorized,
+                format!(
+                    "server \"{server}\": the token endpoint refused the client (invalid_client)"
+                ),
+            ),
+            TokenFailure::Other(e) => e,
+        }
+    }
+}
+
+fn token_set(
+    server: &str,
+    response: oauth2::basic::BasicTokenResponse,
+    requested: &[String],
+    old_refresh: Option<&SecretString>,
+) -> std::result::Result<TokenSet, TokenFailure> {
+    if !matches!(response.token_type(), BasicTokenType::Bearer) {
+        return Err(TokenFailure::Other(Error::new(
+            ErrorKind::Unauthorized,
+            format!(
+                "server \"{server}\": the token endpoint issued a token type this client does not support (only Bearer)"
+            ),
+        )));
+    }
+    let access = response.access_token().secret();
+    if access.is_empty() || http::HeaderValue::from_str(&format!("Bearer {access}")).is_err() {
+        return Err(TokenFailure::Other(Error::new(
+            ErrorKind::Unauthorized,
+            format!(
+                "server \"{server}\": the token endpoint issued an access token that is not a valid header value"
+            ),
+        )));
+    }
+    Ok(TokenSet {
+        access_token: SecretString::from(access.clone()),
+        refresh_token: response
+            .refresh_token()
+            .map(|r| SecretString::from(r.secret().clone()))
+            .or_else(|| old_refresh.cloned()),
+        expires_at: response
+            .expires_in()
+            .map(|d| now().saturating_add(d.as_secs())),
+        scopes: match response.scopes() {
+            Some(scopes) => scopes.iter().map(|s| s.to_string()).collect(),
+            None => requested.to_vec(),
+        },
+    })
+}
+
+/// Redeems an authorization code.
+pub(crate) async fn exchange_code(
+    http: &AuthHttp,
+    endpoint: &TokenEndpoint<'_>,
+    code: oauth2::AuthorizationCode,
+    verifier: oauth2::PkceCodeVerifier,
+    redirect_uri: &str,
+    scopes: &[String],
+) -> std::result::Result<TokenSet, TokenFailure> {
+    let client = endpoint
+        .client(Some(redirect_uri))
+        .map_err(TokenFailure::Other)?;
+    let hook = http.oauth2_client("token endpoint");
+    let response = client
+        .exchange_code(code)
+        .set_pkce_verifier(verifier)
+        .add_extra_param("resource", endpoint.resource)
+        .request_async(&hook)
+        .await
+        .map_err(|e| map_error(endpoint.server, e))?;
+    token_set(endpoint.server, response, scopes, None)
+}
+
+/// Refreshes with `refresh_token`; a response without a new refresh token keeps
+/// the old one.
+pub(crate) async fn refresh(
+    http: &AuthHttp,
+    endpoint: &TokenEndpoint<'_>,
+    refresh_token: &SecretString,
+    scopes: &[String],
+) -> std::result::Result<TokenSet, TokenFailure> {
+    let client = endpoint.client(None).map_err(TokenFailure::Other)?;
+    let hook = http.oauth2_client("token endpoint");
+    let token = oauth2::RefreshToken::new(refresh_token.expose_secret().to_owned());
+    let response = client
+        .exchange_refresh_token(&token)
+        .add_extra_param("resource", endpoint.resource)
+        .request_async(&hook)
+        .await
+        .map_err(|e| map_error(endpoint.server, e))?;
+    token_set(endpoint.server, response, scopes, Some(refresh_token))
+}
+
+/// The client credentials grant; `extra` carries a client assertion when the
+/// client authenticates with a JWT.
+pub(crate) async fn client_credentials(
+    http: &AuthHttp,
+    endpoint: &TokenEndpoint<'_>,
+    scopes: &[String],
+    extra: &[(&'static str, SecretString)],
+) -> std::result::Result<TokenSet, TokenFailure> {
+    let client = endpoint.client(None).map_err(TokenFailure::Other)?;
+    let hook = http.oauth2_client("token endpoint");
+    let mut request = client
+        .exchange_client_credentials()
+        .add_scopes(scopes.iter().map(|s| oauth2::Scope::new(s.clone())))
+        .add_extra_param("resource", endpoint.resource);
+    for (name, value) in extra {
+        request = request.add_extra_param(*name, value.expose_secret().to_owned());
+    }
+    let response = request
+        .request_async(&hook)
+        .await
+        .map_err(|e| map_error(endpoint.server, e))?;
+    token_set(endpoint.server, response, scopes, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn method_selection() {
+        use AuthMethod::{Basic, Post};
+        let none = AuthMethod::None;
+        // The default mock: lists only none, DCR hands out a secret anyway.
+        assert_eq!(choose_auth_method(None, Some(&list(&["none"])), true), none);
+        assert_eq!(
+            choose_auth_method(
+                Some("client_secret_basic"),
+                Some(&list(&["client_secret_basic"])),
+                true
+            ),
+            Basic
+        );
+        assert_eq!(
+            choose_auth_method(
+                Some("client_secret_post"),
+                Some(&list(&["client_secret_post"])),
+                true
+            ),
+            Post
+        );
+        assert_eq!(
+            choose_auth_method(Some("none"), Some(&list(&["none"])), false),
+            none
+        );
+        // Pre-registered, only basic listed.
+        assert_eq!(
+            choose_auth_method(None, Some(&list(&["client_secret_basic"])), true),
+            Basic
+        );
+        // Absent list: the RFC 8414 default.
+        assert_eq!(choose_auth_method(None, None, true), Basic);
+        assert_eq!(choose_auth_method(None, None, false), none);
+        // Assigned but not listed: fall back to the listed order.
+        assert_eq!(
+            choose_auth_method(
+                Some("client_secret_basic"),
+                Some(&list(&["client_secret_post"])),
+                true
+            ),
+            Post
+        );
+        // A secret-based method without a secret is not possible.
+        assert_eq!(
+            choose_auth_method(
+                Some("client_secret_post"),
+                Some(&list(&["client_secret_post", "none"])),
+                false
+            ),
+            none
+        );
+    }
+
+    #[test]
+    fn refresh_margin() {
+        let t = TokenSet {
+            access_token: SecretString::from("a"),
+            refresh_token: None,
+            expires_at: Some(1000),
+            scopes: vec![],
+        };
+        assert!(t.needs_refresh(980));
+        assert!(!t.needs_refresh(900));
+        assert!(!format!("{t:?}").contains("\"a\""));
+    }
+}

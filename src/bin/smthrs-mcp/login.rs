@@ -1,0 +1,167 @@
+//! `smthrs-mcp login SERVER` and `logout SERVER`, and the OAuth configuration
+//! `tools` and `call` use for an entry with `oauth`.
+//!
+//! - Tokens live in the user's token file ([`FileStore::default_path`]:
+//!   `$XDG_STATE_HOME/smthrs-mcp/tokens.json`, else
+//!   `~/.local/state/smthrs-mcp/tokens.json`), keyed by the server's name; never
+//!   in the server file.
+//! - `tools` and `call` install no authorizer: they use stored tokens, refresh
+//!   them silently, and when a person must act fail at once with `unauthorized`
+//!   and a message naming `smthrs-mcp login SERVER`.
+//! - `login` forgets the server's tokens (keeping its registrations), binds the
+//!   loopback redirect listener (127.0.0.1, `oauth.redirectPort` or an ephemeral
+//!   port), prints the authorization URL on stderr, and connects: the server's
+//!   401 runs the authorization code flow, and the handshake completes with the new
+//!   token, which is then stored. The person has [`LOGIN_DEADLINE`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use secrecy::SecretString;
+use smthrs_mcp::auth::{FileStore, LoopbackAuthorizer, OAuth, PreRegisteredClient, TokenStore};
+use smthrs_mcp::config::{EntryTransport, OAuthEntry, ServerEntry};
+use smthrs_mcp::transport::http::HttpTransport;
+use smthrs_mcp::{Client, Error, ErrorKind};
+
+/// How long `login` waits for the browser's redirect.
+pub const LOGIN_DEADLINE: Duration = Duration::from_secs(300);
+
+fn store() -> Result<Arc<FileStore>, Error> {
+    FileStore::default_path()
+        .map(|p| Arc::new(FileStore::new(p)))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidConfig,
+                "no token file location: set XDG_STATE_HOME or HOME",
+            )
+        })
+}
+
+/// The OAuth configuration of an entry, without an authorizer. Reads
+/// `oauth.clientSecretEnv` now (unset or empty: an error naming the variable).
+pub fn oauth(server: &str, entry: &OAuthEntry) -> Result<OAuth, Error> {
+    let mut oauth = OAuth::new()
+        .store(store()?)
+        .store_key(server)
+        .scopes(entry.scopes.clone())
+        .legacy_discovery(entry.legacy_discovery)
+        .login_hint(format!("run `smthrs-mcp login {server}`"));
+    if let Some(url) = &entry.client_metadata_url {
+        oauth = oauth.client_metadata_url(url.clone());
+    }
+    if let Some(client_id) = &entry.client_id {
+        let client_secret = match &entry.client_secret_env {
+            None => None,
+            Some(var) => match std::env::var(var) {
+                Ok(value) if !value.is_empty() => Some(SecretString::from(value)),
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidConfig,
+                        format!(
+                            "server \"{server}\": environment variable {var} (oauth.clientSecretEnv) is unset, empty or not UTF-8"
+                        ),
+                    ));
+                }
+            },
+        };
+        oauth = oauth.pre_registered(PreRegisteredClient {
+            client_id: client_id.clone(),
+            client_secret,
+            issuer: entry.issuer.clone(),
+        });
+    }
+    Ok(oauth)
+}
+
+/// The entry named `server`, if it is an HTTP entry with `oauth`.
+pub fn oauth_entry<'a>(
+    entries: &'a [ServerEntry],
+    server: &str,
+) -> Result<(&'a ServerEntry, &'a OAuthEntry), String> {
+    let entry = entries
+        .iter()
+        .find(|e| e.server == server)
+        .ok_or_else(|| format!("no server named {server:?} in the server file"))?;
+    match &entry.transport {
+        EntryTransport::Http(http) => match &http.oauth {
+            Some(o) => Ok((entry, o)),
+            None => Err(format!(
+                "server {server:?} does not use OAuth (its entry has no \"oauth\" object)"
+            )),
+        },
+        EntryTransport::Stdio(_) => Err(format!(
+            "server {server:?} is a stdio server; only HTTP servers log in"
+        )),
+    }
+}
+
+/// `login SERVER`.
+pub async fn login(entry: &ServerEntry, oauth_entry: &OAuthEntry) -> Result<(), Error> {
+    let server = entry.server.as_str();
+    let EntryTransport::Http(http) = &entry.transport else {
+        unreachable!("oauth_entry checked the kind")
+    };
+    let store = store()?;
+    // A fresh authorization: forget the tokens, keep the registrations.
+    let key = server.to_owned();
+    let s = store.clone();
+    tokio::task::spawn_blocking(move || -> Result<(), Error> {
+        let _lock = s.lock(&key)?;
+        if let Some(mut stored) = s.load(&key)? {
+            stored.tokens = None;
+            s.save(&key, &stored)?;
+        }
+        Ok(())
+    })
+    .await
+    .map_err(|_| Error::new(ErrorKind::InvalidConfig, "the token store task failed"))??;
+    let authorizer = LoopbackAuthorizer::bind(oauth_entry.redirect_port)
+        .await
+        .map_err(|e| {
+            let message = format!("server \"{server}\": {}", e.message());
+            e.with_message(message)
+        })?
+        .deadline(LOGIN_DEADLINE);
+    let oauth = oauth(server, oauth_entry)?.authorizer(Arc::new(authorizer));
+    let transport = HttpTransport::builder(server, http.url.as_str())
+        .use_env_proxy(true)
+        .oauth(oauth)
+        .build()?;
+    let mut limits = entry.limits;
+    // The handshake waits for the person.
+    limits.handshake_timeout_ms = limits
+        .handshake_timeout_ms
+        .max(LOGIN_DEADLINE.as_millis() as u64 + 60_000);
+    let client = Client::builder(server)
+        .limits(limits)
+        .connect(transport)
+        .await?;
+    client.close().await;
+    let key = server.to_owned();
+    let stored = tokio::task::spawn_blocking(move || -> Result<bool, Error> {
+        let _lock = store.lock(&key)?;
+        Ok(store.load(&key)?.is_some_and(|s| s.tokens.is_some()))
+    })
+    .await
+    .map_err(|_| Error::new(ErrorKind::InvalidConfig, "the token store task failed"))??;
+    if !stored {
+        return Err(Error::new(
+            ErrorKind::Unauthorized,
+            format!("server \"{server}\" did not ask for authorization; nothing was stored"),
+        ));
+    }
+    Ok(())
+}
+
+/// `logout SERVER`: forgets the server's tokens and registrations.
+pub async fn logout(server: &str) -> Result<(), Error> {
+    let store = store()?;
+    let key = server.to_owned();
+    tokio::task::spawn_blocking(move || -> Result<(), Error> {
+        let _lock = store.lock(&key)?;
+        store.remove(&key)?;
+        Ok(())
+    })
+    .await
+    .map_err(|_| Error::new(ErrorKind::InvalidConfig, "the token store task failed"))?
+}

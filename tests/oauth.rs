@@ -1,0 +1,489 @@
+//! OAuth 2.1 against the in-repo authorization server (`tests/support/oauth_server.rs`)
+//! on loopback: the flow, refresh and rotation, step-up, a change of
+//! authorization server, the refusals of the egress and address policies, TLS,
+//! and the CLI (`login`, two processes refreshing at once, `logout`).
+
+#[path = "support/http_server.rs"]
+mod http_server;
+#[path = "support/oauth_server.rs"]
+mod oauth_server;
+
+use std::sync::Arc;
+
+use http_server::{CountingListener, TestPki, TestServer, full, status, with_header};
+use oauth_server::OAuthServer;
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Map, Value, json};
+use smthrs_mcp::auth::store::StoredTokens;
+use smthrs_mcp::auth::token::TokenSet;
+use smthrs_mcp::auth::{FileStore, HeadlessAuthorizer, MemoryStore, OAuth, StoredAuth, TokenStore};
+use smthrs_mcp::transport::http::HttpTransport;
+use smthrs_mcp::{Client, EgressGrants, ErrorKind};
+
+fn headless() -> Arc<HeadlessAuthorizer> {
+    Arc::new(HeadlessAuthorizer::new("http://127.0.0.1:8765/callback"))
+}
+
+async fn connect(url: &str, oauth: OAuth) -> smthrs_mcp::Result<Client> {
+    let transport = HttpTransport::builder("srv", url).oauth(oauth).build()?;
+    Client::builder("srv").connect(transport).await
+}
+
+fn log(server: &OAuthServer) -> Vec<String> {
+    server.state.log.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn the_flow_puts_the_token_on_every_request_and_a_refused_token_is_refreshed() {
+    let server = OAuthServer::start().await;
+    let store = Arc::new(MemoryStore::new());
+    let oauth = OAuth::new().authorizer(headless()).store(store.clone());
+    let client = connect(&server.url(), oauth.clone()).await.unwrap();
+    assert_eq!(client.catalog().len(), 1);
+    let log = log(&server);
+    // One 401, then discovery, registration, authorization, token, and the retry.
+    let first_mcp_after_token = log.iter().position(|l| l == "POST /token").unwrap();
+    for needed in [
+        "GET /.well-known/oauth-protected-resource/mcp",
+        "GET /.well-known/oauth-authorization-server",
+        "POST /register",
+        "GET /authorize",
+    ] {
+        assert!(
+            log[..first_mcp_after_token].contains(&needed.to_string()),
+            "{needed}: {log:?}"
+        );
+    }
+    // The access token is refused (expired at the server): one refresh, retried.
+    server.state.expire_access_tokens();
+    let result = client.call_tool("echo", Map::new()).await.unwrap();
+    assert!(!result.is_error);
+    assert_eq!(*server.state.refreshes.lock().unwrap(), 1);
+    assert_eq!(*server.state.reuse_detected.lock().unwrap(), 0);
+    // The rotated refresh token is the one stored.
+    let stored = store.load("srv").unwrap().unwrap().tokens.unwrap();
+    let refresh = stored.tokens.refresh_token.unwrap();
+    assert!(server.state.used.lock().unwrap().len() == 1);
+    assert!(
+        !server
+            .state
+            .used
+            .lock()
+            .unwrap()
+            .contains(refresh.expose_secret())
+    );
+    client.close().await;
+    // A second client with the same store sends the stored token: no new flow.
+    let authorizations = log.iter().filter(|l| *l == "GET /authorize").count();
+    let again = connect(&server.url(), oauth).await.unwrap();
+    again.close().await;
+    let log = self::log(&server);
+    assert_eq!(
+        log.iter().filter(|l| *l == "GET /authorize").count(),
+        authorizations
+    );
+}
+
+#[tokio::test]
+async fn an_expiring_token_is_refreshed_before_it_is_sent() {
+    let server = OAuthServer::start().await;
+    *server.state.expires_in.lock().unwrap() = 10; // inside the 30 s margin
+    let store = Arc::new(MemoryStore::new());
+    let client = connect(
+        &server.url(),
+        OAuth::new().authorizer(headless()).store(store.clone()),
+    )
+    .await
+    .unwrap();
+    let refreshes = *server.state.refreshes.lock().unwrap();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    assert!(*server.state.refreshes.lock().unwrap() > refreshes);
+    assert_eq!(*server.state.reuse_detected.lock().unwrap(), 0);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn step_up_asks_for_the_union_of_scopes_and_retries_once() {
+    let server = OAuthServer::start().await;
+    *server.state.challenge_scope.lock().unwrap() = Some("read".into());
+    *server.state.call_scopes.lock().unwrap() = vec!["write".into()];
+    let client = connect(&server.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap();
+    let result = client.call_tool("echo", Map::new()).await.unwrap();
+    assert!(!result.is_error);
+    let scopes = server.state.authorize_scopes.lock().unwrap().clone();
+    assert_eq!(scopes, ["read", "read write"]);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_step_up_loop_stops() {
+    let server = OAuthServer::start().await;
+    *server.state.challenge_scope.lock().unwrap() = Some("admin".into());
+    *server.state.call_scopes.lock().unwrap() = vec!["admin".into(), "unobtainable".into()];
+    *server.state.withheld.lock().unwrap() = vec!["unobtainable".into()];
+    let transport = HttpTransport::builder("srv", server.url())
+        .oauth(OAuth::new().authorizer(headless()))
+        .build()
+        .unwrap();
+    let client = Client::builder("srv")
+        .connect(transport.clone())
+        .await
+        .unwrap();
+    // One step-up (the scope was never asked for), still refused: unauthorized
+    // (and, like any 401/403 the transport cannot resolve, the session ends).
+    let err = client.call_tool("echo", Map::new()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    assert_eq!(server.state.authorize_scopes.lock().unwrap().len(), 2);
+    // A new session of the same transport shares the chain: the next call asks
+    // for nothing new, and is refused without another authorization.
+    let client = Client::builder("srv").connect(transport).await.unwrap();
+    let err = client.call_tool("echo", Map::new()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    assert!(err.message().contains("already requested"), "{err}");
+    assert_eq!(server.state.authorize_scopes.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_new_authorization_server_gets_a_new_registration_and_never_the_old_id() {
+    let server = OAuthServer::start().await;
+    let other = OAuthServer::start().await;
+    let store = Arc::new(MemoryStore::new());
+    let client = connect(
+        &server.url(),
+        OAuth::new().authorizer(headless()).store(store.clone()),
+    )
+    .await
+    .unwrap();
+    let first_id = store
+        .load("srv")
+        .unwrap()
+        .unwrap()
+        .tokens
+        .unwrap()
+        .client_id;
+    // PRM now names the other AS, and the server refuses the old token.
+    *server.state.authorization_server.lock().unwrap() = Some(other.issuer());
+    server.state.expire_access_tokens();
+    let err = client.call_tool("echo", Map::new()).await;
+    let seen_at_other = other.state.client_ids.lock().unwrap().clone();
+    assert!(
+        seen_at_other.iter().any(|s| s.starts_with("register:")),
+        "{seen_at_other:?}"
+    );
+    assert!(
+        seen_at_other.iter().all(|s| !s.ends_with(&first_id)),
+        "{seen_at_other:?}"
+    );
+    // (`server` refuses other's token: the second refusal is unauthorized.)
+    assert_eq!(err.unwrap_err().kind(), ErrorKind::Unauthorized);
+    let stored = store.load("srv").unwrap().unwrap();
+    assert_eq!(stored.registrations.len(), 2, "one registration per issuer");
+}
+
+#[tokio::test]
+async fn without_an_authorizer_a_needed_login_fails_at_once_with_the_hint() {
+    let server = OAuthServer::start().await;
+    let err = connect(
+        &server.url(),
+        OAuth::new().login_hint("run `smthrs-mcp login srv`"),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized);
+    assert!(err.message().contains("smthrs-mcp login srv"), "{err}");
+    // No discovery was attempted: nobody could have acted on it.
+    assert!(
+        log(&server)
+            .iter()
+            .all(|l| l.contains("/mcp") && !l.contains("well-known")),
+        "{:?}",
+        log(&server)
+    );
+}
+
+/// An MCP server whose PRM names `authorization_server`.
+async fn naming(authorization_server: String) -> TestServer {
+    TestServer::start(move |req: http_server::Recorded| {
+        let issuer = authorization_server.clone();
+        async move {
+            if req.uri.path() == "/.well-known/oauth-protected-resource/mcp" {
+                let base = format!("http://{}", req.header("host").unwrap());
+                return full(
+                    200,
+                    "application/json",
+                    json!({"resource": format!("{base}/mcp"), "authorization_servers": [issuer]})
+                        .to_string(),
+                );
+            }
+            with_header(
+                status(401),
+                "www-authenticate",
+                "Bearer error=\"invalid_token\"",
+            )
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn discovered_urls_outside_the_policy_are_refused_before_connecting() {
+    // 1. The egress grants allow only the MCP origin: the AS (another port) is denied.
+    let listener = CountingListener::start().await;
+    let server = naming(format!("http://127.0.0.1:{}", listener.addr.port())).await;
+    let url = server.url();
+    let grants = EgressGrants::parse([format!("net:get|post:http://{}", server.addr)]).unwrap();
+    let err = connect(
+        &url,
+        OAuth::new().authorizer(headless()).egress_grants(grants),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::EgressDenied, "{err}");
+    assert_eq!(listener.accepted(), 0);
+    // 2. Plain http to a non-loopback host, link-local (cloud metadata), a private
+    //    address, a metadata host name: refused by the address policy.
+    for issuer in [
+        "http://as.example.com",
+        "https://169.254.169.254",
+        "https://10.0.0.1",
+        "https://metadata.google.internal",
+    ] {
+        let server = naming(issuer.to_owned()).await;
+        let err = connect(&server.url(), OAuth::new().authorizer(headless()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::EgressDenied, "{issuer}: {err}");
+        assert!(!err.message().contains(issuer), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn the_whole_chain_over_tls() {
+    let pki = TestPki::new();
+    let server = OAuthServer::start_with(Some(pki.server_config.clone())).await;
+    assert!(server.url().starts_with("https://localhost:"));
+    let transport = HttpTransport::builder("srv", server.url())
+        .add_root_certificate(pki.ca_der.clone())
+        .tls_roots_only(true)
+        .oauth(OAuth::new().authorizer(headless()))
+        .build()
+        .unwrap();
+    let client = Client::builder("srv").connect(transport).await.unwrap();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    client.close().await;
+    assert!(log(&server).contains(&"POST /token".to_string()));
+    // Without the root, the chain's own TLS fails (the MCP request fails first).
+    let transport = HttpTransport::builder("srv", server.url())
+        .oauth(OAuth::new().authorizer(headless()))
+        .build()
+        .unwrap();
+    let err = Client::builder("srv").connect(transport).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Tls, "{err}");
+}
+
+// ----- the CLI -----
+
+fn cli() -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_smthrs-mcp"));
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ] {
+        c.env_remove(var);
+    }
+    c.kill_on_drop(true);
+    c
+}
+
+struct CliSetup {
+    dir: tempfile::TempDir,
+    config: std::path::PathBuf,
+}
+
+impl CliSetup {
+    fn new(url: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("servers.json");
+        std::fs::write(
+            &config,
+            json!([{"server": "srv", "url": url, "oauth": {}}]).to_string(),
+        )
+        .unwrap();
+        CliSetup { dir, config }
+    }
+
+    fn state_home(&self) -> std::path::PathBuf {
+        self.dir.path().join("state")
+    }
+
+    fn store(&self) -> FileStore {
+        FileStore::new(self.state_home().join("smthrs-mcp").join("tokens.json"))
+    }
+
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut c = cli();
+        c.arg("--mcp-config").arg(&self.config).args(args);
+        c.env("XDG_STATE_HOME", self.state_home());
+        c
+    }
+}
+
+async fn run(mut c: tokio::process::Command) -> (i32, String, String) {
+    let out = c.output().await.unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn two_processes_refreshing_at_once_keep_the_rotating_token() {
+    let server = OAuthServer::start().await;
+    let setup = CliSetup::new(&server.url());
+    let (client_id, access, refresh) = server.state.seed(&[]);
+    // A stored login whose access token has expired (and the server agrees).
+    server.state.expire_access_tokens();
+    let store = setup.store();
+    let _ = access;
+    {
+        let _lock = store.lock("srv").unwrap();
+        store
+            .save(
+                "srv",
+                &StoredAuth {
+                    registrations: vec![],
+                    tokens: Some(StoredTokens {
+                        issuer: server.issuer(),
+                        resource: format!("{}/mcp", server.issuer()),
+                        token_endpoint: format!("{}/token", server.issuer()),
+                        client_id: client_id.clone(),
+                        tokens: TokenSet {
+                            access_token: SecretString::from("expired"),
+                            refresh_token: Some(SecretString::from(refresh.clone())),
+                            expires_at: Some(1),
+                            scopes: vec![],
+                        },
+                    }),
+                },
+            )
+            .unwrap();
+    }
+    // The stored registration must be known for the refresh: a pre-registered id.
+    std::fs::write(
+        &setup.config,
+        json!([{"server": "srv", "url": server.url(), "oauth": {"clientId": client_id}}])
+            .to_string(),
+    )
+    .unwrap();
+    let (a, b) = tokio::join!(
+        run(setup.command(&["tools"])),
+        run(setup.command(&["tools"]))
+    );
+    assert_eq!(a.0, 0, "first: {}", a.2);
+    assert_eq!(b.0, 0, "second: {}", b.2);
+    // Exactly one refresh: the second process waited for the lock, re-read the
+    // store and used the rotated token; the family was never revoked.
+    assert_eq!(*server.state.refreshes.lock().unwrap(), 1);
+    assert_eq!(*server.state.reuse_detected.lock().unwrap(), 0);
+    let stored = store.load("srv").unwrap().unwrap().tokens.unwrap();
+    assert_ne!(
+        stored.tokens.refresh_token.unwrap().expose_secret(),
+        &refresh
+    );
+}
+
+#[tokio::test]
+async fn login_end_to_end_then_tools_then_logout() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let server = OAuthServer::start().await;
+    let setup = CliSetup::new(&server.url());
+    // Before login: tools fails at once, naming the command to run.
+    let (code, _, stderr) = run(setup.command(&["tools"])).await;
+    assert_eq!(code, 1, "{stderr}");
+    let last = stderr.lines().last().unwrap();
+    assert!(last.starts_with("smthrs-mcp: unauthorized: "), "{last}");
+    assert!(last.contains("smthrs-mcp login srv"), "{last}");
+
+    let mut login = setup.command(&["login", "srv"]);
+    login
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = login.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the URL is printed");
+        if line.starts_with("http") {
+            break line;
+        }
+    };
+    // The browser: GET the authorization URL, follow its redirect to the listener.
+    let location = browser_get(&url).await.1.expect("a redirect");
+    assert!(location.starts_with("http://127.0.0.1:"), "{location}");
+    let (code, _) = browser_get(&location).await;
+    assert_eq!(code, 200);
+    let out = child.wait_with_output().await.unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "ok: logged in to srv"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(setup.store().path())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let (code, stdout, stderr) = run(setup.command(&["tools"])).await;
+    assert_eq!(code, 0, "{stderr}");
+    let tools: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(tools[0]["name"], "mcp/srv/echo");
+    // The server file holds no token.
+    assert!(
+        !std::fs::read_to_string(&setup.config)
+            .unwrap()
+            .contains("at-")
+    );
+    let (code, stdout, _) = run(setup.command(&["logout", "srv"])).await;
+    assert_eq!((code, stdout.trim()), (0, "ok: logged out of srv"));
+    let (code, _, stderr) = run(setup.command(&["tools"])).await;
+    assert_eq!(code, 1);
+    assert!(stderr.contains("smthrs-mcp login srv"), "{stderr}");
+}
+
+/// One GET without following redirects: (status, Location).
+async fn browser_get(url: &str) -> (u16, Option<String>) {
+    let uri: http::Uri = url.parse().unwrap();
+    let host = uri.authority().unwrap().as_str().to_owned();
+    let tcp = tokio::net::TcpStream::connect(&host).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let req = http::Request::get(uri.path_and_query().unwrap().as_str())
+        .header("host", host)
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    let location = resp
+        .headers()
+        .get("location")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (resp.status().as_u16(), location)
+}

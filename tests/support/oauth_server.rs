@@ -1,0 +1,384 @@
+//! An MCP server protected by OAuth and its authorization server, on one loopback
+//! hyper server (optionally TLS), for the OAuth tests.
+//!
+//! - MCP at `/mcp`: `initialize`, notifications, `tools/list` (one tool `echo`),
+//!   `tools/call`; every request needs `Authorization: Bearer <a live token>`, else
+//!   `401` with `resource_metadata`; `tools/call` needs the scopes in
+//!   `call_scopes`, else `403 insufficient_scope`.
+//! - PRM at `/.well-known/oauth-protected-resource/mcp` naming `issuer()` (or
+//!   another issuer set with `set_authorization_server`).
+//! - The authorization server: RFC 8414 metadata, DCR at `/register`, `/authorize`
+//!   (no person: `302` to the redirect URI with `code`, `state`, `iss`), `/token`
+//!   (authorization code with PKCE check, refresh with rotation: a refresh token
+//!   used twice revokes every token of its family, as real servers do).
+#![allow(dead_code)]
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use base64::Engine;
+use http::Response;
+use serde_json::{Value, json};
+use sha2::Digest;
+
+use super::http_server::{Body, Recorded, TestServer, full, status, with_header};
+
+type Pending = (String, Vec<String>, String);
+
+#[derive(Default)]
+pub struct AsState {
+    pub base: OnceLock<String>,
+    /// The issuer PRM names (default: this server).
+    pub authorization_server: Mutex<Option<String>>,
+    /// Scope in the 401 challenge.
+    pub challenge_scope: Mutex<Option<String>>,
+    /// Scopes `tools/call` needs.
+    pub call_scopes: Mutex<Vec<String>>,
+    /// Scopes never granted, whatever is asked.
+    pub withheld: Mutex<Vec<String>>,
+    /// `expires_in` of issued access tokens.
+    pub expires_in: Mutex<u64>,
+    pub live: Mutex<HashMap<String, Vec<String>>>,
+    /// Refresh token -> (family, scopes); used ones are kept in `used`.
+    refresh: Mutex<HashMap<String, (u64, Vec<String>)>>,
+    pub used: Mutex<HashSet<String>>,
+    families: Mutex<HashMap<u64, Vec<String>>>,
+    /// code -> (challenge, scopes, client id).
+    pending: Mutex<HashMap<String, Pending>>,
+    counter: Mutex<u64>,
+    pub log: Mutex<Vec<String>>,
+    /// `client_id` of every registration, authorization and token request.
+    pub client_ids: Mutex<Vec<String>>,
+    pub authorize_scopes: Mutex<Vec<String>>,
+    pub refreshes: Mutex<u64>,
+    pub reuse_detected: Mutex<u64>,
+}
+
+impl AsState {
+    fn next(&self) -> u64 {
+        let mut c = self.counter.lock().unwrap();
+        *c += 1;
+        *c
+    }
+
+    pub fn base(&self) -> String {
+        self.base.get().cloned().unwrap()
+    }
+
+    fn issue(&self, family: u64, scopes: &[String]) -> Value {
+        let n = self.next();
+        let access = format!("at-{n}");
+        let refresh = format!("rt-{n}");
+        self.live
+            .lock()
+            .unwrap()
+            .insert(access.clone(), scopes.to_vec());
+        self.refresh
+            .lock()
+            .unwrap()
+            .insert(refresh.clone(), (family, scopes.to_vec()));
+        self.families
+            .lock()
+            .unwrap()
+            .entry(family)
+            .or_default()
+            .push(access.clone());
+        json!({
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": *self.expires_in.lock().unwrap(),
+            "refresh_token": refresh,
+            "scope": scopes.join(" "),
+        })
+    }
+
+    /// Makes every access token invalid (as if expired), keeping refresh tokens.
+    pub fn expire_access_tokens(&self) {
+        self.live.lock().unwrap().clear();
+    }
+
+    /// Registers a client and issues tokens without a browser, for tests that
+    /// start from a stored login: returns (client_id, access, refresh).
+    pub fn seed(&self, scopes: &[&str]) -> (String, String, String) {
+        let client = format!("client-{}", self.next());
+        let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
+        let family = self.next();
+        let t = self.issue(family, &scopes);
+        (
+            client,
+            t["access_token"].as_str().unwrap().to_owned(),
+            t["refresh_token"].as_str().unwrap().to_owned(),
+        )
+    }
+}
+
+pub struct OAuthServer {
+    pub server: TestServer,
+    pub state: Arc<AsState>,
+}
+
+fn form(body: &[u8]) -> HashMap<String, String> {
+    url::form_urlencoded::parse(body).into_owned().collect()
+}
+
+fn json_response(code: u16, v: Value) -> Response<Body> {
+    full(code, "application/json", v.to_string())
+}
+
+fn unauthorized(state: &AsState, code: u16, error: &str, scope: Option<String>) -> Response<Body> {
+    let mut challenge = format!(
+        "Bearer error=\"{error}\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+        state.base()
+    );
+    if let Some(scope) = scope {
+        challenge.push_str(&format!(", scope=\"{scope}\""));
+    }
+    with_header(status(code), "www-authenticate", &challenge)
+}
+
+fn handle(state: &AsState, req: Recorded) -> Response<Body> {
+    let base = state.base();
+    let path = req.uri.path().to_owned();
+    let query: HashMap<String, String> = req
+        .uri
+        .query()
+        .map(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .into_owned()
+                .collect()
+        })
+        .unwrap_or_default();
+    state
+        .log
+        .lock()
+        .unwrap()
+        .push(format!("{} {path}", req.method));
+    match (req.method.as_str(), path.as_str()) {
+        ("GET", "/.well-known/oauth-protected-resource/mcp") => {
+            let issuer = state
+                .authorization_server
+                .lock()
+                .unwrap()
+                .clone()
+                .unwrap_or(base.clone());
+            json_response(
+                200,
+                json!({"resource": format!("{base}/mcp"), "authorization_servers": [issuer]}),
+            )
+        }
+        ("GET", "/.well-known/oauth-authorization-server") => json_response(
+            200,
+            json!({
+                "issuer": base,
+                "authorization_endpoint": format!("{base}/authorize"),
+                "token_endpoint": format!("{base}/token"),
+                "registration_endpoint": format!("{base}/register"),
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none"],
+                "authorization_response_iss_parameter_supported": true,
+            }),
+        ),
+        ("POST", "/register") => {
+            let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            assert_eq!(body["application_type"], "native");
+            let id = format!(
+                "client-{}-{}",
+                base.rsplit(':').next().unwrap_or(""),
+                state.next()
+            );
+            state
+                .client_ids
+                .lock()
+                .unwrap()
+                .push(format!("register:{id}"));
+            json_response(
+                201,
+                json!({"client_id": id, "token_endpoint_auth_method": "none"}),
+            )
+        }
+        ("GET", "/authorize") => {
+            let client = query.get("client_id").cloned().unwrap_or_default();
+            state
+                .client_ids
+                .lock()
+                .unwrap()
+                .push(format!("authorize:{client}"));
+            assert_eq!(
+                query.get("code_challenge_method").map(String::as_str),
+                Some("S256")
+            );
+            assert!(
+                query.get("resource").is_some_and(|r| r.ends_with("/mcp")),
+                "resource on the authorization request"
+            );
+            let withheld = state.withheld.lock().unwrap().clone();
+            let scopes: Vec<String> = query
+                .get("scope")
+                .map(|s| {
+                    s.split(' ')
+                        .map(str::to_owned)
+                        .filter(|s| !withheld.contains(s))
+                        .collect()
+                })
+                .unwrap_or_default();
+            state
+                .authorize_scopes
+                .lock()
+                .unwrap()
+                .push(query.get("scope").cloned().unwrap_or_default());
+            let code = format!("code-{}", state.next());
+            state.pending.lock().unwrap().insert(
+                code.clone(),
+                (query["code_challenge"].clone(), scopes, client),
+            );
+            let mut location = url::Url::parse(&query["redirect_uri"]).unwrap();
+            location
+                .query_pairs_mut()
+                .append_pair("code", &code)
+                .append_pair("state", &query["state"])
+                .append_pair("iss", &base);
+            with_header(status(302), "location", location.as_str())
+        }
+        ("POST", "/token") => {
+            let f = form(&req.body);
+            assert!(
+                f.get("resource").is_some_and(|r| r.ends_with("/mcp")),
+                "resource on every token request"
+            );
+            state.client_ids.lock().unwrap().push(format!(
+                "token:{}",
+                f.get("client_id").cloned().unwrap_or_default()
+            ));
+            match f.get("grant_type").map(String::as_str) {
+                Some("authorization_code") => {
+                    let Some((challenge, scopes, _client)) =
+                        state.pending.lock().unwrap().remove(&f["code"])
+                    else {
+                        return json_response(400, json!({"error": "invalid_grant"}));
+                    };
+                    let digest = sha2::Sha256::digest(f["code_verifier"].as_bytes());
+                    if base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest) != challenge
+                    {
+                        return json_response(400, json!({"error": "invalid_grant"}));
+                    }
+                    let family = state.next();
+                    json_response(200, state.issue(family, &scopes))
+                }
+                Some("refresh_token") => {
+                    let token = f["refresh_token"].clone();
+                    *state.refreshes.lock().unwrap() += 1;
+                    if !state.used.lock().unwrap().insert(token.clone()) {
+                        // Reuse of a rotated token: revoke the family.
+                        *state.reuse_detected.lock().unwrap() += 1;
+                        let family = state.refresh.lock().unwrap().get(&token).map(|f| f.0);
+                        if let Some(family) = family {
+                            for access in state
+                                .families
+                                .lock()
+                                .unwrap()
+                                .remove(&family)
+                                .unwrap_or_default()
+                            {
+                                state.live.lock().unwrap().remove(&access);
+                            }
+                            state.refresh.lock().unwrap().retain(|_, v| v.0 != family);
+                        }
+                        return json_response(
+                            400,
+                            json!({"error": "invalid_grant", "error_description": "remote-reuse-text"}),
+                        );
+                    }
+                    let Some((family, scopes)) = state.refresh.lock().unwrap().get(&token).cloned()
+                    else {
+                        return json_response(400, json!({"error": "invalid_grant"}));
+                    };
+                    json_response(200, state.issue(family, &scopes))
+                }
+                _ => json_response(400, json!({"error": "unsupported_grant_type"})),
+            }
+        }
+        (_, "/mcp") => {
+            let token = req
+                .header("authorization")
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(str::to_owned);
+            let scopes = token
+                .as_ref()
+                .and_then(|t| state.live.lock().unwrap().get(t).cloned());
+            let Some(scopes) = scopes else {
+                let scope = state.challenge_scope.lock().unwrap().clone();
+                return unauthorized(state, 401, "invalid_token", scope);
+            };
+            if req.method != http::Method::POST {
+                return status(405);
+            }
+            let msg: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            let id = msg.get("id").cloned();
+            let result = match msg["method"].as_str().unwrap_or("") {
+                "initialize" => json!({
+                    "protocolVersion": msg["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "oauth-test", "version": "1"},
+                }),
+                "tools/list" => {
+                    json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+                }
+                "tools/call" => {
+                    let needed = state.call_scopes.lock().unwrap().clone();
+                    if !needed.iter().all(|s| scopes.contains(s)) {
+                        return unauthorized(
+                            state,
+                            403,
+                            "insufficient_scope",
+                            Some(needed.join(" ")),
+                        );
+                    }
+                    json!({"content": [{"type": "text", "text": "ok"}], "isError": false})
+                }
+                _ => return status(202),
+            };
+            match id {
+                Some(id) => {
+                    json_response(200, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+                }
+                None => status(202),
+            }
+        }
+        _ => status(404),
+    }
+}
+
+impl OAuthServer {
+    pub async fn start() -> Self {
+        Self::start_with(None).await
+    }
+
+    /// With `tls`, the server speaks https on `localhost`.
+    pub async fn start_with(tls: Option<rustls::ServerConfig>) -> Self {
+        let state = Arc::new(AsState::default());
+        *state.expires_in.lock().unwrap() = 3600;
+        let s = state.clone();
+        let handler = move |req: Recorded| {
+            let s = s.clone();
+            async move { handle(&s, req) }
+        };
+        let server = match tls {
+            Some(config) => TestServer::start_tls(handler, config).await,
+            None => TestServer::start(handler).await,
+        };
+        let url = server.url();
+        let base = url.strip_suffix("/mcp").unwrap().to_owned();
+        state.base.set(base).unwrap();
+        OAuthServer { server, state }
+    }
+
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
+    pub fn issuer(&self) -> String {
+        self.state.base()
+    }
+}
