@@ -14,10 +14,6 @@ pub mod layer;
 pub mod limits;
 pub(crate) mod param_headers;
 pub mod redact;
-// The rust-version bump to 1.89 (std::fs::File::lock, for the token store)
-// makes clippy suggest let-chains in code written for 1.85; the engine's are
-// left for its own change.
-#[allow(clippy::collapsible_if)]
 pub mod session;
 pub mod transport;
 

@@ -137,22 +137,22 @@ fn walk(
         if key == ANNOTATION || DATA_KEYWORDS.contains(&key.as_str()) {
             continue;
         }
-        if key == "properties" {
-            if let Value::Object(properties) = value {
-                for (name, sub) in properties {
-                    let Value::Object(sub) = sub else { continue };
-                    match path.as_deref_mut() {
-                        Some(path) => {
-                            path.push(name.clone());
-                            let walked = walk(sub, Some(path), false, specs);
-                            path.pop();
-                            walked?;
-                        }
-                        None => walk(sub, None, false, specs)?,
+        if key == "properties"
+            && let Value::Object(properties) = value
+        {
+            for (name, sub) in properties {
+                let Value::Object(sub) = sub else { continue };
+                match path.as_deref_mut() {
+                    Some(path) => {
+                        path.push(name.clone());
+                        let walked = walk(sub, Some(path), false, specs);
+                        path.pop();
+                        walked?;
                     }
+                    None => walk(sub, None, false, specs)?,
                 }
-                continue;
             }
+            continue;
         }
         walk_any(value, specs)?;
     }

@@ -536,13 +536,12 @@ impl Shared {
         let Some(sink) = slot.as_mut() else {
             return Err(frame);
         };
-        if let Some(state) = state {
-            if state
+        if let Some(state) = state
+            && state
                 .compare_exchange(QUEUED, WRITTEN, Ordering::AcqRel, Ordering::Acquire)
                 .is_err()
-            {
-                return Ok(()); // settled meanwhile: the writer would skip it too
-            }
+        {
+            return Ok(()); // settled meanwhile: the writer would skip it too
         }
         match sink.try_send_now(frame, busy) {
             TrySend::Sent => Ok(()),

@@ -313,13 +313,13 @@ impl Shared {
             Some("application/json") | None
         );
         let limit = self.max_frame.min(ERROR_BODY_LIMIT);
-        if json && !body::declared_too_large(&response, limit) {
-            if let Ok(bytes) = body::collect_bounded(response.into_body(), limit).await {
-                if !bytes.iter().all(u8::is_ascii_whitespace) {
-                    self.deliver(InboundEvent::Frame(bytes)).await;
-                    self.settle(handle).await;
-                }
-            }
+        if json
+            && !body::declared_too_large(&response, limit)
+            && let Ok(bytes) = body::collect_bounded(response.into_body(), limit).await
+            && !bytes.iter().all(u8::is_ascii_whitespace)
+        {
+            self.deliver(InboundEvent::Frame(bytes)).await;
+            self.settle(handle).await;
         }
         handle.fail(self.status_error(status));
     }

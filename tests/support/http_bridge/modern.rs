@@ -446,7 +446,7 @@ fn decode_value(value: &str) -> Option<String> {
 /// Decodes standard padded base64 (RFC 4648 §4); `None` on anything else.
 fn base64_decode(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return None;
     }
     let chunks = bytes.len() / 4;
