@@ -23,18 +23,29 @@
 //!   make the flow name ambiguous.
 //! - **Entries**: `inputSchema` must be an object whose `type` is exactly
 //!   `"object"` (a tool with no usable parameter document is refused rather than
-//!   shown to a model as if it had one); `outputSchema`, when present, must be an
-//!   object; `description` and `title`, when present, must be strings.
+//!   shown to a model as if it had one); `outputSchema` and `annotations`, when
+//!   present, must be objects; `description` and `title`, when present, must be
+//!   strings.
 //! - **Bounds**: a tool's description bytes plus its JSON-encoded `inputSchema`
 //!   bytes may not exceed `maxToolDocumentBytes`, so one tool cannot flood the model's
 //!   context; more than `maxTools` tools fails (a silently truncated toolset is worse
 //!   than a refused connection); the cursor walk ends at `maxCatalogPages` pages or
 //!   at a repeated cursor, either of which would otherwise never finish.
 //!
-//! A JSON `null` for an optional member (`title`, `description`, `outputSchema`,
-//! `annotations`, `nextCursor`) means the member is absent: it carries no text, and
-//! servers generated from typed models commonly emit it. Members the contract does
-//! not name (`_meta`, `icons`, ...) are ignored and not kept.
+//! A member whose value is JSON `null` is *present*, so it must have the member's
+//! type: `"outputSchema": null`, `"annotations": null`, `"description": null`,
+//! `"title": null` and `"nextCursor": null` are each refused, naming the member.
+//! This is the contract's reading ("`outputSchema`, when present, must be a JSON
+//! object") and the official TypeScript SDK's (every one of these is
+//! `z.optional(...)` in its `ListToolsResultSchema`, which refuses `null`), so a
+//! server that sends `null` there already fails the most common client. The SDKs
+//! the interop suite runs omit unset members instead of sending `null`: the Python
+//! SDK serializes with `exclude_none=True`, rmcp with
+//! `skip_serializing_if = "Option::is_none"`. The one real server found sending
+//! `null` in one of these places (Codewhale's `serve --mcp`, `"nextCursor": null`)
+//! changed to omitting it because strict clients refused it, so no looser reading
+//! is kept. Members the contract does not name (`_meta`, `icons`, ...) are ignored
+//! and not kept, whatever their value.
 //!
 //! Every failure is `invalid_response`. Its message names the page, the entry's
 //! position and the rule broken; it never quotes server text such as the offending
@@ -116,7 +127,7 @@ impl Tool {
         self.output_schema.as_ref()
     }
 
-    /// The server's `annotations`, carried verbatim, if it sent any (non-null).
+    /// The server's `annotations` object, carried verbatim, if it sent one.
     pub fn annotations(&self) -> Option<&Value> {
         self.annotations.as_ref()
     }
@@ -249,12 +260,15 @@ impl CatalogBuilder {
     /// an object; `name` is not a non-empty string or breaks a [`check_tool_name`]
     /// rule; a name repeats one already accepted (on any page); `inputSchema` is
     /// missing, not an object, or its `type` is not exactly `"object"`;
-    /// `outputSchema` is present, non-null and not an object; `description` or
-    /// `title` is present, non-null and not a string; the description's bytes plus
-    /// the JSON-encoded `inputSchema` bytes exceed `maxToolDocumentBytes`; the total
-    /// tool count would exceed `maxTools`; `nextCursor` is present, non-null and not
-    /// a non-empty string; `nextCursor` repeats a cursor already returned; or
+    /// `outputSchema` or `annotations` is present and not an object; `description`
+    /// or `title` is present and not a string; the description's bytes plus the
+    /// JSON-encoded `inputSchema` bytes exceed `maxToolDocumentBytes`; the total tool
+    /// count would exceed `maxTools`; `nextCursor` is present and not a non-empty
+    /// string; `nextCursor` repeats a cursor already returned; or
     /// `nextCursor` is present when this page is already the `maxCatalogPages`th.
+    ///
+    /// A member present with the value `null` is present: it is refused like any
+    /// other value of the wrong type (see the [module docs](self)).
     ///
     /// The page is all or nothing: on failure nothing from it is kept.
     pub fn add_page(&mut self, result: &Value) -> Result<Option<String>> {
@@ -301,7 +315,7 @@ impl CatalogBuilder {
         }
 
         let next = match result.get("nextCursor") {
-            None | Some(Value::Null) => None,
+            None => None,
             Some(Value::String(cursor)) if !cursor.is_empty() || self.empty_cursor_continues => {
                 if self.seen_cursors.contains(cursor) {
                     return Err(fail("nextCursor repeats a cursor already seen"));
@@ -363,11 +377,15 @@ impl CatalogBuilder {
             return Err("inputSchema.type is not exactly \"object\"");
         }
         let output_schema = match entry.get("outputSchema") {
-            None | Some(Value::Null) => None,
+            None => None,
             Some(Value::Object(schema)) => Some(schema),
             Some(_) => return Err("outputSchema is not an object"),
         };
-        let annotations = entry.get("annotations").filter(|value| !value.is_null());
+        let annotations = match entry.get("annotations") {
+            None => None,
+            Some(annotations @ Value::Object(_)) => Some(annotations),
+            Some(_) => return Err("annotations is not an object"),
+        };
 
         let description_bytes = description.map_or(0, str::len);
         let over = match self.max_tool_document_bytes.checked_sub(description_bytes) {
@@ -390,13 +408,14 @@ impl CatalogBuilder {
     }
 }
 
-/// An optional string member: absent or `null` is `None`, another type is an error.
+/// An optional string member: absent is `None`; any other value than a string,
+/// `null` included, is an error.
 fn optional_string<'a>(
     entry: &'a Map<String, Value>,
     key: &str,
 ) -> std::result::Result<Option<&'a str>, ()> {
     match entry.get(key) {
-        None | Some(Value::Null) => Ok(None),
+        None => Ok(None),
         Some(Value::String(text)) => Ok(Some(text)),
         Some(_) => Err(()),
     }
@@ -545,18 +564,11 @@ mod tests {
         });
         assert_eq!(builder.add_page(&first).unwrap().as_deref(), Some("c1"));
         let second = json!({
-            "tools": [{
-                "name": "über",
-                "description": null,
-                "title": null,
-                "outputSchema": null,
-                "annotations": null,
-                "inputSchema": { "type": "object" }
-            }],
+            "tools": [{ "name": "über", "inputSchema": { "type": "object" } }],
             "nextCursor": "c2"
         });
         assert_eq!(builder.add_page(&second).unwrap().as_deref(), Some("c2"));
-        let third = json!({ "tools": [], "nextCursor": null });
+        let third = json!({ "tools": [] });
         assert_eq!(builder.add_page(&third).unwrap(), None);
 
         let catalog = builder.finish();
@@ -806,6 +818,45 @@ mod tests {
     }
 
     #[test]
+    fn a_null_member_is_present_and_refused_by_name() {
+        for (member, rule) in [
+            ("outputSchema", "outputSchema is not an object"),
+            ("description", "description is not a string"),
+            ("title", "title is not a string"),
+            ("annotations", "annotations is not an object"),
+        ] {
+            let mut entry = tool("t");
+            entry[member] = Value::Null;
+            let message = rejects_entry(entry);
+            assert!(
+                message.contains(&format!("tools[1]: {rule}")),
+                "{member}: {message}"
+            );
+        }
+        let message = rejects_page(json!({ "tools": [tool("a")], "nextCursor": null }));
+        assert!(
+            message.contains("nextCursor is not a non-empty string"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn annotations_when_present_must_be_an_object() {
+        for bad in [json!(1), json!([]), json!("readOnly"), json!(true)] {
+            let entry =
+                json!({ "name": "t", "inputSchema": { "type": "object" }, "annotations": bad });
+            assert!(rejects_entry(entry).contains("annotations is not an object"));
+        }
+        let entry = json!({ "name": "t", "inputSchema": { "type": "object" }, "annotations": {} });
+        let catalog = {
+            let mut builder = builder();
+            builder.add_page(&page(vec![entry])).unwrap();
+            builder.finish()
+        };
+        assert_eq!(catalog.get("t").unwrap().annotations(), Some(&json!({})));
+    }
+
+    #[test]
     fn description_and_title_when_present_must_be_strings() {
         for bad in [json!(1), json!([]), json!({}), json!(true)] {
             let entry =
@@ -875,7 +926,14 @@ mod tests {
 
     #[test]
     fn next_cursor_must_be_a_non_empty_string() {
-        for cursor in [json!(""), json!(1), json!({}), json!([]), json!(true)] {
+        for cursor in [
+            json!(""),
+            json!(1),
+            json!({}),
+            json!([]),
+            json!(true),
+            json!(null),
+        ] {
             let message = rejects_page(json!({ "tools": [tool("a")], "nextCursor": cursor }));
             assert!(
                 message.contains("nextCursor is not a non-empty string"),
@@ -883,12 +941,7 @@ mod tests {
             );
         }
         let mut builder = builder();
-        assert_eq!(
-            builder
-                .add_page(&json!({ "tools": [], "nextCursor": null }))
-                .unwrap(),
-            None
-        );
+        assert_eq!(builder.add_page(&json!({ "tools": [] })).unwrap(), None);
     }
 
     #[test]

@@ -22,7 +22,8 @@
 //!   Values shorter than [`MIN_EXACT_VALUE_BYTES`] are ignored, since replacing every
 //!   `1` or `on` would shred the text while protecting nothing. A multi-line value is
 //!   also matched line by line. The collector matches them before and after cleaning
-//!   (below).
+//!   (below), and an occurrence may be interrupted by escape sequences and hidden
+//!   characters planted inside it.
 //! - **Authorization headers**: after `Authorization:` or `Proxy-Authorization:`
 //!   (also `Cookie:` and `Set-Cookie:`), everything to the end of the line.
 //! - **Auth schemes**: the credential after `Bearer` or `Basic` (case-insensitive).
@@ -60,8 +61,8 @@
 //! # Limits
 //!
 //! This is a heuristic. A credential with neither a recognizable name nor shape
-//! ("the password is hunter2"), a credential split across lines, or an encoded form of
-//! an environment value (URL- or base64-encoded) can survive. The redactor errs
+//! ("the password is hunter2"), a credential split across lines or by visible text,
+//! or an encoded form of an environment value (URL- or base64-encoded) can survive. The redactor errs
 //! towards over-redaction: some harmless values next to secret-sounding keys, and
 //! base64 blobs, are replaced too. A `BEGIN ... PRIVATE KEY-----` marker without its
 //! `END` line hides the rest of the stream from the tail; that is the safe side.
@@ -78,6 +79,20 @@
 //! left of a value found in the line as written is replaced, wherever it ends up after
 //! cleaning: that line becomes `key [REDACTED]`, and no part of the value is kept.
 //!
+//! An escape can also be planted *inside* a value, so that it splits the value in
+//! the line as written and eats one of its characters when the line is cleaned:
+//! `correct-horse-\x1b[battery` is `ESC [ b`, a CSI sequence whose final byte is
+//! the `b`, and cleans to `correct-horse-attery`, which neither match finds. So in
+//! the line as written a value also occurs where deleting some *hidden* bytes leaves
+//! exactly the value: bytes that an escape sequence starting at some `ESC` would
+//! consume (each `ESC` taken on its own, not as the cleaning happens to parse the
+//! line, so that an earlier sequence swallowing the planted `ESC` changes nothing),
+//! and control and bidi characters. The whole occurrence, interruptions included,
+//! is then replaced, wherever it ends up after cleaning: that line becomes
+//! `[REDACTED]`, in the tail and in [`Redactor::redact_line`] alike. This is done for
+//! values of at most [`MAX_GAPPED_VALUE_BYTES`] (its cost grows with the value's
+//! length), and only on lines holding such bytes. A value split by text a reader
+//! sees (a space, a letter, a line end) is still beyond the exact-value rule.//!
 //! # Example
 //!
 //! ```
@@ -196,12 +211,22 @@ impl Redactor {
     }
 
     /// Where the exact values occur in `text`, overlapping occurrences included: the
-    /// union of all occurrences as sorted, disjoint byte ranges. Linear in the length
-    /// of `text` for each value.
+    /// union of all occurrences as sorted, disjoint byte ranges.
+    ///
+    /// When `text` holds escape sequences or hidden characters (see
+    /// [`hidden_bytes`]), an occurrence may also be interrupted by any of their
+    /// bytes: `correct-horse-\x1b[battery` is an occurrence of
+    /// `correct-horse-battery` (the range then covers the interruption too). Linear
+    /// in the length of `text` for each value, times `1 + len / 64` for the values of
+    /// at most [`MAX_GAPPED_VALUE_BYTES`] when there are such bytes.
     fn exact_ranges(&self, text: &str) -> Vec<(usize, usize)> {
         let mut ranges = Vec::new();
+        let hidden = hidden_bytes(text);
         for value in self.exact.iter() {
-            value.cover(text.as_bytes(), &mut ranges);
+            match (&hidden, &value.gapped) {
+                (Some(hidden), Some(gapped)) => gapped.cover(text, hidden, &mut ranges),
+                _ => value.cover(text.as_bytes(), &mut ranges),
+            }
         }
         ranges.sort_unstable_by_key(|&(start, _)| start);
         let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
@@ -218,7 +243,11 @@ impl Redactor {
     ///
     /// The line is taken on its own: a line in the middle of a multi-line PEM block is
     /// only caught if it looks random enough (use [`StderrCollector`] for streams).
-    /// Runs in time linear in the line's length (times the number of exact values).
+    /// An exact value interrupted by escape sequences or hidden characters is replaced
+    /// with its interruptions (see the [module docs](self)).
+    /// Runs in time linear in the line's length (times the number of exact values,
+    /// and `1 + len / 64` for a value of `len` bytes on a line holding escapes or
+    /// control characters).
     pub fn redact_line(&self, line: &str) -> String {
         self.redact_in(line, Vec::new(), &mut PemState::Outside)
     }
@@ -271,6 +300,9 @@ struct ExactValue {
     /// `fail[i]`: the length of the longest proper prefix of `value[..=i]` that is also
     /// a suffix of it.
     fail: Box<[usize]>,
+    /// The matcher for occurrences interrupted by hidden bytes, for values of at
+    /// most [`MAX_GAPPED_VALUE_BYTES`].
+    gapped: Option<Gapped>,
 }
 
 impl ExactValue {
@@ -291,6 +323,7 @@ impl ExactValue {
         Self {
             value: value.into(),
             fail: fail.into(),
+            gapped: (needle.len() <= MAX_GAPPED_VALUE_BYTES).then(|| Gapped::new(needle)),
         }
     }
 
@@ -329,6 +362,230 @@ impl ExactValue {
             }
         }
     }
+}
+
+/// Finds a value whose occurrences may be interrupted by hidden bytes: `value`
+/// occurs at `[a, b)` when deleting some hidden bytes of `text[a..b]` leaves exactly
+/// `value` (and `text[a]`, `text[b - 1]` are kept). Bit-parallel (shift-and): a state
+/// is a set of prefix lengths, `value.len() + 1` bits, one pass per direction.
+///
+/// A byte of `text` lies in some occurrence when, for some `i`, the prefix
+/// `value[..i]` ends just before it and the suffix after it starts just after it
+/// (the byte being `value[i]`, or a hidden byte between the two). So a backward pass
+/// computes, for every position, which suffixes start after it, and a forward pass
+/// which prefixes end before it; their meeting marks the byte. The backward states
+/// are kept only every [`GAPPED_BLOCK`] positions and recomputed block by block, so
+/// memory stays at `(len / GAPPED_BLOCK + GAPPED_BLOCK)` states.
+struct Gapped {
+    len: usize,
+    /// Words per state: bits `0..=len`.
+    words: usize,
+    /// For each byte value, `1 +` its index into `masks`, or 0 if it is not in the
+    /// value.
+    class: Box<[u16; 256]>,
+    /// Per distinct byte of the value, `words` words: bit `i` set iff
+    /// `value[i]` is that byte.
+    masks: Box<[u64]>,
+}
+
+/// Positions per stored backward state in [`Gapped::cover`].
+const GAPPED_BLOCK: usize = 64;
+
+/// Exact values longer than this are matched only as written (and after cleaning),
+/// not across escape sequences and hidden characters planted inside them: the cost of
+/// that match grows with the value's length (`1 + len / 64` words per byte of a
+/// line, three passes), and at 1 KiB a 64 KiB line full of escapes takes about 10 ms
+/// in a release build. Multi-line values are also matched line by line, each part on
+/// its own; a long random value's parts are still caught by the high-entropy rule.
+pub const MAX_GAPPED_VALUE_BYTES: usize = 1024;
+
+impl Gapped {
+    fn new(value: &[u8]) -> Self {
+        let len = value.len();
+        let words = len / 64 + 1;
+        let mut class = Box::new([0u16; 256]);
+        let mut masks: Vec<u64> = Vec::new();
+        for (index, &byte) in value.iter().enumerate() {
+            if class[usize::from(byte)] == 0 {
+                masks.resize(masks.len() + words, 0);
+                class[usize::from(byte)] = (masks.len() / words) as u16;
+            }
+            let at = (usize::from(class[usize::from(byte)]) - 1) * words;
+            masks[at + index / 64] |= 1 << (index % 64);
+        }
+        Gapped {
+            len,
+            words,
+            class,
+            masks: masks.into(),
+        }
+    }
+
+    /// The bits of `value` positions holding `byte` (all zero if none).
+    fn mask(&self, byte: u8) -> Option<&[u64]> {
+        let class = usize::from(self.class[usize::from(byte)]);
+        (class > 0).then(|| &self.masks[(class - 1) * self.words..class * self.words])
+    }
+
+    /// One byte backwards: `after` is the set of suffix starts `k < len` such that
+    /// `value[k..]` occurs starting right after the byte (`len`, the empty suffix, is
+    /// implied); writes the same for the byte itself into `out`.
+    fn step_back(&self, after: &[u64], byte: u8, hidden: bool, out: &mut [u64]) {
+        let top = self.len;
+        match self.mask(byte) {
+            Some(mask) => {
+                // ((after | bit len) >> 1) & mask
+                for word in 0..self.words {
+                    let mut shifted = after[word] >> 1;
+                    let next = after.get(word + 1).copied().unwrap_or(0);
+                    shifted |= next << 63;
+                    if top / 64 == word + 1 && top.is_multiple_of(64) {
+                        shifted |= 1 << 63;
+                    }
+                    if top / 64 == word && !top.is_multiple_of(64) {
+                        shifted |= 1 << (top % 64 - 1);
+                    }
+                    out[word] = shifted & mask[word];
+                }
+            }
+            None => out.fill(0),
+        }
+        if hidden {
+            for (out, after) in out.iter_mut().zip(after) {
+                *out |= after;
+            }
+        }
+    }
+
+    /// Appends the union of the (possibly interrupted) occurrences in `text` to
+    /// `ranges` as sorted, disjoint byte ranges on character boundaries. `hidden`
+    /// marks the bytes that may interrupt one.
+    fn cover(&self, text: &str, hidden: &[bool], ranges: &mut Vec<(usize, usize)>) {
+        let bytes = text.as_bytes();
+        let n = bytes.len();
+        if n < self.len {
+            return;
+        }
+        let words = self.words;
+        let blocks = n.div_ceil(GAPPED_BLOCK);
+        // `saved[b]`: the backward state after the last byte of block `b`.
+        let mut saved = vec![0u64; blocks * words];
+        let mut state = vec![0u64; words];
+        let mut scratch = vec![0u64; words];
+        for block in (0..blocks).rev() {
+            saved[block * words..(block + 1) * words].copy_from_slice(&state);
+            let start = block * GAPPED_BLOCK;
+            let end = (start + GAPPED_BLOCK).min(n);
+            for at in (start..end).rev() {
+                self.step_back(&state, bytes[at], hidden[at], &mut scratch);
+                std::mem::swap(&mut state, &mut scratch);
+            }
+        }
+        // Forward, block by block: `after[i]` is the backward state after byte
+        // `start + i`, recomputed from the saved one.
+        let mut after = vec![0u64; GAPPED_BLOCK * words];
+        let mut before = vec![0u64; words]; // prefixes `1..=len` ending before the byte
+        let mut matched = vec![0u64; words];
+        let top = self.len;
+        let own = ranges.len();
+        let mut push = |at: usize| match ranges[own..].last_mut() {
+            Some(last) if last.1 >= at => last.1 = ceil_char_boundary(text, at + 1),
+            _ => ranges.push((
+                floor_char_boundary(text, at),
+                ceil_char_boundary(text, at + 1),
+            )),
+        };
+        for block in 0..blocks {
+            let start = block * GAPPED_BLOCK;
+            let end = (start + GAPPED_BLOCK).min(n);
+            let count = end - start;
+            after[(count - 1) * words..count * words]
+                .copy_from_slice(&saved[block * words..(block + 1) * words]);
+            for i in (0..count - 1).rev() {
+                let (low, high) = after.split_at_mut((i + 1) * words);
+                self.step_back(
+                    &high[..words],
+                    bytes[start + i + 1],
+                    hidden[start + i + 1],
+                    &mut low[i * words..],
+                );
+            }
+            for i in 0..count {
+                let at = start + i;
+                let next = &after[i * words..(i + 1) * words];
+                // The prefixes this byte extends: ((before | bit 0) & mask) << 1.
+                let mut carry = 1u64; // bit 0: the empty prefix
+                match self.mask(bytes[at]) {
+                    Some(mask) => {
+                        for word in 0..words {
+                            let x = (before[word] | carry) & mask[word];
+                            carry = 0;
+                            matched[word] = x;
+                        }
+                        let mut high = 0;
+                        for word in matched.iter_mut() {
+                            let x = *word;
+                            *word = (x << 1) | high;
+                            high = x >> 63;
+                        }
+                    }
+                    None => matched.fill(0),
+                }
+                // Kept as `value[i]`: the suffix after `i` must start after the byte.
+                let mut covered = matched.iter().zip(next).enumerate().any(|(word, (m, e))| {
+                    let mut suffixes = *e;
+                    if top / 64 == word {
+                        suffixes |= 1 << (top % 64);
+                    }
+                    m & suffixes != 0
+                });
+                // Hidden and skipped: a prefix before it meets a suffix after it.
+                if hidden[at] && !covered {
+                    covered = before.iter().zip(next).any(|(d, e)| d & e != 0);
+                }
+                if covered {
+                    push(at);
+                }
+                if hidden[at] {
+                    for (m, d) in matched.iter_mut().zip(&before) {
+                        *m |= d;
+                    }
+                }
+                std::mem::swap(&mut before, &mut matched);
+            }
+        }
+    }
+}
+
+/// Which bytes of `text` a reader does not see as themselves, and that may therefore
+/// interrupt an exact value without hiding it from view: every byte that an escape
+/// sequence starting at any `ESC` would consume (the sequence as [`clean_line`] reads
+/// it, from the `ESC` to its final byte, whatever came before), and every control
+/// (Unicode Cc) or bidirectional-override character. `None` when there is none.
+///
+/// Each escape's extent is taken on its own, not as the cleaning happens to parse
+/// the line: an escape prefix planted inside a value is then hidden whatever precedes
+/// it (an earlier sequence that takes the planted `ESC` for its final byte, say).
+/// Extents end at the next `ESC` or one character after it, so this is linear.
+fn hidden_bytes(text: &str) -> Option<Vec<bool>> {
+    if text.bytes().all(|byte| (0x20..0x7f).contains(&byte)) {
+        return None;
+    }
+    let mut hidden = vec![false; text.len()];
+    let mut any = false;
+    for (at, c) in text.char_indices() {
+        if c == '\u{1b}' {
+            let mut rest = text[at + 1..].chars();
+            skip_escape(&mut rest);
+            let end = text.len() - rest.as_str().len();
+            hidden[at..end].fill(true);
+            any = true;
+        } else if c.is_control() || is_bidi_control(c) {
+            hidden[at..at + c.len_utf8()].fill(true);
+            any = true;
+        }
+    }
+    any.then_some(hidden)
 }
 
 /// Whether the stream is inside a multi-line PEM private-key block.
@@ -1261,7 +1518,9 @@ fn reserve_tail(tail: &mut String, additional: usize, cap: usize) {
 /// characters, whitespace-collapsed, and redacted with the [`Redactor`]. Exact values
 /// are found in the decoded line before it is cleaned as well as after: whatever of an
 /// occurrence survives cleaning is redacted, so an escape sequence in front of a value
-/// cannot shorten it out of the exact-value rule's reach. Only then is
+/// cannot shorten it out of the exact-value rule's reach, nor one planted inside it
+/// (an occurrence in the line as written may be interrupted by escape sequences and
+/// control characters; see the [module docs](self)). Only then is
 /// it appended to the tail, joined to the previous line by one space, and the tail is
 /// cut from the front to at most `max_bytes` bytes, on a character boundary.
 ///
@@ -1967,6 +2226,203 @@ mod tests {
         assert_eq!(tail, kept);
     }
 
+    /// `fuzz/artifacts-found/redaction/escape-inside-eats-a-char`: an escape planted
+    /// *inside* a value, whose final byte is one of the value's characters
+    /// (`ESC [ b` in `correct-horse-\x1b[battery`), split it in the line as written
+    /// and ate the `b` when the line was cleaned, so neither pass matched and
+    /// `correct-horse-attery` reached the tail.
+    #[test]
+    fn escape_inside_a_value_reproducer() {
+        let redactor = Redactor::new(["correct-horse-battery"]);
+        let line = b"key correct-horse-\x1b[battery staple\n";
+        assert_eq!(tail_of(&redactor, &[line]), "key [REDACTED] staple");
+        let raw = String::from_utf8_lossy(&line[..line.len() - 1]);
+        assert_eq!(redactor.redact_line(&raw), "key [REDACTED] staple");
+    }
+
+    /// Escape-sequence prefixes and hidden characters planted anywhere inside a value
+    /// (also at several places at once): not one of its characters survives, in the
+    /// tail or in `redact_line`, whatever the split.
+    #[test]
+    fn a_value_split_by_any_escape_is_redacted() {
+        let value = "correct-horse-battery";
+        let redactor = Redactor::new([value]);
+        let pieces: &[&str] = &[
+            "\x1b",
+            "\x1b[",
+            "\x1b[1;",
+            "\x1b[?",
+            "\x1b[31m",
+            "\x1b]",
+            "\x1b]0;",
+            "\x1b]0;t\x07",
+            "\x1b(",
+            "\x1b#",
+            "\x1bP",
+            "\x1b_",
+            "\x1b\x1b",
+            "\x00",
+            "\x07",
+            "\t",
+            "\r",
+            "\x7f",
+            "\u{85}",
+            "\u{9b}",
+            "\u{202e}",
+            "\u{2066}",
+        ];
+        // Characters of `value` that appear outside it in these lines: none.
+        let (before, after) = ("KEY=", " ZZZ");
+        let survivors = |text: &str| -> Vec<char> {
+            let masked = text.replace(REDACTED, "");
+            masked.chars().filter(|&c| value.contains(c)).collect()
+        };
+        let chars: Vec<(usize, char)> = value.char_indices().collect();
+        for piece in pieces {
+            for &(split, _) in chars.iter().skip(1) {
+                let planted = format!("{}{piece}{}", &value[..split], &value[split..]);
+                let line = format!("{before}{planted}{after}");
+                let tail = tail_of(&redactor, &[format!("{line}\n").as_bytes()]);
+                assert!(
+                    survivors(&tail).is_empty(),
+                    "{piece:?} at {split}: {tail:?}"
+                );
+                let out = redactor.redact_line(&line);
+                assert!(survivors(&out).is_empty(), "{piece:?} at {split}: {out:?}");
+            }
+            // Planted at every gap at once.
+            let mut planted = String::new();
+            for (index, c) in value.chars().enumerate() {
+                if index > 0 {
+                    planted.push_str(piece);
+                }
+                planted.push(c);
+            }
+            let line = format!("{before}{planted}{after}");
+            let tail = tail_of(&redactor, &[format!("{line}\n").as_bytes()]);
+            assert!(
+                survivors(&tail).is_empty(),
+                "{piece:?} everywhere: {tail:?}"
+            );
+            assert!(survivors(&redactor.redact_line(&line)).is_empty());
+        }
+        // Text that only looks like the value once escapes are skipped is not text a
+        // reader sees as the value unless those bytes are escapes: a printable
+        // character inside it keeps it apart.
+        assert_eq!(
+            redactor.redact_line("correct-horse-Xbattery"),
+            "correct-horse-Xbattery"
+        );
+    }
+
+    /// The bit-parallel matcher against a brute-force search of every interrupted
+    /// occurrence, on many small random lines, values of one to three words long.
+    #[test]
+    fn gapped_matching_agrees_with_a_brute_force_reference() {
+        fn reference(text: &[u8], hidden: &[bool], value: &[u8]) -> Vec<bool> {
+            let mut covered = vec![false; text.len()];
+            for start in 0..text.len() {
+                if text[start] != value[0] {
+                    continue;
+                }
+                // (position, matched) pairs reachable from a match starting here.
+                let mut stack = vec![(start + 1, 1)];
+                let mut seen = std::collections::HashSet::new();
+                while let Some((at, done)) = stack.pop() {
+                    if !seen.insert((at, done)) {
+                        continue;
+                    }
+                    if done == value.len() {
+                        covered[start..at].iter_mut().for_each(|c| *c = true);
+                        continue;
+                    }
+                    if at < text.len() {
+                        if text[at] == value[done] {
+                            stack.push((at + 1, done + 1));
+                        }
+                        if hidden[at] {
+                            stack.push((at + 1, done));
+                        }
+                    }
+                }
+            }
+            covered
+        }
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        let alphabet = b"ab[;1\x1b\x07]\x00(";
+        for round in 0..3000 {
+            let value_len = match round % 3 {
+                0 => 1 + next(6),
+                1 => 60 + next(10),
+                _ => 126 + next(6),
+            };
+            let value: Vec<u8> = (0..value_len).map(|_| b"ab[;1"[next(5)]).collect();
+            let text_len = value_len + next(value_len + 12);
+            let mut text: Vec<u8> = (0..text_len)
+                .map(|_| alphabet[next(alphabet.len())])
+                .collect();
+            // Plant the value, interrupted, half of the time.
+            if round % 2 == 0 && text_len >= value_len {
+                let at = next(text_len - value_len + 1);
+                text[at..at + value_len].copy_from_slice(&value);
+                let split = at + next(value_len);
+                text.splice(split..split, [0x1b, b'['].into_iter().take(1 + next(2)));
+            }
+            let text = String::from_utf8(text).unwrap();
+            let Some(hidden) = hidden_bytes(&text) else {
+                continue;
+            };
+            let gapped = Gapped::new(&value);
+            let mut ranges = Vec::new();
+            gapped.cover(&text, &hidden, &mut ranges);
+            let mut got = vec![false; text.len()];
+            for (start, end) in ranges {
+                got[start..end].iter_mut().for_each(|c| *c = true);
+            }
+            let want = reference(text.as_bytes(), &hidden, &value);
+            assert_eq!(
+                got,
+                want,
+                "{text:?} / {:?}",
+                String::from_utf8_lossy(&value)
+            );
+        }
+    }
+
+    #[test]
+    fn hidden_bytes_follow_each_escape_on_its_own() {
+        let marks = |text: &str| -> String {
+            let hidden = hidden_bytes(text).unwrap_or_default();
+            text.bytes()
+                .enumerate()
+                .map(|(at, _)| {
+                    if hidden.get(at) == Some(&true) {
+                        '^'
+                    } else {
+                        '.'
+                    }
+                })
+                .collect()
+        };
+        assert_eq!(hidden_bytes("plain text"), None);
+        assert_eq!(hidden_bytes("naïve"), None);
+        assert_eq!(marks("a\x1b[1;2bc"), ".^^^^^^.");
+        assert_eq!(marks("a\x1b]0;t\x07b"), ".^^^^^^.");
+        assert_eq!(marks("a\x1b(bc"), ".^^^.");
+        assert_eq!(marks("a\x1bbc"), ".^^.");
+        assert_eq!(marks("a\tb\x7fc"), ".^.^.");
+        // A CSI takes the next ESC for its final byte, but that ESC's own sequence
+        // is hidden too.
+        assert_eq!(marks("\x1b[1\x1b[x y"), "^^^^^^..");
+        assert_eq!(marks("a\u{202e}b"), ".^^^.");
+    }
+
     /// A line is only cleaned once complete, so where the reads split it does not
     /// matter, even between an escape and the value it eats into.
     #[test]
@@ -2173,6 +2629,19 @@ mod tests {
             // Quadratic behaviour on 64 KiB would take seconds even in release builds.
             assert!(elapsed.as_millis() < 1500, "{:?}: {elapsed:?}", &line[..16]);
             assert!(out.len() <= line.len() * (REDACTED.len() + 1));
+        }
+        // Escapes everywhere make every value of up to MAX_GAPPED_VALUE_BYTES go
+        // through the interrupted-occurrence matcher: `len / 64` words per byte.
+        let long = "a\x1b".repeat(MAX_GAPPED_VALUE_BYTES / 2);
+        let redactor = Redactor::new([long.as_str(), "needle-value-0"]);
+        for line in [fill("\x1ba"), fill("a\x1b[1;"), fill("\x1b]a"), fill("a")] {
+            let started = std::time::Instant::now();
+            redactor.redact_line(&line);
+            let mut collector = StderrCollector::new(redactor.clone(), 2048);
+            collector.push(line.as_bytes());
+            collector.finish();
+            let elapsed = started.elapsed();
+            assert!(elapsed.as_millis() < 1500, "{:?}: {elapsed:?}", &line[..4]);
         }
     }
 

@@ -119,6 +119,7 @@ engine_tests!(
     answered_call_is_never_cancelled,
     catalog_pages_are_walked,
     catalog_rules_refuse_bad_catalogs,
+    null_catalog_members_are_refused_by_name,
     close_records_scope_closed_for_later_calls,
     close_right_after_a_timeout_still_sends_the_cancellation,
     close_with_a_call_in_flight_cancels_it,
@@ -642,6 +643,21 @@ async fn catalog_rules_refuse_bad_catalogs(via: Via) {
         }));
         let error = open(via, builder, scenario(name)).await.unwrap_err();
         assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{name}: {error}");
+    }
+}
+
+/// A member sent as `null` is present, so it must have its type: `outputSchema: null`
+/// and `nextCursor: null` fail the connection, and the message names the member.
+async fn null_catalog_members_are_refused_by_name(via: Via) {
+    for (name, member) in [
+        ("null-members", "outputSchema"),
+        ("null-next-cursor", "nextCursor"),
+    ] {
+        let error = open(via, Client::builder(name), scenario(name))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{name}: {error}");
+        assert!(error.to_string().contains(member), "{name}: {error}");
     }
 }
 

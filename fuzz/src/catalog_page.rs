@@ -8,7 +8,8 @@
 //! - never a panic;
 //! - each page is accepted exactly when an independent re-implementation of the
 //!   contract's rules (names, uniqueness across pages, entry shape, document bytes,
-//!   `maxTools`, cursors, `maxCatalogPages`) accepts it, and the returned cursor is
+//!   `maxTools`, cursors, `maxCatalogPages`; a member sent as `null` is present and
+//!   must have its type) accepts it, and the returned cursor is
 //!   the page's `nextCursor`;
 //! - a refused page keeps nothing (all or nothing), so the final catalog is exactly
 //!   the tools of the accepted pages, in server order, within every bound;
@@ -120,8 +121,9 @@ impl Model {
             {
                 return None;
             }
+            // A member sent as `null` is present: it must have its type.
             let text = |key: &str| match entry.get(key) {
-                None | Some(Value::Null) => Some(None),
+                None => Some(None),
                 Some(Value::String(s)) => Some(Some(s.len())),
                 Some(_) => None,
             };
@@ -131,11 +133,10 @@ impl Model {
             if schema.as_object()?.get("type") != Some(&Value::from("object")) {
                 return None;
             }
-            if !matches!(
-                entry.get("outputSchema"),
-                None | Some(Value::Null | Value::Object(_))
-            ) {
-                return None;
+            for key in ["outputSchema", "annotations"] {
+                if !matches!(entry.get(key), None | Some(Value::Object(_))) {
+                    return None;
+                }
             }
             let encoded = serde_json::to_vec(schema).ok()?.len();
             if description.unwrap_or(0) + encoded > self.max_doc {
@@ -144,7 +145,7 @@ impl Model {
             names.push(name.to_owned());
         }
         let cursor = match page.get("nextCursor") {
-            None | Some(Value::Null) => None,
+            None => None,
             Some(Value::String(c)) if !c.is_empty() => {
                 if self.cursors.contains(c) || page_no >= self.max_pages {
                     return None;

@@ -2,12 +2,17 @@
 //!
 //! Input: a 16-byte header (tail size, secret length, how often and where to plant
 //! it, optional filler to pass the 64 KiB line bound, a distracting second exact
-//! value, a chunking seed), the secret's characters, then arbitrary surrounding
-//! bytes. The secret (4 to 36 characters without whitespace or control characters,
-//! ASCII or not) is given to the redactor as an exact value, the way the child's
-//! environment values are, and planted intact one to three times at fuzzed
+//! value, whether plants are split, a chunking seed), the secret's characters, then
+//! arbitrary surrounding bytes. The secret (4 to 36 characters without whitespace or
+//! control characters, ASCII or not) is given to the redactor as an exact value, the
+//! way the child's environment values are, and planted one to three times at fuzzed
 //! positions (chosen in the surrounding bytes, so that no plant splits another).
-//! Properties:
+//! A plant is the secret intact, or (when bit 2 of header byte 6 is set) the secret
+//! split between two of its characters by a planted piece: an escape-sequence
+//! prefix (`ESC`, `ESC [`, `ESC [ 1 ;`, `ESC ]`, `ESC (`, `ESC P`, ...) whose sequence
+//! may go on into the secret's characters, or a hidden character (a control, DEL, a
+//! C1 control, a bidi override); header bytes 8 + 2k and 9 + 2k choose where plant
+//! k is split and by what. Properties:
 //!
 //! - a planted secret never survives whole: not in the collector's tail, whatever
 //!   the surrounding bytes (escapes, invalid UTF-8, CR, other credentials, PEM
@@ -26,7 +31,10 @@
 //!   `correct-horse-battery`) and, unlike a run-length rule on the raw stream, it
 //!   cannot flag fragments of the secret that the surrounding bytes spell out
 //!   themselves. The escapes stay: an `ESC [` in the surroundings is kept unless `[`
-//!   is in the secret;
+//!   is in the secret. It holds for split plants too (which is stricter than "no
+//!   `len - 1` run survives" again: `artifacts-found/redaction/escape-inside-eats-a-char`,
+//!   `correct-horse-\x1b[battery`, left `correct-horse-attery`); a piece's own
+//!   characters lie inside the plant, so they count as the secret's;
 //! - the tail does not depend on the chunking (one chunk, seeded chunks, one byte
 //!   at a time for short inputs);
 //! - the collector never retains more than `MAX_STDERR_LINE_BYTES + max_bytes`, and
@@ -40,6 +48,37 @@ use smthrs_mcp::redact::{
 use super::util::{chunks, seed_of};
 
 const EXTRA: [char; 5] = ['é', 'ß', '漢', '😀', 'Ω'];
+
+/// What a split plant puts between two of the secret's characters: escape-sequence
+/// prefixes (the sequence may go on into the secret) and hidden characters. Never a
+/// line end, or a printable character: a secret split by text a reader sees is
+/// beyond any exact-value rule.
+const PIECES: [&str; 24] = [
+    "\x1b",
+    "\x1b[",
+    "\x1b[1;",
+    "\x1b[?2",
+    "\x1b[0m",
+    "\x1b[1 ",
+    "\x1b]",
+    "\x1b]0;",
+    "\x1b]8;;",
+    "\x1b]0;t\x07",
+    "\x1b]0;t\x1b",
+    "\x1b(",
+    "\x1b#",
+    "\x1b%",
+    "\x1bP",
+    "\x1b_",
+    "\x1b\x1b",
+    "\x00",
+    "\x07",
+    "\t",
+    "\r",
+    "\x7f",
+    "\u{9b}",
+    "\u{202e}",
+];
 
 /// Runs the properties on one input.
 pub fn check(data: &[u8]) {
@@ -74,12 +113,24 @@ pub fn check(data: &[u8]) {
         .map(|k| surroundings.len() * data[2 + k] as usize / 256)
         .collect();
     spots.sort_unstable();
+    // What each plant is: the secret, or the secret split by a piece.
+    let chars: Vec<usize> = secret.char_indices().map(|(at, _)| at).collect();
+    let planted: Vec<String> = (0..plants)
+        .map(|k| {
+            if data[6] & 4 == 0 {
+                return secret.clone();
+            }
+            let split = chars[1 + data[8 + 2 * k] as usize % (chars.len() - 1)];
+            let piece = PIECES[data[9 + 2 * k] as usize % PIECES.len()];
+            format!("{}{piece}{}", &secret[..split], &secret[split..])
+        })
+        .collect();
     let plant = |surroundings: &[u8]| {
-        let mut stream = Vec::with_capacity(surroundings.len() + plants * secret.len());
+        let mut stream = Vec::with_capacity(surroundings.len() + plants * secret.len() + 24);
         let mut from = 0;
-        for &at in &spots {
+        for (&at, planted) in spots.iter().zip(&planted) {
             stream.extend_from_slice(&surroundings[from..at]);
-            stream.extend_from_slice(secret.as_bytes());
+            stream.extend_from_slice(planted.as_bytes());
             from = at;
         }
         stream.extend_from_slice(&surroundings[from..]);

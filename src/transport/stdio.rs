@@ -13,8 +13,66 @@
 //!   "stdin closed"; an over-long line is `protocol_error`. When stdout ends because
 //!   the child exited, the exit is reported: the reader waits up to
 //!   [`EXIT_GRACE`] after EOF for the exit status so the more useful event wins.
-//! - Teardown closes stdin, waits up to [`SHUTDOWN_GRACE`] for the child to exit, then
-//!   kills it. The child is also killed if everything is dropped (`kill_on_drop`).
+//!
+//! # Teardown: the whole process tree
+//!
+//! Servers are very often started through wrappers (`npx`, `uvx`, `sh -c`, `node`
+//! spawning workers), and killing only the direct child would orphan the real server
+//! and everything it started. So on Unix the child is started as the leader of a
+//! new **process group** (`setpgid(0, 0)`, through [`Command::process_group`]); the
+//! processes it starts join that group unless they leave it themselves, and
+//! teardown ends the group, not just the child. Closing the session tears the
+//! process down:
+//!
+//! 1. stdin is closed (the engine drops the sink first), so a well-behaved server
+//!    exits by itself;
+//! 2. teardown waits up to [`SHUTDOWN_GRACE`] for the child to exit and the group
+//!    to empty;
+//! 3. then sends **SIGTERM to the group** and waits up to [`TERM_GRACE`];
+//! 4. then sends **SIGKILL to the group** and reaps the child.
+//!
+//! Steps 3 and 4 happen only while some member is left, and also when the child
+//! has already exited but its descendants remain (the group id is the dead
+//! leader's pid, and a group can be signalled as long as it has members). Teardown
+//! therefore takes at most `SHUTDOWN_GRACE + TERM_GRACE` plus the time the kernel
+//! takes to deliver SIGKILL, checking the group every [`GROUP_POLL`]. A server that
+//! exits on stdin EOF, with nothing left behind, is not waited for at all. A member
+//! that has exited but was not yet reaped by whoever inherited it (a zombie, in a
+//! container whose PID 1 does not reap) still counts as present, so teardown then
+//! waits out both graces.
+//!
+//! The same happens when the session ends because the child exited on its own
+//! (its descendants are ended), and when the client is dropped without `close()`:
+//! the teardown task runs it if a runtime is still running; if there is none (the
+//! runtime was dropped with the client), `Drop` sends SIGKILL to the group
+//! synchronously, and the child itself is killed by `kill_on_drop`.
+//!
+//! What this does not cover:
+//!
+//! - **A member that leaves the group** (`setsid`, `setpgid`, a daemonizing
+//!   server) is out of reach: nothing short of a cgroup can follow it.
+//! - **The host killed with SIGKILL** (or aborting without unwinding) runs no code
+//!   at all. What holds then: the child's stdin reaches EOF (the host's end of the
+//!   pipe closes with the host), so a server that exits on EOF still exits; its
+//!   writes to stdout fail with `EPIPE`. Members that ignore EOF survive, reparented
+//!   to init or to the nearest subreaper. A parent-death signal
+//!   (`PR_SET_PDEATHSIG`) would need code between `fork` and `exec` (`pre_exec`,
+//!   which is `unsafe`, forbidden in this crate), and it fires when the forking
+//!   *thread* exits, which a tokio blocking-pool thread does. A host that must not
+//!   leak processes even then runs under a supervisor that owns the whole tree: a
+//!   systemd service or scope (`KillMode=control-group`, the default, kills every
+//!   process in the unit's cgroup when the unit stops, `systemd-run --scope` for a
+//!   command), a container whose init reaps and signals its children, or a
+//!   subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`, e.g. `tini -s`) that ends the
+//!   orphans it inherits.
+//! - Because the server leads its own group, a terminal's Ctrl-C (SIGINT to the
+//!   foreground group) reaches the host but not the server: the host's teardown
+//!   ends the server.
+//! - **Windows** has no process groups of this kind; only the direct child is
+//!   killed there. Ending the tree would need a Job Object created with
+//!   `JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`, the child assigned to it (ideally
+//!   started suspended, so it cannot spawn before it is assigned), and the job
+//!   handle closed at teardown (see `SECURITY.md`).
 
 use std::ffi::OsString;
 use std::fmt;
@@ -22,6 +80,7 @@ use std::io::IoSlice;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -83,8 +142,16 @@ pub const INHERITED_ENV_VARS: &[&str] = &[
 
 /// After stdout EOF, how long the reader waits for the exit status.
 pub const EXIT_GRACE: Duration = Duration::from_millis(100);
-/// After stdin is closed at teardown, how long the child gets to exit before a kill.
+/// After stdin is closed at teardown, how long the child (and, on Unix, every other
+/// process of its group) gets to exit before SIGTERM is sent to the group.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(250);
+/// After SIGTERM to the server's process group, how long the group gets to exit
+/// before SIGKILL is sent to it (Unix; elsewhere the child is killed after
+/// [`SHUTDOWN_GRACE`]). Teardown takes at most `SHUTDOWN_GRACE + TERM_GRACE` plus
+/// SIGKILL's delivery.
+pub const TERM_GRACE: Duration = Duration::from_millis(250);
+/// How often teardown checks whether the server's process group is empty.
+pub const GROUP_POLL: Duration = Duration::from_millis(10);
 /// How long teardown waits for stderr to drain after the child is gone (a grandchild
 /// may hold the pipe open).
 const STDERR_DRAIN_GRACE: Duration = Duration::from_millis(100);
@@ -178,6 +245,10 @@ impl StdioCommand {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        // The child leads a new process group (its id is the child's pid), which
+        // the processes it starts join: teardown signals the whole group.
+        #[cfg(unix)]
+        command.process_group(0);
         command
     }
 }
@@ -230,9 +301,10 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
     )));
     let stderr_task = tokio::spawn(drain_stderr(stderr, collector.clone()));
 
+    let group = GroupKiller::new(ProcessGroup::of(&child));
     let (exit_tx, exit_rx) = watch::channel(None);
     let (kill_tx, kill_rx) = tokio::sync::oneshot::channel();
-    let supervisor = tokio::spawn(supervise(child, exit_tx, kill_rx));
+    let supervisor = tokio::spawn(supervise(child, group.clone(), exit_tx, kill_rx));
 
     let max_frame = Limits::usize_of(ctx.limits.max_frame_bytes);
     Ok(Connection {
@@ -256,6 +328,7 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
             supervisor,
             stderr_task,
             collector,
+            group,
         }),
     })
 }
@@ -280,26 +353,202 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Waits for the child to exit, or kills it when asked; publishes the exit status.
-async fn supervise(
-    mut child: Child,
-    exit_tx: watch::Sender<Option<ExitStatus>>,
-    kill_rx: tokio::sync::oneshot::Receiver<()>,
-) {
-    let status = tokio::select! {
-        status = child.wait() => status.ok(),
-        _ = kill_rx => {
-            // Ask nicely first: stdin is already closed by the time we are asked.
-            match tokio::time::timeout(SHUTDOWN_GRACE, child.wait()).await {
-                Ok(status) => status.ok(),
-                Err(_) => {
-                    let _ = child.start_kill();
-                    child.wait().await.ok()
-                }
+/// The server's process group on Unix: the child leads it, so its id is the
+/// child's pid. Elsewhere there is none and only the child is killed.
+#[derive(Clone, Copy, Debug)]
+struct ProcessGroup {
+    #[cfg(unix)]
+    id: rustix::process::Pid,
+}
+
+/// A signal teardown sends to the group.
+#[derive(Clone, Copy, Debug)]
+enum GroupSignal {
+    Term,
+    Kill,
+}
+
+impl ProcessGroup {
+    /// The group `child` leads (it was spawned with `process_group(0)`), if its
+    /// pid is known (it is until the child is reaped).
+    #[cfg(unix)]
+    fn of(child: &Child) -> Option<Self> {
+        let pid = i32::try_from(child.id()?).ok()?;
+        Some(ProcessGroup {
+            id: rustix::process::Pid::from_raw(pid)?,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn of(_child: &Child) -> Option<Self> {
+        None
+    }
+
+    /// Sends `signal` to every process of the group; errors (an empty group) are
+    /// ignored.
+    #[cfg(unix)]
+    fn signal(self, signal: GroupSignal) {
+        let signal = match signal {
+            GroupSignal::Term => rustix::process::Signal::TERM,
+            GroupSignal::Kill => rustix::process::Signal::KILL,
+        };
+        let _ = rustix::process::kill_process_group(self.id, signal);
+    }
+
+    #[cfg(not(unix))]
+    fn signal(self, _signal: GroupSignal) {}
+
+    /// Whether no process we may signal is left in the group (`kill(-pgid, 0)`).
+    /// A member we may not signal (one that made itself another user's) counts
+    /// as gone: nothing here could end it. A zombie counts as present until its
+    /// parent reaps it, so waiting for an empty group is always bounded by a grace.
+    #[cfg(unix)]
+    fn is_empty(self) -> bool {
+        rustix::process::test_kill_process_group(self.id).is_err()
+    }
+
+    #[cfg(not(unix))]
+    fn is_empty(self) -> bool {
+        true
+    }
+}
+
+/// Ends the server's process group with SIGKILL when dropped before teardown has
+/// finished with it: when the supervisor task is aborted, or dropped with its
+/// runtime, or when [`StdioShutdown`] is dropped without its teardown having run.
+/// No runtime is needed. The supervisor and the shutdown handle each hold one; they
+/// share the flag that teardown sets once the group is empty, after which neither
+/// signals again (the group id could then be reused).
+#[derive(Clone, Debug)]
+struct GroupKiller {
+    group: Option<ProcessGroup>,
+    done: Arc<AtomicBool>,
+}
+
+impl GroupKiller {
+    fn new(group: Option<ProcessGroup>) -> Self {
+        GroupKiller {
+            group,
+            done: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// SIGTERM to the group, or to the child alone where there is no group.
+    fn terminate(&self, child: &mut Child) {
+        match self.group {
+            Some(group) => group.signal(GroupSignal::Term),
+            // Without a group, the old behaviour: the child is killed.
+            None => {
+                let _ = child.start_kill();
             }
         }
-    };
-    let _ = exit_tx.send(status);
+    }
+
+    /// SIGKILL to the group and to the child.
+    fn kill(&self, child: &mut Child) {
+        if let Some(group) = self.group {
+            group.signal(GroupSignal::Kill);
+        }
+        let _ = child.start_kill();
+    }
+
+    /// Whether the group has no member left (trivially, without a group).
+    fn is_empty(&self) -> bool {
+        self.group.is_none_or(ProcessGroup::is_empty)
+    }
+
+    /// Teardown is done with the group: never signal it again.
+    fn finish(&self) {
+        self.done.store(true, AtomicOrdering::Release);
+    }
+
+    /// SIGKILL to the group, unless teardown finished with it or it is empty.
+    fn kill_now(&self) {
+        if self.done.load(AtomicOrdering::Acquire) {
+            return;
+        }
+        if let Some(group) = self.group.filter(|group| !group.is_empty()) {
+            group.signal(GroupSignal::Kill);
+        }
+    }
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        self.kill_now();
+    }
+}
+
+/// Waits until the child has exited (reaping it into `status`) and its group is
+/// empty, or `deadline` passes. True when everything ended.
+async fn wait_for_the_group(
+    child: &mut Child,
+    status: &mut Option<Option<ExitStatus>>,
+    group: &GroupKiller,
+    deadline: tokio::time::Instant,
+) -> bool {
+    loop {
+        if status.is_none() {
+            // `Child::wait` is cancel safe.
+            tokio::select! {
+                exited = child.wait() => *status = Some(exited.ok()),
+                _ = tokio::time::sleep(GROUP_POLL) => {}
+            }
+        }
+        if status.is_some() && group.is_empty() {
+            return true;
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        if status.is_some() {
+            tokio::time::sleep(GROUP_POLL.min(deadline - now)).await;
+        }
+    }
+}
+
+/// Publishes the child's exit status when it exits; when asked to stop (or when
+/// its [`StdioShutdown`] is gone), tears the process group down: a grace for the
+/// child and the group to exit after stdin closed, SIGTERM to the group, a
+/// second grace, SIGKILL to the group (see the [module docs](self)).
+async fn supervise(
+    mut child: Child,
+    group: GroupKiller,
+    exit_tx: watch::Sender<Option<ExitStatus>>,
+    mut kill_rx: tokio::sync::oneshot::Receiver<()>,
+) {
+    // `Some(status)` once the child is reaped.
+    let mut status: Option<Option<ExitStatus>> = None;
+    tokio::select! {
+        exited = child.wait() => {
+            let exited = exited.ok();
+            status = Some(exited);
+            let _ = exit_tx.send(exited);
+            // The session ends on this exit; its descendants may not have. Wait
+            // for teardown (or for the shutdown handle to be dropped).
+            let _ = kill_rx.await;
+        }
+        _ = &mut kill_rx => {}
+    }
+    // Stdin is already closed by the time we are asked: a grace to exit.
+    let now = tokio::time::Instant::now();
+    if !wait_for_the_group(&mut child, &mut status, &group, now + SHUTDOWN_GRACE).await {
+        group.terminate(&mut child);
+        let now = tokio::time::Instant::now();
+        if !wait_for_the_group(&mut child, &mut status, &group, now + TERM_GRACE).await {
+            group.kill(&mut child);
+            if status.is_none() {
+                status = Some(child.wait().await.ok());
+            }
+        }
+    }
+    group.finish();
+    if let Some(exited) = status
+        && exit_tx.borrow().is_none()
+    {
+        let _ = exit_tx.send(exited);
+    }
 }
 
 fn exit_message(status: &ExitStatus) -> String {
@@ -536,6 +785,8 @@ struct StdioShutdown {
     supervisor: tokio::task::JoinHandle<()>,
     stderr_task: tokio::task::JoinHandle<()>,
     collector: Arc<Mutex<StderrCollector>>,
+    /// Kills the process group on drop unless teardown finished with it.
+    group: GroupKiller,
 }
 
 impl Shutdown for StdioShutdown {
@@ -561,11 +812,14 @@ impl Shutdown for StdioShutdown {
 
 impl Drop for StdioShutdown {
     fn drop(&mut self) {
-        // Best effort without a runtime: the supervisor owns the child with
-        // kill_on_drop; aborting it drops the child, which kills it.
+        // Without a runtime to run the teardown (or with it cut short): SIGKILL to
+        // the process group now, synchronously (`group`'s own `Drop`, a no-op once
+        // teardown has finished with the group). The supervisor owns the child with
+        // `kill_on_drop`; aborting it drops the child, which kills it too.
         if self.kill.is_some() {
             self.supervisor.abort();
         }
+        self.group.kill_now();
         self.stderr_task.abort();
     }
 }
