@@ -9,7 +9,7 @@
 #   bash interop/servers/run.sh
 #
 # Peers must be installed first (.ci/run does it): `(cd interop && npm ci)` and
-# `bash interop/python/setup.sh`; the rmcp server is an example built by cargo.
+# `bash interop/python/setup.sh`; the rmcp server is an example, built here.
 # CI=true makes a missing peer a failure instead of a skip. Tests marked
 # `#[ignore = "needs the modern engine"]` are counted as waiting, not run.
 set -euo pipefail
@@ -21,6 +21,8 @@ trap 'rm -rf "$work"' EXIT
 log="$work/test.log"
 report="$work/report.tsv"
 : >"$report"
+# The rmcp peer is an example: `cargo test --test ...` alone would not (re)build it.
+cargo build --quiet --example rmcp_server
 set +e
 SMTHRS_INTEROP_REPORT="$report" CI=true cargo test \
   --test interop_everything --test interop_python --test interop_python_legacy \

@@ -7,8 +7,9 @@
 //! - the line each connect appends to `$SMTHRS_INTEROP_REPORT` (negotiated version,
 //!   target era, connect time), which `interop/servers/run.sh` turns into the README
 //!   table;
-//! - the uniform checks for the three servers of ours (`interop/python/server.py` and
-//!   `server_legacy.py`, `examples/rmcp_server.rs`, `interop/typescript/server.mjs`):
+//! - the uniform checks for the server scripts of ours on the SDKs
+//!   (`interop/python/server.py` and `server_legacy.py`, `examples/rmcp_server.rs`,
+//!   `interop/typescript/server.mjs`):
 //!   tools `echo {text}`, `add {a, b}` (structured `{sum}`), `slow` (seconds for the
 //!   Python ones, milliseconds for the others).
 #![allow(dead_code)]
