@@ -1,30 +1,38 @@
 //! Interop with the official reference server `@modelcontextprotocol/server-everything`
-//! (npm, pinned in `interop/package-lock.json`, installed by `.ci/run` with `npm ci`).
+//! 2026.8.31 (npm, pinned in `interop/package-lock.json`, installed by `.ci/run` with
+//! `npm ci`).
+//!
+//! A legacy-only peer (built on the TypeScript SDK v1): it answers `server/discover`
+//! with -32601 on stdio and with a 400 (-32000, "Server not initialized") on HTTP, then
+//! serves `initialize` (`interop/servers/PROBES.md`). Every pair must negotiate the
+//! legacy handshake (the default mode probes, then falls back).
 //!
 //! Locally, when `interop/node_modules` is absent, the tests print a notice and pass
 //! vacuously; under CI (`CI=true`) a missing peer is a failure, so CI cannot go green
 //! without running them.
 
+#[path = "support/interop.rs"]
+mod interop;
 mod support;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use interop::Era;
 use serde_json::json;
 use smthrs_mcp::{Client, ErrorKind, Limits, StdioCommand};
 use support::args;
 
+const PEER: &str = "everything";
+
 fn everything_entry() -> Option<PathBuf> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("interop/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if path.exists() {
-        return Some(path);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("interop peer missing under CI: run `npm ci` in interop/");
-    }
-    eprintln!("skipping: interop/node_modules not installed (cd interop && npm ci)");
-    None
+    interop::require(
+        path.exists().then_some(path),
+        "interop/node_modules/@modelcontextprotocol/server-everything",
+        "cd interop && npm ci",
+    )
 }
 
 fn text(result: &smthrs_mcp::ToolResult) -> String {
@@ -39,10 +47,16 @@ async fn stdio_tools_and_calls() {
     let Some(entry) = everything_entry() else {
         return;
     };
-    let client = Client::builder("everything")
-        .connect(StdioCommand::new("node").arg(&entry).arg("stdio"))
-        .await
-        .expect("connect to server-everything over stdio");
+    let client = interop::connect(
+        Client::builder(PEER),
+        StdioCommand::new("node").arg(&entry).arg("stdio"),
+        PEER,
+        "stdio",
+        Era::Legacy,
+    )
+    .await
+    .expect("connect to server-everything over stdio");
+    interop::expect_era(&client, Era::Legacy);
     for name in [
         "echo",
         "get-sum",
@@ -123,6 +137,7 @@ async fn stdio_timeout_then_cancel() {
         .connect(StdioCommand::new("node").arg(&entry).arg("stdio"))
         .await
         .unwrap();
+    interop::expect_era(&client, Era::Legacy);
     let error = client
         .call_tool(
             "trigger-long-running-operation",
@@ -197,10 +212,16 @@ async fn http_tools_and_calls() {
         return;
     };
     let server = HttpEverything::start(&entry).await;
-    let client = Client::builder("everything")
-        .connect(server.transport())
-        .await
-        .expect("connect to server-everything over Streamable HTTP");
+    let client = interop::connect(
+        Client::builder(PEER),
+        server.transport(),
+        PEER,
+        "http",
+        Era::Legacy,
+    )
+    .await
+    .expect("connect to server-everything over Streamable HTTP");
+    interop::expect_era(&client, Era::Legacy);
     assert!(client.catalog().get("get-sum").is_some());
     let sum = client
         .call_tool("get-sum", args(json!({"a": 2, "b": 40})))
@@ -246,6 +267,7 @@ async fn http_timeout_then_cancel() {
         .connect(server.transport())
         .await
         .unwrap();
+    interop::expect_era(&client, Era::Legacy);
     let error = client
         .call_tool(
             "trigger-long-running-operation",

@@ -1,35 +1,42 @@
-//! Interop with the official MCP Python SDK (`mcp` on PyPI, pinned with hashes in
+//! Interop with the official MCP Python SDK (`mcp` 2.3.0 on PyPI, pinned with hashes in
 //! `interop/python/requirements.lock`): the server in `interop/python/server.py`
 //! (FastMCP, called `MCPServer` since mcp 2), over stdio and over Streamable HTTP.
+//!
+//! The peer is dual-era (it answers `server/discover` with `supportedVersions:
+//! ["2026-07-28"]` on both transports and still serves `initialize`; on stdio, once it
+//! has answered the probe it refuses `initialize` with -32022, see
+//! `interop/servers/PROBES.md`), so the default mode's target is modern on both
+//! transports ([`interop::expect_era`]).
 //!
 //! `.ci/run` creates the venv with `bash interop/python/setup.sh`. Locally, when
 //! `interop/python/.venv` is absent, the tests print a notice and pass vacuously;
 //! under CI (`CI=true`) a missing peer is a failure.
 
+#[path = "support/interop.rs"]
+mod interop;
 #[path = "support/peer_process.rs"]
 mod peer_process;
-mod support;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use interop::{Era, SlowUnit};
 use peer_process::HttpPeer;
-use serde_json::json;
-use smthrs_mcp::{Client, ErrorKind, Limits, StdioCommand, ToolResult};
-use support::args;
+use smthrs_mcp::{Client, StdioCommand};
+
+const PEER: &str = "python";
+const SLOW: SlowUnit = SlowUnit::Seconds;
 
 /// The venv's interpreter and the server script.
 fn python_peer() -> Option<(PathBuf, PathBuf)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop/python");
     let python = dir.join(".venv/bin/python");
-    if python.exists() {
-        return Some((python, dir.join("server.py")));
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("interop peer missing under CI: run `bash interop/python/setup.sh`");
-    }
-    eprintln!("skipping: interop/python/.venv not installed (bash interop/python/setup.sh)");
-    None
+    let found = python.exists().then(|| (python, dir.join("server.py")));
+    interop::require(
+        found,
+        "interop/python/.venv",
+        "bash interop/python/setup.sh",
+    )
 }
 
 fn stdio((python, script): &(PathBuf, PathBuf)) -> StdioCommand {
@@ -52,81 +59,22 @@ async fn http((python, script): &(PathBuf, PathBuf)) -> HttpPeer {
     .await
 }
 
-fn text(result: &ToolResult) -> &str {
-    result.content[0]["text"].as_str().unwrap_or_default()
-}
-
-fn timeout_limits() -> Limits {
-    Limits {
-        request_timeout_ms: 300,
-        ..Limits::default()
-    }
-}
-
-/// Catalog, `echo`, `add` (structured), a bad argument as `isError`, a short `slow`.
-async fn tools_and_calls(client: &Client) {
-    for name in ["echo", "add", "slow"] {
-        assert!(client.catalog().get(name).is_some(), "missing {name}");
-    }
-    let echoed = client
-        .call_tool("echo", args(json!({"text": "hi there"})))
-        .await
-        .unwrap();
-    assert!(!echoed.is_error, "{echoed:?}");
-    assert_eq!(text(&echoed), "hi there");
-    let sum = client
-        .call_tool("add", args(json!({"a": 2, "b": 40})))
-        .await
-        .unwrap();
-    assert!(!sum.is_error, "{sum:?}");
-    let structured = sum.structured_content.as_ref().expect("structured content");
-    assert_eq!(structured["sum"].as_f64(), Some(42.0), "{sum:?}");
-    // Bad arguments are a tool error (`isError: true`), not a JSON-RPC error.
-    let bad = client
-        .call_tool("add", args(json!({"a": "x", "b": 1})))
-        .await
-        .unwrap();
-    assert!(bad.is_error, "{bad:?}");
-    let quick = client
-        .call_tool("slow", args(json!({"seconds": 0.01})))
-        .await
-        .unwrap();
-    assert!(text(&quick).contains("slept"), "{quick:?}");
-}
-
-/// A call past `requestTimeoutMs` fails with `Timeout`; the same session then serves
-/// the next call.
-async fn timeout_then_cancel(client: &Client) {
-    let error = client
-        .call_tool("slow", args(json!({"seconds": 5})))
-        .await
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
-    let echoed = client
-        .call_tool("echo", args(json!({"text": "still here"})))
-        .await
-        .unwrap();
-    assert_eq!(text(&echoed), "still here");
-    let sum = client
-        .call_tool("add", args(json!({"a": 1, "b": 2})))
-        .await
-        .unwrap();
-    assert_eq!(
-        sum.structured_content.as_ref().unwrap()["sum"].as_f64(),
-        Some(3.0)
-    );
-}
-
 #[tokio::test]
 async fn stdio_tools_and_calls() {
     let Some(peer) = python_peer() else {
         return;
     };
-    let client = Client::builder("python")
-        .connect(stdio(&peer))
-        .await
-        .expect("connect to the Python SDK server over stdio");
-    tools_and_calls(&client).await;
+    let client = interop::connect(
+        Client::builder(PEER),
+        stdio(&peer),
+        PEER,
+        "stdio",
+        Era::Modern,
+    )
+    .await
+    .expect("connect to the Python SDK server over stdio");
+    interop::expect_era(&client, Era::Modern);
+    interop::tools_and_calls(&client, SLOW).await;
     client.close().await;
 }
 
@@ -135,12 +83,24 @@ async fn stdio_timeout_then_cancel() {
     let Some(peer) = python_peer() else {
         return;
     };
-    let client = Client::builder("python")
-        .limits(timeout_limits())
+    let client = Client::builder(PEER)
+        .limits(interop::timeout_limits())
         .connect(stdio(&peer))
         .await
         .unwrap();
-    timeout_then_cancel(&client).await;
+    interop::expect_era(&client, Era::Modern);
+    interop::timeout_then_cancel(&client, SLOW).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn stdio_negotiates_modern() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let client = Client::builder(PEER).connect(stdio(&peer)).await.unwrap();
+    interop::expect_modern(&client);
+    interop::tools_and_calls(&client, SLOW).await;
     client.close().await;
 }
 
@@ -150,11 +110,17 @@ async fn http_tools_and_calls() {
         return;
     };
     let server = http(&peer).await;
-    let client = Client::builder("python")
-        .connect(server.transport("python"))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    tools_and_calls(&client).await;
+    let client = interop::connect(
+        Client::builder(PEER),
+        server.transport(PEER),
+        PEER,
+        "http",
+        Era::Modern,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::expect_era(&client, Era::Modern);
+    interop::tools_and_calls(&client, SLOW).await;
     client.close().await;
 }
 
@@ -164,11 +130,27 @@ async fn http_timeout_then_cancel() {
         return;
     };
     let server = http(&peer).await;
-    let client = Client::builder("python")
-        .limits(timeout_limits())
-        .connect(server.transport("python"))
+    let client = Client::builder(PEER)
+        .limits(interop::timeout_limits())
+        .connect(server.transport(PEER))
         .await
         .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    timeout_then_cancel(&client).await;
+    interop::expect_era(&client, Era::Modern);
+    interop::timeout_then_cancel(&client, SLOW).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_negotiates_modern() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let server = http(&peer).await;
+    let client = Client::builder(PEER)
+        .connect(server.transport(PEER))
+        .await
+        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::expect_modern(&client);
+    interop::tools_and_calls(&client, SLOW).await;
     client.close().await;
 }

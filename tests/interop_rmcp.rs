@@ -1,23 +1,61 @@
-//! Interop with the official Rust SDK (`rmcp`, a dev-dependency): the server in
+//! Interop with the official Rust SDK (`rmcp` 3.11, a dev-dependency): the server in
 //! `examples/rmcp_server.rs`, over stdio and over Streamable HTTP (rmcp's
-//! `StreamableHttpService` on hyper, 127.0.0.1 only).
+//! `StreamableHttpService` on hyper, 127.0.0.1 only), in its two modes:
+//!
+//! - default, dual-era (`supported_protocol_versions` = every version rmcp knows,
+//!   2026-07-28 included): the default mode's target is modern;
+//! - `--legacy-only` (versions up to 2025-11-25; it answers `server/discover` with
+//!   -32022 naming only legacy versions, `interop/servers/PROBES.md`): always legacy.
+//!   The tests of this mode have `legacy_only` in their names.
 //!
 //! `cargo test` builds examples, so the binary sits at
 //! `<target>/debug/examples/rmcp_server` when the tests run. Run alone
 //! (`cargo test --test interop_rmcp`), cargo may not build it: then the tests print a
 //! notice and pass vacuously, except under CI (`CI=true`), where that is a failure.
 
+#[path = "support/interop.rs"]
+mod interop;
 #[path = "support/peer_process.rs"]
 mod peer_process;
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use interop::{Era, SlowUnit};
 use peer_process::HttpPeer;
-use serde_json::json;
-use smthrs_mcp::{Client, ErrorKind, Limits, StdioCommand, ToolResult};
-use support::args;
+use smthrs_mcp::{Client, StdioCommand};
+
+const SLOW: SlowUnit = SlowUnit::Millis;
+
+/// The two modes of the example server.
+#[derive(Clone, Copy)]
+enum Mode {
+    DualEra,
+    LegacyOnly,
+}
+
+impl Mode {
+    fn peer(self) -> &'static str {
+        match self {
+            Mode::DualEra => "rmcp",
+            Mode::LegacyOnly => "rmcp-legacy",
+        }
+    }
+
+    fn era(self) -> Era {
+        match self {
+            Mode::DualEra => Era::Modern,
+            Mode::LegacyOnly => Era::Legacy,
+        }
+    }
+
+    fn extra_args(self) -> &'static [&'static str] {
+        match self {
+            Mode::DualEra => &[],
+            Mode::LegacyOnly => &["--legacy-only"],
+        }
+    }
+}
 
 /// `<target>/<profile>/examples/rmcp_server`, next to this test's `deps/` directory.
 fn rmcp_server() -> Option<PathBuf> {
@@ -39,27 +77,30 @@ fn rmcp_server() -> Option<PathBuf> {
                 path.display()
             );
         }
-        return Some(path);
     }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!(
-            "interop peer missing under CI: {} (plain `cargo test` builds it)",
-            path.display()
-        );
-    }
-    eprintln!(
-        "skipping: {} not built (cargo build --example rmcp_server)",
-        path.display()
-    );
-    None
+    let what = path.display().to_string();
+    interop::require(
+        path.exists().then_some(path),
+        &what,
+        "plain `cargo test` builds it, or `cargo build --example rmcp_server`",
+    )
 }
 
-async fn http(server: &Path) -> HttpPeer {
+fn stdio(server: &Path, mode: Mode) -> StdioCommand {
+    StdioCommand::new(server)
+        .arg("stdio")
+        .args(mode.extra_args().iter().copied())
+}
+
+async fn http(server: &Path, mode: Mode) -> HttpPeer {
     let server = server.to_path_buf();
     HttpPeer::start(
         move |port| {
             let mut command = std::process::Command::new(server);
-            command.arg("http").arg(port.to_string());
+            command
+                .arg("http")
+                .arg(port.to_string())
+                .args(mode.extra_args());
             command
         },
         Duration::from_secs(15),
@@ -67,123 +108,137 @@ async fn http(server: &Path) -> HttpPeer {
     .await
 }
 
-fn text(result: &ToolResult) -> &str {
-    result.content[0]["text"].as_str().unwrap_or_default()
-}
-
-fn timeout_limits() -> Limits {
-    Limits {
-        request_timeout_ms: 300,
-        ..Limits::default()
-    }
-}
-
-/// Catalog, `echo`, `add` (structured), a bad argument as `isError`.
-async fn tools_and_calls(client: &Client) {
-    for name in ["echo", "add", "slow"] {
-        assert!(client.catalog().get(name).is_some(), "missing {name}");
-    }
-    let echoed = client
-        .call_tool("echo", args(json!({"text": "hi there"})))
-        .await
-        .unwrap();
-    assert!(!echoed.is_error, "{echoed:?}");
-    assert_eq!(text(&echoed), "hi there");
-    let sum = client
-        .call_tool("add", args(json!({"a": 2, "b": 40})))
-        .await
-        .unwrap();
-    assert!(!sum.is_error, "{sum:?}");
-    assert_eq!(
-        sum.structured_content.as_ref().expect("structured content")["sum"],
-        json!(42),
-        "{sum:?}"
-    );
-    // Arguments that do not deserialize are a tool error (`isError: true`).
-    let bad = client
-        .call_tool("add", args(json!({"a": "x", "b": 1})))
-        .await
-        .unwrap();
-    assert!(bad.is_error, "{bad:?}");
-    let quick = client
-        .call_tool("slow", args(json!({"ms": 10})))
-        .await
-        .unwrap();
-    assert_eq!(text(&quick), "slept 10 ms");
-}
-
-/// A call past `requestTimeoutMs` fails with `Timeout`; the same session then serves
-/// the next call.
-async fn timeout_then_cancel(client: &Client) {
-    let error = client
-        .call_tool("slow", args(json!({"ms": 5000})))
-        .await
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
-    let echoed = client
-        .call_tool("echo", args(json!({"text": "still here"})))
-        .await
-        .unwrap();
-    assert_eq!(text(&echoed), "still here");
-    let sum = client
-        .call_tool("add", args(json!({"a": 1, "b": 2})))
-        .await
-        .unwrap();
-    assert_eq!(sum.structured_content.as_ref().unwrap()["sum"], json!(3));
-}
-
-#[tokio::test]
-async fn stdio_tools_and_calls() {
+async fn stdio_tools_and_calls_in(mode: Mode) {
     let Some(server) = rmcp_server() else {
         return;
     };
-    let client = Client::builder("rmcp")
-        .connect(StdioCommand::new(&server).arg("stdio"))
+    let client = interop::connect(
+        Client::builder(mode.peer()),
+        stdio(&server, mode),
+        mode.peer(),
+        "stdio",
+        mode.era(),
+    )
+    .await
+    .expect("connect to the rmcp server over stdio");
+    interop::expect_era(&client, mode.era());
+    interop::tools_and_calls(&client, SLOW).await;
+    client.close().await;
+}
+
+async fn stdio_timeout_then_cancel_in(mode: Mode) {
+    let Some(server) = rmcp_server() else {
+        return;
+    };
+    let client = Client::builder(mode.peer())
+        .limits(interop::timeout_limits())
+        .connect(stdio(&server, mode))
         .await
-        .expect("connect to the rmcp server over stdio");
-    tools_and_calls(&client).await;
+        .unwrap();
+    interop::expect_era(&client, mode.era());
+    interop::timeout_then_cancel(&client, SLOW).await;
+    client.close().await;
+}
+
+async fn http_tools_and_calls_in(mode: Mode) {
+    let Some(server) = rmcp_server() else {
+        return;
+    };
+    let peer = http(&server, mode).await;
+    let client = interop::connect(
+        Client::builder(mode.peer()),
+        peer.transport(mode.peer()),
+        mode.peer(),
+        "http",
+        mode.era(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", peer.log()));
+    interop::expect_era(&client, mode.era());
+    interop::tools_and_calls(&client, SLOW).await;
+    client.close().await;
+}
+
+async fn http_timeout_then_cancel_in(mode: Mode) {
+    let Some(server) = rmcp_server() else {
+        return;
+    };
+    let peer = http(&server, mode).await;
+    let client = Client::builder(mode.peer())
+        .limits(interop::timeout_limits())
+        .connect(peer.transport(mode.peer()))
+        .await
+        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", peer.log()));
+    interop::expect_era(&client, mode.era());
+    interop::timeout_then_cancel(&client, SLOW).await;
     client.close().await;
 }
 
 #[tokio::test]
+async fn stdio_tools_and_calls() {
+    stdio_tools_and_calls_in(Mode::DualEra).await;
+}
+
+#[tokio::test]
 async fn stdio_timeout_then_cancel() {
+    stdio_timeout_then_cancel_in(Mode::DualEra).await;
+}
+
+#[tokio::test]
+async fn stdio_negotiates_modern() {
     let Some(server) = rmcp_server() else {
         return;
     };
     let client = Client::builder("rmcp")
-        .limits(timeout_limits())
-        .connect(StdioCommand::new(&server).arg("stdio"))
+        .connect(stdio(&server, Mode::DualEra))
         .await
         .unwrap();
-    timeout_then_cancel(&client).await;
+    interop::expect_modern(&client);
+    interop::tools_and_calls(&client, SLOW).await;
     client.close().await;
 }
 
 #[tokio::test]
 async fn http_tools_and_calls() {
-    let Some(server) = rmcp_server() else {
-        return;
-    };
-    let peer = http(&server).await;
-    let client = Client::builder("rmcp")
-        .connect(peer.transport("rmcp"))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", peer.log()));
-    tools_and_calls(&client).await;
-    client.close().await;
+    http_tools_and_calls_in(Mode::DualEra).await;
 }
 
 #[tokio::test]
 async fn http_timeout_then_cancel() {
+    http_timeout_then_cancel_in(Mode::DualEra).await;
+}
+
+#[tokio::test]
+async fn http_negotiates_modern() {
     let Some(server) = rmcp_server() else {
         return;
     };
-    let peer = http(&server).await;
+    let peer = http(&server, Mode::DualEra).await;
     let client = Client::builder("rmcp")
-        .limits(timeout_limits())
         .connect(peer.transport("rmcp"))
         .await
         .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", peer.log()));
-    timeout_then_cancel(&client).await;
+    interop::expect_modern(&client);
+    interop::tools_and_calls(&client, SLOW).await;
     client.close().await;
+}
+
+#[tokio::test]
+async fn stdio_legacy_only_tools_and_calls() {
+    stdio_tools_and_calls_in(Mode::LegacyOnly).await;
+}
+
+#[tokio::test]
+async fn stdio_legacy_only_timeout_then_cancel() {
+    stdio_timeout_then_cancel_in(Mode::LegacyOnly).await;
+}
+
+#[tokio::test]
+async fn http_legacy_only_tools_and_calls() {
+    http_tools_and_calls_in(Mode::LegacyOnly).await;
+}
+
+#[tokio::test]
+async fn http_legacy_only_timeout_then_cancel() {
+    http_timeout_then_cancel_in(Mode::LegacyOnly).await;
 }

@@ -1,0 +1,147 @@
+// A small MCP server on the official TypeScript SDK's server package
+// (`@modelcontextprotocol/server` 2.4.0, pinned in interop/package-lock.json and
+// installed by `npm ci` in interop/), for tests/interop_typescript.rs.
+//
+//   node interop/typescript/server.mjs stdio
+//   node interop/typescript/server.mjs http PORT     # http://127.0.0.1:PORT/mcp
+//
+// Dual-era with the SDK's defaults: `serveStdio` (legacy: 'serve') answers
+// `server/discover` and also serves a connection that opens with `initialize`;
+// `createMcpHandler` (legacy: 'stateless') serves 2026-07-28 requests and answers each
+// legacy request with a fresh instance (no `Mcp-Session-Id`; GET and DELETE get 405).
+//
+// Tools, as in interop/python/server.py and examples/rmcp_server.rs:
+//   echo {text}      -> the text
+//   add {a, b}       -> "a + b = sum", plus structured content {sum}
+//   slow {ms}        -> sleeps ms milliseconds (stops early when the call is cancelled)
+//
+// HTTP is plain node:http bound to 127.0.0.1 only, bridged to the handler's fetch face
+// by the small adapter below (the SDK's own Node adapter is a separate package).
+
+import { createServer } from 'node:http';
+import { Readable } from 'node:stream';
+
+import { McpServer, createMcpHandler } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { z } from 'zod';
+
+const NAME = 'smthrs-interop-typescript';
+const VERSION = '2.4.0';
+
+/** One server instance; both entries call this factory per connection / request. */
+function makeServer() {
+  const server = new McpServer({ name: NAME, version: VERSION }, { capabilities: { tools: {} } });
+  server.registerTool(
+    'echo',
+    { description: 'Returns the text unchanged', inputSchema: z.object({ text: z.string() }) },
+    async ({ text }) => ({ content: [{ type: 'text', text }] }),
+  );
+  server.registerTool(
+    'add',
+    {
+      description: 'Adds two numbers; the sum also comes back as structured content',
+      inputSchema: z.object({ a: z.number(), b: z.number() }),
+      outputSchema: z.object({ sum: z.number() }),
+    },
+    async ({ a, b }) => ({
+      content: [{ type: 'text', text: `${a} + ${b} = ${a + b}` }],
+      structuredContent: { sum: a + b },
+    }),
+  );
+  server.registerTool(
+    'slow',
+    {
+      description: 'Sleeps for `ms` milliseconds, then says so',
+      inputSchema: z.object({ ms: z.number().int().min(0) }),
+    },
+    async ({ ms }, ctx) => {
+      const signal = ctx?.mcpReq?.signal;
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        signal?.addEventListener('abort', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      return { content: [{ type: 'text', text: `slept ${ms} ms` }] };
+    },
+  );
+  return server;
+}
+
+/** node:http request -> web Request (body streamed; aborted when the client goes away). */
+function toWebRequest(req, res, port) {
+  const abort = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  const headers = new Headers();
+  for (const [key, value] of Object.entries(req.headers)) {
+    if (Array.isArray(value)) value.forEach((v) => headers.append(key, v));
+    else if (value !== undefined) headers.set(key, value);
+  }
+  const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
+  return new Request(`http://127.0.0.1:${port}${req.url}`, {
+    method: req.method,
+    headers,
+    body: hasBody ? Readable.toWeb(req) : undefined,
+    duplex: hasBody ? 'half' : undefined,
+    signal: abort.signal,
+  });
+}
+
+/** web Response -> node:http response, streaming the body (SSE) as it comes. */
+async function writeWebResponse(response, res) {
+  const headers = {};
+  response.headers.forEach((value, key) => {
+    headers[key] = value;
+  });
+  res.writeHead(response.status, headers);
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  res.on('close', () => reader.cancel().catch(() => {}));
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      res.write(value);
+    }
+  } catch {
+    // the client went away, or the handler aborted the stream
+  }
+  res.end();
+}
+
+async function serveHttp(port) {
+  const handler = createMcpHandler(() => makeServer(), {
+    onerror: (error) => console.error(`${NAME}: ${error.message}`),
+  });
+  const http = createServer(async (req, res) => {
+    try {
+      const response = await handler.fetch(toWebRequest(req, res, port));
+      await writeWebResponse(response, res);
+    } catch (error) {
+      console.error(`${NAME}: ${error?.stack ?? error}`);
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end();
+    }
+  });
+  http.listen(port, '127.0.0.1', () => {
+    console.error(`${NAME}: listening on http://127.0.0.1:${port}/mcp`);
+  });
+}
+
+const [mode, port] = process.argv.slice(2);
+if (mode === 'stdio') {
+  serveStdio(() => makeServer(), {
+    onerror: (error) => console.error(`${NAME}: ${error.message}`),
+  });
+} else if (mode === 'http' && /^\d+$/.test(port ?? '')) {
+  await serveHttp(Number(port));
+} else {
+  console.error('usage: server.mjs stdio | http PORT');
+  process.exit(2);
+}

@@ -1,0 +1,132 @@
+//! Interop with the last 1.x release of the official MCP Python SDK (`mcp` 1.30.0 on
+//! PyPI, pinned with hashes in `interop/python/requirements-legacy.lock`, installed into
+//! `interop/python/.venv-legacy`): the server in `interop/python/server_legacy.py`
+//! (FastMCP), over stdio and over Streamable HTTP (stateful: `Mcp-Session-Id`).
+//!
+//! A legacy-only peer: it answers `server/discover` with -32602 on stdio and with a
+//! 400 (-32600, "Missing session ID") on HTTP, then serves `initialize` on the same
+//! process or endpoint (`interop/servers/PROBES.md`). Every pair must negotiate the
+//! legacy handshake (the default mode probes, then falls back).
+//!
+//! `.ci/run` creates the venv with `bash interop/python/setup.sh`. Locally, when it is
+//! absent, the tests print a notice and pass vacuously; under CI (`CI=true`) a missing
+//! peer is a failure.
+
+#[path = "support/interop.rs"]
+mod interop;
+#[path = "support/peer_process.rs"]
+mod peer_process;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use interop::{Era, SlowUnit};
+use peer_process::HttpPeer;
+use smthrs_mcp::{Client, StdioCommand};
+
+const PEER: &str = "python-legacy";
+const SLOW: SlowUnit = SlowUnit::Seconds;
+
+/// The legacy venv's interpreter and the server script.
+fn python_peer() -> Option<(PathBuf, PathBuf)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop/python");
+    let python = dir.join(".venv-legacy/bin/python");
+    let found = python
+        .exists()
+        .then(|| (python, dir.join("server_legacy.py")));
+    interop::require(
+        found,
+        "interop/python/.venv-legacy",
+        "bash interop/python/setup.sh",
+    )
+}
+
+fn stdio((python, script): &(PathBuf, PathBuf)) -> StdioCommand {
+    StdioCommand::new(python).arg(script).arg("stdio")
+}
+
+async fn http((python, script): &(PathBuf, PathBuf)) -> HttpPeer {
+    let (python, script) = (python.clone(), script.clone());
+    HttpPeer::start(
+        move |port| {
+            let mut command = std::process::Command::new(python);
+            command
+                .arg(script)
+                .arg("streamable-http")
+                .arg(port.to_string());
+            command
+        },
+        Duration::from_secs(30),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn stdio_tools_and_calls() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let client = interop::connect(
+        Client::builder(PEER),
+        stdio(&peer),
+        PEER,
+        "stdio",
+        Era::Legacy,
+    )
+    .await
+    .expect("connect to the Python SDK 1.x server over stdio");
+    interop::expect_era(&client, Era::Legacy);
+    interop::tools_and_calls(&client, SLOW).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn stdio_timeout_then_cancel() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let client = Client::builder(PEER)
+        .limits(interop::timeout_limits())
+        .connect(stdio(&peer))
+        .await
+        .unwrap();
+    interop::expect_era(&client, Era::Legacy);
+    interop::timeout_then_cancel(&client, SLOW).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_tools_and_calls() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let server = http(&peer).await;
+    let client = interop::connect(
+        Client::builder(PEER),
+        server.transport(PEER),
+        PEER,
+        "http",
+        Era::Legacy,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::expect_era(&client, Era::Legacy);
+    interop::tools_and_calls(&client, SLOW).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_timeout_then_cancel() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let server = http(&peer).await;
+    let client = Client::builder(PEER)
+        .limits(interop::timeout_limits())
+        .connect(server.transport(PEER))
+        .await
+        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::expect_era(&client, Era::Legacy);
+    interop::timeout_then_cancel(&client, SLOW).await;
+    client.close().await;
+}

@@ -1,0 +1,153 @@
+//! Interop with the official TypeScript SDK's server package
+//! (`@modelcontextprotocol/server` 2.4.0, npm, pinned in `interop/package-lock.json`,
+//! installed by `.ci/run` with `npm ci`): the server in `interop/typescript/server.mjs`,
+//! over stdio (`serveStdio`) and over Streamable HTTP (`createMcpHandler`, stateless
+//! legacy serving: no session id, GET and DELETE answered 405).
+//!
+//! The peer is dual-era (it answers `server/discover` with `supportedVersions:
+//! ["2026-07-28"]` and still serves `initialize`, see `interop/servers/PROBES.md`), so
+//! the default mode's target is modern on both transports ([`interop::expect_era`]).
+//! Locally, without `interop/node_modules`, the tests print a notice and pass
+//! vacuously; under CI (`CI=true`) a missing peer is a failure.
+
+#[path = "support/interop.rs"]
+mod interop;
+#[path = "support/peer_process.rs"]
+mod peer_process;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use interop::{Era, SlowUnit};
+use peer_process::HttpPeer;
+use smthrs_mcp::{Client, StdioCommand};
+
+const PEER: &str = "typescript";
+const SLOW: SlowUnit = SlowUnit::Millis;
+
+/// `interop/typescript/server.mjs`, when its npm dependencies are installed.
+fn server_script() -> Option<PathBuf> {
+    let interop = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop");
+    let found = interop
+        .join("node_modules/@modelcontextprotocol/server/package.json")
+        .exists()
+        .then(|| interop.join("typescript/server.mjs"));
+    interop::require(
+        found,
+        "interop/node_modules/@modelcontextprotocol/server",
+        "cd interop && npm ci",
+    )
+}
+
+fn stdio(script: &Path) -> StdioCommand {
+    StdioCommand::new("node").arg(script).arg("stdio")
+}
+
+async fn http(script: &Path) -> HttpPeer {
+    let script = script.to_path_buf();
+    HttpPeer::start(
+        move |port| {
+            let mut command = std::process::Command::new("node");
+            command.arg(script).arg("http").arg(port.to_string());
+            command
+        },
+        Duration::from_secs(30),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn stdio_tools_and_calls() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let client = interop::connect(
+        Client::builder(PEER),
+        stdio(&script),
+        PEER,
+        "stdio",
+        Era::Modern,
+    )
+    .await
+    .expect("connect to the TypeScript SDK server over stdio");
+    interop::expect_era(&client, Era::Modern);
+    interop::tools_and_calls(&client, SLOW).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn stdio_timeout_then_cancel() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let client = Client::builder(PEER)
+        .limits(interop::timeout_limits())
+        .connect(stdio(&script))
+        .await
+        .unwrap();
+    interop::expect_era(&client, Era::Modern);
+    interop::timeout_then_cancel(&client, SLOW).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn stdio_negotiates_modern() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let client = Client::builder(PEER).connect(stdio(&script)).await.unwrap();
+    interop::expect_modern(&client);
+    interop::tools_and_calls(&client, SLOW).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_tools_and_calls() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let server = http(&script).await;
+    let client = interop::connect(
+        Client::builder(PEER),
+        server.transport(PEER),
+        PEER,
+        "http",
+        Era::Modern,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::expect_era(&client, Era::Modern);
+    interop::tools_and_calls(&client, SLOW).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_timeout_then_cancel() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let server = http(&script).await;
+    let client = Client::builder(PEER)
+        .limits(interop::timeout_limits())
+        .connect(server.transport(PEER))
+        .await
+        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::expect_era(&client, Era::Modern);
+    interop::timeout_then_cancel(&client, SLOW).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_negotiates_modern() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let server = http(&script).await;
+    let client = Client::builder(PEER)
+        .connect(server.transport(PEER))
+        .await
+        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::expect_modern(&client);
+    interop::tools_and_calls(&client, SLOW).await;
+    client.close().await;
+}
