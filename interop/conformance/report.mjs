@@ -179,7 +179,7 @@ function judgeSet(set, a, baseline, pending, problems) {
       row.cell = 'fail (baseline)';
       count.baseline += 1;
     } else if (failed && allowed === 'pending') {
-      row.result = 'pending (modern engine)';
+      row.result = 'pending (host handler)';
       row.cell = 'fail (pending)';
       count.pending += 1;
     } else if (failed) {
@@ -219,7 +219,7 @@ function judgeSet(set, a, baseline, pending, problems) {
 
   const summary =
     `conformance ${set}: ${rows.length} client scenarios (${count.scored} scored), ${count.passed} passed, ` +
-    `${count.baseline} expected failures (auth baseline), ${count.pending} pending the modern engine, ` +
+    `${count.baseline} expected failures (auth baseline), ${count.pending} pending (baseline.pending-modern.yml), ` +
     `${count.unexpected} unexpected, ${count.stale} stale, ${count.warnings} warnings`;
   return { set, rows, summary, known };
 }
