@@ -50,6 +50,11 @@ impl Id {
         }
     }
 
+    /// An id from a JSON value (a string or an integer).
+    pub fn from_json(value: &Value) -> Option<Id> {
+        Id::from_value(value.clone())
+    }
+
     /// The id as a JSON value.
     pub fn to_value(&self) -> Value {
         match self {
@@ -314,6 +319,23 @@ fn parse_error_object(error: Value) -> Result<RpcError> {
         message,
         data: error.remove("data"),
     })
+}
+
+/// The `params` object of a request or notification frame (already classified as
+/// one), read whole with the same depth bound as every frame; `None` when it has
+/// no object `params`.
+pub fn request_params(frame: &[u8]) -> Option<Map<String, Value>> {
+    let scan = scan_frame(frame);
+    if !scan.valid_json || scan.max_depth > MAX_JSON_DEPTH {
+        return None;
+    }
+    match parse_value(frame).ok()? {
+        Value::Object(mut object) => match object.remove("params") {
+            Some(Value::Object(params)) => Some(params),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// `{"jsonrpc":"2.0","id":<id>,"result":{}}`: the answer to `ping`.

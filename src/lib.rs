@@ -8,6 +8,7 @@ pub mod config;
 pub mod diagnostics;
 pub mod error;
 pub mod flows;
+pub mod handler;
 pub mod json_bounds;
 pub mod jsonrpc;
 pub mod layer;

@@ -1,6 +1,8 @@
-//! The limits that bound an untrusted server: the contract's ten, and five more
-//! that the 2026-07-28 revision needs (the `server/discover` probe's wait,
-//! multi-round-trip results, `Mcp-Param-*` headers).
+//! The limits that bound an untrusted server: the contract's ten, five more that
+//! the 2026-07-28 revision needs (the `server/discover` probe's wait,
+//! multi-round-trip results, `Mcp-Param-*` headers), and four for what a server
+//! asks the host ([`handler`](crate::handler): the answer's deadline, the size of a
+//! form or a sampling request).
 //!
 //! Every bound is an option with an exported default constant. Each must be a
 //! positive safe integer (1 ..= 2^53-1); [`Limits::validate`] enforces that before
@@ -42,6 +44,15 @@ pub const DEFAULT_MAX_REQUEST_STATE_BYTES: u64 = 65_536;
 pub const DEFAULT_MAX_PARAM_HEADERS: u64 = 32;
 /// Default for [`Limits::max_param_header_bytes`]: the `Mcp-Param-*` headers of one call.
 pub const DEFAULT_MAX_PARAM_HEADER_BYTES: u64 = 8_192;
+/// Default for [`Limits::input_timeout_ms`]: one answer of the host handler (five
+/// minutes: a person may be filling a form).
+pub const DEFAULT_INPUT_TIMEOUT_MS: u64 = 300_000;
+/// Default for [`Limits::max_elicitation_message_bytes`].
+pub const DEFAULT_MAX_ELICITATION_MESSAGE_BYTES: u64 = 4_096;
+/// Default for [`Limits::max_elicitation_fields`].
+pub const DEFAULT_MAX_ELICITATION_FIELDS: u64 = 32;
+/// Default for [`Limits::max_sampling_messages`].
+pub const DEFAULT_MAX_SAMPLING_MESSAGES: u64 = 64;
 
 /// The largest value any limit may take: JavaScript's `Number.MAX_SAFE_INTEGER`.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -97,6 +108,16 @@ pub struct Limits {
     /// (2026-07-28, HTTP); a call past it is refused before anything is sent.
     /// Default 8 KiB.
     pub max_param_header_bytes: u64,
+    /// Bounds each answer of the host handler (ms); `requestTimeoutMs` does not
+    /// run meanwhile. Default 300 000.
+    pub input_timeout_ms: u64,
+    /// UTF-8 bytes of an elicitation's message (and of each field's title and
+    /// description). Default 4096.
+    pub max_elicitation_message_bytes: u64,
+    /// Fields in one elicitation form. Default 32.
+    pub max_elicitation_fields: u64,
+    /// Messages in one sampling request. Default 64.
+    pub max_sampling_messages: u64,
 }
 
 impl Default for Limits {
@@ -117,12 +138,16 @@ impl Default for Limits {
             max_request_state_bytes: DEFAULT_MAX_REQUEST_STATE_BYTES,
             max_param_headers: DEFAULT_MAX_PARAM_HEADERS,
             max_param_header_bytes: DEFAULT_MAX_PARAM_HEADER_BYTES,
+            input_timeout_ms: DEFAULT_INPUT_TIMEOUT_MS,
+            max_elicitation_message_bytes: DEFAULT_MAX_ELICITATION_MESSAGE_BYTES,
+            max_elicitation_fields: DEFAULT_MAX_ELICITATION_FIELDS,
+            max_sampling_messages: DEFAULT_MAX_SAMPLING_MESSAGES,
         }
     }
 }
 
 /// The (camelCase) option names, the contract's ten in table order first.
-pub const OPTION_NAMES: [&str; 15] = [
+pub const OPTION_NAMES: [&str; 19] = [
     "handshakeTimeoutMs",
     "requestTimeoutMs",
     "queueCapacity",
@@ -138,10 +163,14 @@ pub const OPTION_NAMES: [&str; 15] = [
     "maxRequestStateBytes",
     "maxParamHeaders",
     "maxParamHeaderBytes",
+    "inputTimeoutMs",
+    "maxElicitationMessageBytes",
+    "maxElicitationFields",
+    "maxSamplingMessages",
 ];
 
 impl Limits {
-    fn fields(&self) -> [u64; 15] {
+    fn fields(&self) -> [u64; 19] {
         [
             self.handshake_timeout_ms,
             self.request_timeout_ms,
@@ -158,6 +187,10 @@ impl Limits {
             self.max_request_state_bytes,
             self.max_param_headers,
             self.max_param_header_bytes,
+            self.input_timeout_ms,
+            self.max_elicitation_message_bytes,
+            self.max_elicitation_fields,
+            self.max_sampling_messages,
         ]
     }
 
@@ -178,6 +211,10 @@ impl Limits {
             "maxRequestStateBytes" => &mut self.max_request_state_bytes,
             "maxParamHeaders" => &mut self.max_param_headers,
             "maxParamHeaderBytes" => &mut self.max_param_header_bytes,
+            "inputTimeoutMs" => &mut self.input_timeout_ms,
+            "maxElicitationMessageBytes" => &mut self.max_elicitation_message_bytes,
+            "maxElicitationFields" => &mut self.max_elicitation_fields,
+            "maxSamplingMessages" => &mut self.max_sampling_messages,
             _ => return None,
         })
     }
@@ -234,6 +271,11 @@ impl Limits {
     /// [`Limits::probe_timeout_ms`] as a `Duration`.
     pub fn probe_timeout(&self) -> Duration {
         Duration::from_millis(self.probe_timeout_ms)
+    }
+
+    /// [`Limits::input_timeout_ms`] as a `Duration`.
+    pub fn input_timeout(&self) -> Duration {
+        Duration::from_millis(self.input_timeout_ms)
     }
 
     /// [`Limits::request_timeout_ms`] as a `Duration`.

@@ -22,9 +22,9 @@
 //! | `initialize` | connect, close |
 //! | `tools_call` | connect, call `add_numbers` with `{"a": 5, "b": 3}`, close |
 //! | `sse-retry` | connect, call `test_reconnection` (the transport resumes the dropped SSE stream with `GET` + `Last-Event-ID` after the server's `retry:` delay), close |
-//! | `elicitation-sep1034-client-defaults` | connect, call `test_client_elicitation_defaults`; the server's `elicitation/create` is answered `accept` with the schema's defaults ([`elicitation_with_defaults`], a seam: needs the library's handler API) |
+//! | `elicitation-sep1034-client-defaults` | connect, call `test_client_elicitation_defaults`; the server's `elicitation/create` is answered `accept` with no content, and the library fills in the schema's defaults ([`ConformanceHost`]) |
 //! | `request-metadata` | connect (the library's version negotiation, including the one corrective retry on -32022), close |
-//! | `sep-2322-client-request-state` | connect, call `test_mrtr_echo_state`, `test_mrtr_no_state`, `test_mrtr_no_result_type`; the MRTR rounds' elicitations are answered by [`MrtrAnswers`] (a seam: needs the library's handler API), which also calls `test_mrtr_unrelated` between the first round and its retry |
+//! | `sep-2322-client-request-state` | connect, call `test_mrtr_echo_state`, `test_mrtr_no_state`, `test_mrtr_no_result_type`; the MRTR rounds' elicitations are answered by [`ConformanceHost`], which also calls `test_mrtr_unrelated` between the first round and its retry |
 //! | `http-standard-headers` | connect, call every tool of the catalog ([`call_every_tool`]) |
 //! | `http-custom-headers` | connect, perform the context's `toolCalls` in order |
 //! | `http-invalid-tool-headers` | connect, call every tool the catalog kept (the library must have dropped the ten with an invalid `x-mcp-header`) |
@@ -48,10 +48,12 @@
 mod auth;
 
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
+use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
+use smthrs_mcp::handler::{ElicitAnswer, ElicitRequest, HostCapabilities, HostHandler};
 use smthrs_mcp::{Client, ClientBuilder, Limits, Tool};
 
 /// The server name used in the library's messages.
@@ -170,9 +172,13 @@ fn client_builder(_wire: Wire) -> ClientBuilder {
     Client::builder(SERVER).limits(limits)
 }
 
-async fn connect(env: &Env, url: &str) -> Result<Client, Failure> {
+async fn connect(env: &Env, url: &str, host: &Arc<ConformanceHost>) -> Result<Client, Failure> {
     let transport = auth::transport(SERVER, url, &env.scenario)?;
-    let client = client_builder(env.wire).connect(transport).await?;
+    let client = client_builder(env.wire)
+        .host_handler(host.clone())
+        .connect(transport)
+        .await?;
+    *host.client.lock().unwrap_or_else(|e| e.into_inner()) = Some(client.clone());
     println!(
         "connected: protocol {}, {} tool(s): {}",
         client.protocol_version(),
@@ -189,7 +195,8 @@ async fn connect(env: &Env, url: &str) -> Result<Client, Failure> {
 }
 
 async fn run(env: &Env, url: &str) -> Result<(), Failure> {
-    let client = connect(env, url).await?;
+    let host = ConformanceHost::new(&env.scenario);
+    let client = connect(env, url, &host).await?;
     let outcome = match env.scenario.as_str() {
         "tools_call" => tools_call(&client).await,
         "sse-retry" => sse_retry(&client).await,
@@ -206,6 +213,7 @@ async fn run(env: &Env, url: &str) -> Result<(), Failure> {
         // `initialize`: the connect was the scenario.
         _ => Ok(()),
     };
+    host.client.lock().unwrap_or_else(|e| e.into_inner()).take();
     client.close().await;
     outcome
 }
@@ -224,13 +232,8 @@ async fn sse_retry(client: &Client) -> Result<(), Failure> {
 
 /// `elicitation-sep1034-client-defaults` (2025-11-25 wire): the tool's server sends
 /// `elicitation/create` with a schema whose fields all have defaults; the client
-/// answers `accept` with those defaults ([`elicitation_with_defaults`]).
-///
-/// HANDLER SEAM: needs the library's handler API for server requests (the lead's);
-/// until then the library answers `elicitation/create` with -32601 and the scenario
-/// fails (listed in `interop/conformance/baseline.pending-modern.yml`). Wire it as
-/// `builder.on_elicitation(|params| async move { elicitation_with_defaults(&params) })`
-/// or whatever shape that API takes, declaring the `elicitation` capability.
+/// answers `accept` with no content ([`ConformanceHost`]) and the library applies
+/// the defaults.
 async fn elicitation_sep1034_client_defaults(client: &Client) -> Result<(), Failure> {
     call(client, "test_client_elicitation_defaults", json!({})).await
 }
@@ -246,12 +249,8 @@ async fn request_metadata(_client: &Client) -> Result<(), Failure> {
 /// `sep-2322-client-request-state` (MRTR): three tools; the library runs the
 /// `input_required` rounds (exact `requestState` echo, a new id per retry, no state
 /// when none was sent, absent `resultType` = complete). The elicitations of the rounds
-/// are answered by [`MrtrAnswers`], which also calls `test_mrtr_unrelated` between the
-/// first round and its retry (the isolation check).
-///
-/// HANDLER SEAM: install `MrtrAnswers::new(client.clone())` as the elicitation
-/// handler once the library has the API (the lead's). Until then the scenario fails
-/// (pending list).
+/// are answered by [`ConformanceHost`], which also calls `test_mrtr_unrelated`
+/// between the first round and its retry (the isolation check).
 async fn sep_2322_client_request_state(client: &Client) -> Result<(), Failure> {
     for tool in [
         "test_mrtr_echo_state",
@@ -321,51 +320,68 @@ async fn json_schema_2020_12_preservation(client: &Client) -> Result<(), Failure
     call(client, "json_schema_echo", json!({ "schema": schema })).await
 }
 
-// ---------------------------------------------------------------- seams
+// ---------------------------------------------------------------- host
 
-/// The answer to the `elicitation-sep1034-client-defaults` elicitation: `accept`, with
-/// every property of `requestedSchema` that declares a `default` set to it.
-#[allow(dead_code)] // HANDLER SEAM: wired once the library has a handler API.
-fn elicitation_with_defaults(params: &Value) -> Value {
-    let mut content = Map::new();
-    if let Some(properties) = params
-        .pointer("/requestedSchema/properties")
-        .and_then(Value::as_object)
-    {
-        for (name, property) in properties {
-            if let Some(default) = property.get("default") {
-                content.insert(name.clone(), default.clone());
+/// The host handler: answers the scenarios' elicitations.
+///
+/// - `elicitation-sep1034-client-defaults`: `accept` with no content; the library
+///   fills in every field's `default` (SEP-1034).
+/// - `sep-2322-client-request-state`: `accept` with `{"confirmed": true}` (as the
+///   reference client), and before the first answer a call of
+///   `test_mrtr_unrelated`, so it runs between the first `input_required` round
+///   and its retry and must carry no `inputResponses`/`requestState`.
+struct ConformanceHost {
+    scenario: String,
+    /// The connected client, for the MRTR isolation call; taken out when done so
+    /// the handler holds no session alive.
+    client: Mutex<Option<Client>>,
+    unrelated_called: AtomicBool,
+}
+
+impl ConformanceHost {
+    fn new(scenario: &str) -> Arc<Self> {
+        Arc::new(ConformanceHost {
+            scenario: scenario.to_owned(),
+            client: Mutex::new(None),
+            unrelated_called: AtomicBool::new(false),
+        })
+    }
+
+    fn client(&self) -> Option<Client> {
+        self.client
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl HostHandler for ConformanceHost {
+    fn capabilities(&self) -> HostCapabilities {
+        HostCapabilities {
+            elicitation_form: true,
+            ..HostCapabilities::default()
+        }
+    }
+
+    fn elicit(&self, request: ElicitRequest) -> BoxFuture<'_, ElicitAnswer> {
+        Box::pin(async move {
+            let ElicitRequest::Form(form) = request else {
+                return ElicitAnswer::Decline;
+            };
+            println!("elicitation: {} field(s)", form.fields.len());
+            if self.scenario != "sep-2322-client-request-state" {
+                return ElicitAnswer::Accept(Map::new());
             }
-        }
-    }
-    json!({"action": "accept", "content": content})
-}
-
-/// The elicitation answers of `sep-2322-client-request-state`: `accept` with
-/// `{"confirmed": true}` (as the reference client), and before the first answer, a
-/// call of `test_mrtr_unrelated`, so it runs between the first `input_required` round
-/// and its retry and must carry no `inputResponses`/`requestState`.
-#[allow(dead_code)] // HANDLER SEAM: wired once the library has a handler API.
-struct MrtrAnswers {
-    client: Client,
-    unrelated_called: Arc<AtomicBool>,
-}
-
-#[allow(dead_code)] // HANDLER SEAM: wired once the library has a handler API.
-impl MrtrAnswers {
-    fn new(client: Client) -> Self {
-        MrtrAnswers {
-            client,
-            unrelated_called: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
-    /// Answers one `elicitation/create` input request (its `params`).
-    async fn answer(&self, _params: &Value) -> Result<Value, Failure> {
-        if !self.unrelated_called.swap(true, Ordering::SeqCst) {
-            call(&self.client, "test_mrtr_unrelated", json!({})).await?;
-        }
-        Ok(json!({"action": "accept", "content": {"confirmed": true}}))
+            if !self.unrelated_called.swap(true, Ordering::SeqCst)
+                && let Some(client) = self.client()
+                && let Err(failure) = call(&client, "test_mrtr_unrelated", json!({})).await
+            {
+                eprintln!("conformance_client: {}: {}", failure.kind, failure.message);
+            }
+            let mut content = Map::new();
+            content.insert("confirmed".into(), Value::Bool(true));
+            ElicitAnswer::Accept(content)
+        })
     }
 }
 

@@ -10,14 +10,13 @@
 # 2. builds the client (cargo build --example conformance_client, debug profile,
 #    default target dir);
 # 3. for each set in SETS: `conformance client --requirements SET` with
-#    --expected-failures = baseline.yml (auth/* only) + the set's entries of
-#    baseline.pending-modern.yml (TEMPORARY: what waits for the library's modern
-#    engine), Node 22 first on PATH (for the suite only), results in results/SET/;
+#    --expected-failures = baseline.yml (auth/* only), Node 22 first on PATH (for
+#    the suite only), results in results/SET/;
 # 4. report.mjs: writes RESULTS.md (and the README block between its markers),
 #    prints one summary line per set.
 #
-# Exits non-zero on an unexpected failure, any warning outside the two lists, a
-# stale entry in either list, a non-auth entry in baseline.yml, a scenario without
+# Exits non-zero on an unexpected failure, any warning outside the baseline, a
+# stale entry, a non-auth entry in baseline.yml, a scenario without
 # results, a passing scenario with no check recorded, or the suite's own non-zero
 # exit. Not-scored scenarios (extensions, json-schema-2020-12-preservation) are
 # judged like the scored ones.
@@ -82,7 +81,7 @@ for set in "${SETS[@]}"; do
   mkdir -p "$out"
   "$suite" list --client --requirements "$set" >"$out/list.txt"
   node "$here/report.mjs" expected-failures --set "$set" \
-    --baseline "$here/baseline.yml" --pending "$here/baseline.pending-modern.yml" \
+    --baseline "$here/baseline.yml" \
     --out "$out/expected-failures.yml"
   log "running conformance client --requirements $set (Node $node_version)"
   set +e
@@ -101,7 +100,6 @@ done
 exec node "$here/report.mjs" report \
   --results "$results" \
   --baseline "$here/baseline.yml" \
-  --pending "$here/baseline.pending-modern.yml" \
   --out "$here/RESULTS.md" \
   --readme "$repo/README.md" \
   "${SETS[@]}"

@@ -29,7 +29,7 @@ use crate::transport::{
 };
 
 use super::era::{MODERN_PROTOCOL_VERSION, RequestMeta, Wire, WireCell};
-use super::inputs::Inputs;
+use super::inputs::{INPUT_METHODS, Inputs};
 use super::legacy::Reinit;
 
 /// Request states, advanced with compare-and-swap by the writer and the caller.
@@ -718,16 +718,38 @@ impl Shared {
                 self.server
             ))),
             Err(error) => Err(error),
-            Ok(()) => match tokio::time::timeout_at(deadline, Reply(&control)).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err(Error::timeout(format!(
-                    "{method} to server \"{}\" timed out",
-                    self.server
-                ))),
-            },
+            Ok(()) => self.wait_reply(&control, method, deadline).await,
         };
         drop(guard);
         outcome
+    }
+
+    /// Waits for a request's reply until `deadline`, which moves on by the time the
+    /// host handler spent answering meanwhile (a person filling a form is not the
+    /// server being slow).
+    async fn wait_reply(
+        &self,
+        control: &RequestCtl,
+        method: &str,
+        mut deadline: Instant,
+    ) -> Result<ResultBody> {
+        let paused_at_start = self.inputs.clock.total();
+        let mut extended = std::time::Duration::ZERO;
+        loop {
+            if let Ok(outcome) = tokio::time::timeout_at(deadline, Reply(control)).await {
+                return outcome;
+            }
+            let paused = self.inputs.clock.total().saturating_sub(paused_at_start);
+            if paused > extended {
+                deadline += paused - extended;
+                extended = paused;
+                continue;
+            }
+            return Err(Error::timeout(format!(
+                "{method} to server \"{}\" timed out",
+                self.server
+            )));
+        }
     }
 
     /// Completes a pending request; a reply for an unknown id is dropped.
@@ -771,7 +793,7 @@ impl Shared {
 
     /// Handles one inbound frame. Returns the terminal error when the frame ends the
     /// session.
-    pub(crate) async fn on_frame(&self, frame: &[u8]) -> Result<()> {
+    pub(crate) async fn on_frame(self: &Arc<Self>, frame: &[u8]) -> Result<()> {
         // A reply to a `tools/call` is read straight into the members a tool
         // result reads.
         // (A result before its id: read so when any `tools/call` is pending; the
@@ -783,7 +805,17 @@ impl Shared {
             None => lock(&self.pending).values().any(|c| c.tool_call),
         };
         match jsonrpc::classify_with(frame, &mut tool_call)? {
-            Inbound::Noise | Inbound::Notification { .. } => Ok(()),
+            Inbound::Noise => Ok(()),
+            Inbound::Notification { method } => {
+                // A server cancelling its own input request (legacy).
+                if method == "notifications/cancelled"
+                    && self.inputs.legacy_running()
+                    && let Some(id) = super::inputs::cancelled_request(frame)
+                {
+                    self.inputs.cancel_legacy(&id);
+                }
+                Ok(())
+            }
             Inbound::Response { id, outcome } => {
                 let Some(id) = id.as_u64() else {
                     return Ok(());
@@ -812,26 +844,40 @@ impl Shared {
                     }
                     return Ok(());
                 }
+                if let Some(input) = INPUT_METHODS.iter().find(|m| **m == method)
+                    && self.inputs.declares(input)
+                {
+                    let params = jsonrpc::request_params(frame).map_or(Value::Null, Value::Object);
+                    self.inputs.answer_legacy(self, id, input, params);
+                    return Ok(());
+                }
                 let reply = if method == "ping" {
                     jsonrpc::ping_reply(&id)
                 } else {
                     jsonrpc::method_not_found_reply(&id)
                 };
-                let frame = self.encode(&reply)?;
-                let deadline = Instant::now() + self.limits.request_timeout();
-                let meta = FrameMeta {
-                    protocol_version: self.wire.get().version(),
-                    ..FrameMeta::default()
-                };
-                self.enqueue(frame, meta, deadline).await.map_err(|error| {
-                    if error.kind() == ErrorKind::Timeout {
-                        Error::closed("reply to a server request blocked: outbound queue full")
-                    } else {
-                        error
-                    }
-                })
+                self.send_reply(&reply).await
             }
         }
+    }
+
+    /// Queues a reply to a server request, bounded like any frame; a reply the
+    /// queue does not take within `requestTimeoutMs` ends the session (a blocked
+    /// reply must not hang the reader).
+    pub(crate) async fn send_reply(&self, reply: &Value) -> Result<()> {
+        let frame = self.encode(reply)?;
+        let deadline = Instant::now() + self.limits.request_timeout();
+        let meta = FrameMeta {
+            protocol_version: self.wire.get().version(),
+            ..FrameMeta::default()
+        };
+        self.enqueue(frame, meta, deadline).await.map_err(|error| {
+            if error.kind() == ErrorKind::Timeout {
+                Error::closed("reply to a server request blocked: outbound queue full")
+            } else {
+                error
+            }
+        })
     }
 
     /// Reports a tool dropped from the catalog (its name is server text: private).

@@ -1,44 +1,280 @@
-//! Answers to what a server asks of the client mid-call: 2026-07-28 `inputRequests`
-//! and legacy server-to-client requests, through one host handler.
+//! Answers to what a server asks of the client mid-call, through the installed
+//! [`HostHandler`]: 2026-07-28 `inputRequests` ([`Inputs::answer_all`]) and legacy
+//! server-to-client requests ([`Inputs::answer_legacy`]). The rules are in the
+//! [`handler`](crate::handler) module docs.
 //!
 //! Without a handler nothing is declared (`clientCapabilities` is `{}`), a modern
 //! input request fails its call, and a legacy server request gets `-32601`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
 
-use super::engine::Shared;
+use super::engine::{Shared, lock};
 use super::modern::undeclared_input;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::handler::{self, HostCapabilities, HostHandler, MAX_CONCURRENT_INPUTS, Refusal};
+use crate::jsonrpc::{self, Id};
 
 /// The methods a server may ask the client to answer.
 pub(crate) const INPUT_METHODS: [&str; 3] =
     ["elicitation/create", "roots/list", "sampling/createMessage"];
 
-/// The host's answers (none installed yet: every request is undeclared).
+/// The host's answers and the time spent waiting for them.
 #[derive(Default)]
-pub(crate) struct Inputs {}
+pub(crate) struct Inputs {
+    handler: Option<Arc<dyn HostHandler>>,
+    caps: HostCapabilities,
+    /// Legacy requests answered at once.
+    running: Option<Arc<Semaphore>>,
+    /// How long the host has been answering, in total: a pending request's
+    /// deadline moves on by what accrued while it waited.
+    pub(crate) clock: PauseClock,
+    /// Legacy requests being answered, by the server's id (its
+    /// `notifications/cancelled` ends one).
+    legacy: Mutex<Vec<(Id, tokio::task::AbortHandle)>>,
+}
 
 impl Inputs {
-    /// The client capabilities the installed handler answers.
-    pub(crate) fn capabilities(&self) -> Value {
-        Value::Object(Map::new())
+    pub(crate) fn new(handler: Option<Arc<dyn HostHandler>>) -> Inputs {
+        let caps = handler
+            .as_ref()
+            .map(|h| h.capabilities())
+            .unwrap_or_default();
+        Inputs {
+            handler,
+            caps,
+            running: Some(Arc::new(Semaphore::new(MAX_CONCURRENT_INPUTS))),
+            clock: PauseClock::default(),
+            legacy: Mutex::new(Vec::new()),
+        }
     }
 
-    /// Answers every entry of an `inputRequests` map, or fails the call.
+    /// The client capabilities the installed handler answers.
+    pub(crate) fn capabilities(&self) -> Value {
+        self.caps.to_json()
+    }
+
+    /// True when `method` is one the host declared.
+    pub(crate) fn declares(&self, method: &str) -> bool {
+        self.handler.is_some() && self.caps.declares(method)
+    }
+
+    /// Answers every entry of an `inputRequests` map (2026-07-28), or fails the call.
     pub(crate) async fn answer_all(
         &self,
         shared: &Arc<Shared>,
         requests: Map<String, Value>,
     ) -> Result<Map<String, Value>> {
-        match requests.values().next() {
-            Some(request) => {
-                let method = request.get("method").and_then(Value::as_str);
-                let known = INPUT_METHODS.iter().find(|m| Some(**m) == method).copied();
-                Err(undeclared_input(&shared.server, known))
+        let server = &shared.server;
+        let mut answers = Map::new();
+        for (key, request) in requests {
+            let method = request.get("method").and_then(Value::as_str);
+            let known = INPUT_METHODS.iter().find(|m| Some(**m) == method).copied();
+            let Some(method) = known.filter(|m| self.declares(m)) else {
+                return Err(undeclared_input(server, known));
+            };
+            let params = request.get("params").cloned().unwrap_or(Value::Null);
+            let answer = match self.answer(shared, method, &params).await {
+                Answer::Result(value) => value,
+                Answer::Refused(why) => {
+                    return Err(Error::invalid_response(format!(
+                        "server \"{server}\" sent an input request this client refuses: {why}"
+                    )));
+                }
+                Answer::Failed(error) => return Err(error),
+            };
+            answers.insert(key, answer);
+        }
+        Ok(answers)
+    }
+
+    /// One answer from the handler, bounded by `inputTimeoutMs`; the pause clock
+    /// runs meanwhile.
+    async fn answer(&self, shared: &Shared, method: &'static str, params: &Value) -> Answer {
+        let Some(handler) = self.handler.clone() else {
+            return Answer::Refused("nothing is declared");
+        };
+        let limits = &shared.limits;
+        let _paused = self.clock.pause();
+        let timeout = limits.input_timeout();
+        let timed_out = || {
+            Answer::Failed(Error::timeout(format!(
+                "the host did not answer server \"{}\" within inputTimeoutMs ({} ms)",
+                shared.server, limits.input_timeout_ms
+            )))
+        };
+        match method {
+            "elicitation/create" => {
+                let request = match handler::elicit_request(params, &self.caps, limits) {
+                    Ok(request) => request,
+                    Err(why) => return Answer::Refused(why),
+                };
+                let Ok(answer) =
+                    tokio::time::timeout(timeout, handler.elicit(request.clone())).await
+                else {
+                    return timed_out();
+                };
+                match handler::elicit_result(&request, answer) {
+                    Ok(result) => Answer::Result(result),
+                    Err(why) => Answer::Failed(Error::config(format!(
+                        "the host's answer to server \"{}\" does not fit its form: {why}",
+                        shared.server
+                    ))),
+                }
             }
-            None => Ok(Map::new()),
+            "roots/list" => match tokio::time::timeout(timeout, handler.list_roots()).await {
+                Ok(roots) => Answer::Result(handler::roots_result(roots)),
+                Err(_) => timed_out(),
+            },
+            "sampling/createMessage" => {
+                let request = match handler::sampling_request(params, limits) {
+                    Ok(request) => request,
+                    Err(why) => return Answer::Refused(why),
+                };
+                match tokio::time::timeout(timeout, handler.create_message(request)).await {
+                    Ok(Some(Value::Object(result))) => Answer::Result(Value::Object(result)),
+                    Ok(_) => Answer::Failed(Error::config(format!(
+                        "the host refused the sampling request of server \"{}\"",
+                        shared.server
+                    ))),
+                    Err(_) => timed_out(),
+                }
+            }
+            _ => Answer::Refused("an unknown input request"),
         }
     }
+
+    /// A legacy server request for input (`id`, `method` declared): answered in a
+    /// task of its own, so the reader goes on; the response goes through the
+    /// outbound queue like any reply. At most [`MAX_CONCURRENT_INPUTS`] at once.
+    pub(crate) fn answer_legacy(
+        &self,
+        shared: &Arc<Shared>,
+        id: Id,
+        method: &'static str,
+        params: Value,
+    ) {
+        let permit = self
+            .running
+            .as_ref()
+            .and_then(|running| running.clone().try_acquire_owned().ok());
+        let shared_task = shared.clone();
+        let task_id = id.clone();
+        let task = tokio::spawn(async move {
+            let shared = shared_task;
+            let reply = match permit {
+                None => error_reply(&task_id, -32603, "too many input requests at once"),
+                Some(_permit) => {
+                    let answered = tokio::select! {
+                        biased;
+                        _ = shared.ended.cancelled() => return,
+                        answered = shared.inputs.answer(&shared, method, &params) => answered,
+                    };
+                    match answered {
+                        Answer::Result(result) => {
+                            json!({"jsonrpc": "2.0", "id": task_id.to_value(), "result": result})
+                        }
+                        Answer::Refused(_) => error_reply(&task_id, -32602, "invalid params"),
+                        Answer::Failed(_) => {
+                            error_reply(&task_id, -32603, "the client could not answer")
+                        }
+                    }
+                }
+            };
+            shared.inputs.forget_legacy(&task_id);
+            let _ = shared.send_reply(&reply).await;
+        });
+        lock(&self.legacy).push((id, task.abort_handle()));
+    }
+
+    /// The server cancelled its request `id`: its answer is no longer wanted.
+    pub(crate) fn cancel_legacy(&self, id: &Id) {
+        let mut running = lock(&self.legacy);
+        running.retain(|(request, task)| {
+            if request == id {
+                task.abort();
+                false
+            } else {
+                !task.is_finished()
+            }
+        });
+    }
+
+    /// True while legacy input requests are being answered.
+    pub(crate) fn legacy_running(&self) -> bool {
+        !lock(&self.legacy).is_empty()
+    }
+
+    fn forget_legacy(&self, id: &Id) {
+        lock(&self.legacy).retain(|(request, _)| request != id);
+    }
+}
+
+/// What [`Inputs::answer`] produced.
+enum Answer {
+    /// The result to send.
+    Result(Value),
+    /// The request breaks the rules; the handler never saw it.
+    Refused(Refusal),
+    /// The host could not answer (timeout, a bad answer).
+    Failed(Error),
+}
+
+fn error_reply(id: &Id, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id.to_value(), "error": {"code": code, "message": message}})
+}
+
+/// The total time the host handler spent answering, including the current answer.
+#[derive(Default)]
+pub(crate) struct PauseClock {
+    state: Mutex<PauseState>,
+}
+
+#[derive(Default)]
+struct PauseState {
+    active: usize,
+    since: Option<Instant>,
+    total: Duration,
+}
+
+impl PauseClock {
+    /// The time accrued so far.
+    pub(crate) fn total(&self) -> Duration {
+        let state = lock(&self.state);
+        state.total + state.since.map_or(Duration::ZERO, |since| since.elapsed())
+    }
+
+    fn pause(&self) -> Paused<'_> {
+        let mut state = lock(&self.state);
+        if state.active == 0 {
+            state.since = Some(Instant::now());
+        }
+        state.active += 1;
+        Paused(self)
+    }
+}
+
+/// Stops the clock's current pause when the last answer ends.
+struct Paused<'a>(&'a PauseClock);
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        let mut state = lock(&self.0.state);
+        state.active -= 1;
+        if state.active == 0
+            && let Some(since) = state.since.take()
+        {
+            state.total += since.elapsed();
+        }
+    }
+}
+
+/// The `requestId` of a `notifications/cancelled` frame.
+pub(crate) fn cancelled_request(frame: &[u8]) -> Option<Id> {
+    let params = jsonrpc::request_params(frame)?;
+    Id::from_json(params.get("requestId")?)
 }

@@ -45,6 +45,7 @@ use tokio::time::Instant;
 use crate::catalog::Catalog;
 use crate::diagnostics::{DiagnosticEvent, DiagnosticObserver, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
+use crate::handler::HostHandler;
 use crate::json_bounds::{ToolCallMembers, value_depth};
 use crate::jsonrpc::ResultBody;
 use crate::limits::{Limits, MAX_JSON_DEPTH};
@@ -147,6 +148,7 @@ pub struct ClientBuilder {
     limits: Limits,
     diagnostics: Diagnostics,
     protocol: ProtocolMode,
+    handler: Option<Arc<dyn HostHandler>>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -155,6 +157,10 @@ impl std::fmt::Debug for ClientBuilder {
             .field("server", &self.server)
             .field("limits", &self.limits)
             .field("protocol", &self.protocol)
+            .field(
+                "host_handler",
+                &self.handler.as_ref().map(|h| h.capabilities()),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -170,6 +176,14 @@ impl ClientBuilder {
     /// are discarded).
     pub fn diagnostics(mut self, observer: Arc<dyn DiagnosticObserver>) -> Self {
         self.diagnostics = Diagnostics::new(observer);
+        self
+    }
+
+    /// Installs the host handler that answers what a server asks (elicitation,
+    /// roots, sampling; see [`handler`](crate::handler)). The capabilities declared
+    /// follow from it. Default: none, nothing declared.
+    pub fn host_handler(mut self, handler: Arc<dyn HostHandler>) -> Self {
+        self.handler = Some(handler);
         self
     }
 
@@ -202,7 +216,7 @@ impl ClientBuilder {
         }
         self.limits.validate()?;
         let server: Arc<str> = Arc::from(self.server.as_str());
-        let inputs = Arc::new(Inputs::default());
+        let inputs = Arc::new(Inputs::new(self.handler.clone()));
         let open = || {
             Opened::open(
                 &*transport,
@@ -457,6 +471,7 @@ impl Client {
             limits: Limits::default(),
             diagnostics: Diagnostics::none(),
             protocol: ProtocolMode::default(),
+            handler: None,
         }
     }
 
