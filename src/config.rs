@@ -36,7 +36,7 @@
 //! | `args` | Required array of strings. |
 //! | `cwd` | Optional non-empty string. |
 //! | `env` | Optional object of string values; keys non-empty, without `=` or NUL. |
-//! | the ten limits of [`Limits`] | Optional positive safe integers (1 ..= 2^53-1). |
+//! | every limit of [`Limits`] | Optional positive safe integers (1 ..= 2^53-1). |
 //!
 //! An HTTP entry:
 //!
@@ -46,10 +46,18 @@
 //! | `url` | Required absolute `http:` or `https:` URL without user or password. |
 //! | `bearerTokenEnv` | Optional environment variable name: non-empty, without `=` or NUL. |
 //! | `oauth` | Optional object opting into OAuth 2.1 (exclusive with `bearerTokenEnv`); its fields are in [`oauth`]. |
-//! | `handshakeTimeoutMs`, `requestTimeoutMs`, `maxFrameBytes`, `maxOutboundFrameBytes`, `maxTools`, `maxToolNameBytes`, `maxCatalogPages`, `maxToolDocumentBytes` | Optional positive safe integers. |
+//! | every limit of [`Limits`] but `queueCapacity` and `maxStderrBytes` ([`HTTP_OPTION_NAMES`]) | Optional positive safe integers. |
 //!
-//! Both kinds also accept `include` and `exclude` (arrays of strings) and `namePrefix`
-//! (a string). An empty `namePrefix` is *decoded* here and refused by
+//! Both kinds also accept:
+//!
+//! | field | requirement |
+//! | --- | --- |
+//! | `protocol` | Optional: `"auto"` (the default: probe with `server/discover`, speak 2026-07-28 when offered, else the legacy handshake), `"legacy"` (the legacy handshake only, no probe), `"2026-07-28"` (modern only). |
+//! | `roots` | Optional array of at most [`MAX_ROOTS`] `file:` URIs without query or fragment: the workspace roots the CLI declares and serves when the server asks. |
+//! | `include`, `exclude` | Optional arrays of strings. |
+//! | `namePrefix` | Optional string. |
+//!
+//! An empty `namePrefix` is *decoded* here and refused by
 //! [`ProjectionOptions::validate`](crate::flows::ProjectionOptions::validate), the
 //! checked projection constructor, before anything is spawned: that is a projection
 //! error, not a file-schema error.
@@ -86,6 +94,7 @@ use serde_json::{Map, Value};
 use url::Url;
 
 use crate::flows::ProjectionOptions;
+use crate::session::ProtocolMode;
 
 pub mod oauth;
 use crate::limits::{Limits, OPTION_NAMES};
@@ -96,7 +105,7 @@ pub const MAX_SERVER_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The limit options an HTTP entry accepts (the HTTP table: no `queueCapacity`, no
 /// `maxStderrBytes`).
-pub const HTTP_OPTION_NAMES: [&str; 8] = [
+pub const HTTP_OPTION_NAMES: [&str; 17] = [
     "handshakeTimeoutMs",
     "requestTimeoutMs",
     "maxFrameBytes",
@@ -105,9 +114,23 @@ pub const HTTP_OPTION_NAMES: [&str; 8] = [
     "maxToolNameBytes",
     "maxCatalogPages",
     "maxToolDocumentBytes",
+    "probeTimeoutMs",
+    "maxInputRounds",
+    "maxRequestStateBytes",
+    "maxParamHeaders",
+    "maxParamHeaderBytes",
+    "inputTimeoutMs",
+    "maxElicitationMessageBytes",
+    "maxElicitationFields",
+    "maxSamplingMessages",
 ];
 
+/// The most `roots` an entry may list.
+pub const MAX_ROOTS: usize = 64;
+
 const PROJECTION_FIELDS: [&str; 3] = ["include", "exclude", "namePrefix"];
+/// Fields both kinds of entry accept.
+const COMMON_FIELDS: [&str; 2] = ["protocol", "roots"];
 const STDIO_FIELDS: [&str; 5] = ["server", "command", "args", "cwd", "env"];
 const HTTP_FIELDS: [&str; 4] = ["server", "url", "bearerTokenEnv", "oauth"];
 
@@ -125,6 +148,12 @@ pub struct ServerEntry {
     pub limits: Limits,
     /// Which tools to project and how to name them.
     pub projection: ProjectionOptions,
+    /// Which protocol revisions may be spoken (`"protocol"`: `"auto"`, the
+    /// default; `"legacy"`; `"2026-07-28"`).
+    pub protocol: ProtocolMode,
+    /// The workspace roots (`"roots"`: `file:` URIs) the CLI declares and serves
+    /// when the server asks (`roots/list`); empty: none declared.
+    pub roots: Vec<String>,
 }
 
 impl ServerEntry {
@@ -486,6 +515,7 @@ fn decode_entry(item: &Value) -> Result<ServerEntry, Fault> {
     // Strict keys: anything not in this kind's table is refused.
     for key in object.keys() {
         let known = PROJECTION_FIELDS.contains(&key.as_str())
+            || COMMON_FIELDS.contains(&key.as_str())
             || if http {
                 HTTP_FIELDS.contains(&key.as_str()) || HTTP_OPTION_NAMES.contains(&key.as_str())
             } else {
@@ -528,6 +558,23 @@ fn decode_entry(item: &Value) -> Result<ServerEntry, Fault> {
         },
     };
 
+    let protocol = match object.get("protocol") {
+        None => ProtocolMode::default(),
+        Some(Value::String(text)) => ProtocolMode::parse(text).ok_or_else(|| {
+            fail(
+                "protocol",
+                "protocol must be \"auto\", \"legacy\" or \"2026-07-28\"".to_owned(),
+            )
+        })?,
+        Some(_) => {
+            return Err(fail(
+                "protocol",
+                "protocol must be \"auto\", \"legacy\" or \"2026-07-28\"".to_owned(),
+            ));
+        }
+    };
+    let roots = decode_roots(object).map_err(|m| fail("roots", m))?;
+
     let transport = if http {
         EntryTransport::Http(decode_http(object).map_err(|(field, m)| fail(field, m))?)
     } else {
@@ -539,7 +586,27 @@ fn decode_entry(item: &Value) -> Result<ServerEntry, Fault> {
         transport,
         limits,
         projection,
+        protocol,
+        roots,
     })
+}
+
+/// `roots`: at most [`MAX_ROOTS`] absolute `file:` URIs without query or fragment.
+fn decode_roots(object: &Map<String, Value>) -> Result<Vec<String>, String> {
+    let rule = "roots must be an array of file: URIs (no query or fragment)";
+    let Some(roots) = string_array(object, "roots").map_err(|_| rule.to_owned())? else {
+        return Ok(Vec::new());
+    };
+    if roots.len() > MAX_ROOTS {
+        return Err(format!("roots lists more than {MAX_ROOTS} entries"));
+    }
+    for root in &roots {
+        let url = Url::parse(root).map_err(|_| rule.to_owned())?;
+        if url.scheme() != "file" || url.query().is_some() || url.fragment().is_some() {
+            return Err(rule.to_owned());
+        }
+    }
+    Ok(roots)
 }
 
 fn string_array(object: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, String> {

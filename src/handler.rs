@@ -181,7 +181,8 @@ pub enum ElicitRequest {
 pub struct FormRequest {
     /// The server's message (server-authored: show it as the server's words).
     pub message: String,
-    /// The fields, in the schema's order.
+    /// The fields, in the order of their names (a JSON object's member order is
+    /// not kept).
     pub fields: Vec<FormField>,
 }
 

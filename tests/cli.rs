@@ -1353,3 +1353,183 @@ fn a_timed_out_http_call_is_cancelled_before_the_cli_exits() {
     );
     assert_one_cancellation_naming_the_call(&record, &run);
 }
+
+// --------------------------------------------------------------- elicitation
+
+/// A scripted server whose `echo` first asks the client `requests` (legacy
+/// server-to-client requests); the result text reports the client's answers.
+fn asking_server(dir: &Path, requests: Value, extra: Value) -> PathBuf {
+    let scenario = json!({ "on_call": { "echo": { "request_first": requests } } });
+    let entry = with(scripted("s", &[&scenario.to_string()]), extra);
+    server_file(dir, "servers.json", json!([entry]))
+}
+
+/// The client's reply to the server's request `index`, from the result's report.
+fn reply_to(run: &Run, index: usize) -> Value {
+    let text = run.json()["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let report: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    report["requests"][index]["reply"].clone()
+}
+
+fn form_request() -> Value {
+    json!({"method": "elicitation/create", "id": "e-1", "params": {
+        "message": "Deploy to which environment?",
+        "requestedSchema": {"type": "object", "properties": {
+            "env": {"type": "string", "enum": ["prod", "dev"]},
+            "count": {"type": "integer", "default": 2}
+        }, "required": ["env"]}
+    }})
+}
+
+#[test]
+fn without_a_terminal_call_declines_an_elicitation() {
+    let dir = tempdir();
+    let config = asking_server(dir.path(), json!([form_request()]), json!({}));
+    for extra in [&[][..], &["--no-input"][..]] {
+        let mut args = vec![
+            "--mcp-config",
+            path_str(&config),
+            "call",
+            "mcp/s/echo",
+            "--args",
+            r#"{"text":"x"}"#,
+        ];
+        args.extend_from_slice(extra);
+        let run = cli(&args).stdin(Vec::new()).run();
+        run.expect_code(0);
+        assert_eq!(
+            reply_to(&run, 0)["result"],
+            json!({"action": "decline"}),
+            "{}",
+            run.show()
+        );
+    }
+}
+
+#[test]
+fn tools_declares_no_elicitation_and_roots_are_served() {
+    let dir = tempdir();
+    let roots = json!([{"method": "roots/list", "id": "r-1"}, form_request()]);
+    let config = asking_server(
+        dir.path(),
+        roots,
+        json!({"roots": ["file:///work/project"]}),
+    );
+    let run = cli(&[
+        "--mcp-config",
+        path_str(&config),
+        "call",
+        "mcp/s/echo",
+        "--args",
+        r#"{"text":"x"}"#,
+    ])
+    .stdin(Vec::new())
+    .run();
+    run.expect_code(0);
+    assert_eq!(
+        reply_to(&run, 0)["result"],
+        json!({"roots": [{"uri": "file:///work/project"}]}),
+        "{}",
+        run.show()
+    );
+    // `tools` calls nothing: it declares no elicitation (initialize capabilities).
+    let record = dir.path().join("record.jsonl");
+    let config = server_file(
+        dir.path(),
+        "tools.json",
+        json!([with(
+            scripted("s", &["--record", path_str(&record)]),
+            json!({"roots": ["file:///w"]})
+        )]),
+    );
+    tools(&config);
+    let text = recorded(&record).unwrap_or_default();
+    let init = recorded_frames(&text, "initialize");
+    assert_eq!(
+        init[0]["params"]["capabilities"],
+        json!({"roots": {}}),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_bad_roots_entry_is_a_usage_error() {
+    let dir = tempdir();
+    let config = server_file(
+        dir.path(),
+        "servers.json",
+        json!([with(
+            scripted("s", &[]),
+            json!({"roots": ["https://not-a-file"]})
+        )]),
+    );
+    cli(&["--mcp-config", path_str(&config), "check"])
+        .run()
+        .expect_usage(&["roots"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn on_a_terminal_call_asks_the_form_field_by_field() {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    use std::io::Write;
+    let dir = tempdir();
+    let config = asking_server(dir.path(), json!([form_request()]), json!({}));
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("a pty");
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let name = ptsname(&master, Vec::new()).unwrap();
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(name.to_str().unwrap())
+        .unwrap();
+    let mut master = std::fs::File::from(master);
+    // The answers, typed ahead. Fields come in key order (`count`, then `env`):
+    // answer the form, leave `count` to its default, a wrong choice, then `dev`.
+    master.write_all(b"y\n\nstaging\ndev\n").unwrap();
+    let mut child = std::process::Command::new(CLI)
+        .args([
+            "--mcp-config",
+            path_str(&config),
+            "call",
+            "mcp/s/echo",
+            "--args",
+            r#"{"text":"x"}"#,
+        ])
+        .env_remove("SMITHERS_MCP_CONFIG")
+        .stdin(slave)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A hang guard: a prompt left waiting would otherwise block the test forever.
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("the CLI did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("The server's words: Deploy to which environment?"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("not a valid one of prod, dev"), "{stderr}");
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    let report: Value =
+        serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        report["requests"][0]["reply"]["result"],
+        json!({"action": "accept", "content": {"env": "dev", "count": 2}}),
+        "{report}"
+    );
+}

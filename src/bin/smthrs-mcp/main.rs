@@ -11,6 +11,7 @@
 
 mod demo_server;
 mod login;
+mod prompt;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,6 +57,10 @@ enum Command {
         /// The arguments, a JSON object.
         #[arg(long, value_name = "JSON", default_value = "{}")]
         args: String,
+        /// Never ask on the terminal: decline every elicitation a server sends
+        /// (the default without a terminal on stdin).
+        #[arg(long)]
+        no_input: bool,
     },
     /// Serve the embedded demo MCP server on stdin/stdout.
     DemoServer,
@@ -110,7 +115,11 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // Every session is torn down by now; what may remain is a terminal prompt
+    // blocked on stdin for an answer nobody wants any more: do not wait for it.
+    runtime.shutdown_background();
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(message)) => {
             eprintln!("smthrs-mcp: usage: {message}");
@@ -166,8 +175,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Tools => {
-            let (clients, catalog) =
-                connect_all(&entries, transports, &label, cli.diagnostics).await?;
+            let (clients, catalog) = connect_all(
+                &entries,
+                transports,
+                &label,
+                cli.diagnostics,
+                Asking::Nothing,
+            )
+            .await?;
             let declarations: Vec<_> = catalog.declarations().collect();
             let printed = serde_json::to_string_pretty(&declarations)
                 .map_err(|_| Failure::Usage("could not encode declarations".into()));
@@ -175,13 +190,20 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             print_stdout(&printed?);
             Ok(())
         }
-        Command::Call { flow, args } => {
+        Command::Call {
+            flow,
+            args,
+            no_input,
+        } => {
             let arguments: Map<String, Value> = match serde_json::from_str(&args) {
                 Ok(Value::Object(map)) => map,
                 _ => return Err(Failure::Usage("--args must be a JSON object".into())),
             };
+            let asking = Asking::Elicitation {
+                interactive: prompt::interactive(no_input),
+            };
             let (clients, catalog) =
-                connect_all(&entries, transports, &label, cli.diagnostics).await?;
+                connect_all(&entries, transports, &label, cli.diagnostics, asking).await?;
             let outcome = call(&clients, &catalog, &flow, arguments).await;
             close_all(&clients).await;
             let result = outcome?;
@@ -235,16 +257,36 @@ async fn call(
 }
 
 /// Connects every entry in parallel; any failure takes the run down, naming the server.
+/// What the CLI's host handler answers besides the entry's roots.
+#[derive(Clone, Copy)]
+enum Asking {
+    /// No tool is called: no elicitation declared.
+    Nothing,
+    /// `call`: elicitation declared, asked on the terminal when `interactive`.
+    Elicitation { interactive: bool },
+}
+
 async fn connect_all(
     entries: &[ServerEntry],
     transports: Vec<Box<dyn Transport>>,
     label: &str,
     diagnostics: bool,
+    asking: Asking,
 ) -> Result<(Vec<Client>, FlowCatalog), Failure> {
     let observer: Option<Arc<dyn DiagnosticObserver>> =
         diagnostics.then(|| Arc::new(PrintDiagnostics) as Arc<dyn DiagnosticObserver>);
     let connects = entries.iter().zip(transports).map(|(entry, transport)| {
-        let mut builder = Client::builder(entry.server.clone()).limits(entry.limits);
+        let mut builder = Client::builder(entry.server.clone())
+            .limits(entry.limits)
+            .protocol(entry.protocol);
+        let (elicitation, interactive) = match asking {
+            Asking::Nothing => (false, false),
+            Asking::Elicitation { interactive } => (true, interactive),
+        };
+        let host = prompt::CliHost::new(&entry.server, &entry.roots, elicitation, interactive);
+        if host.declares_anything() {
+            builder = builder.host_handler(host);
+        }
         if let Some(observer) = &observer {
             builder = builder.diagnostics(observer.clone());
         }
@@ -359,8 +401,10 @@ fn named(server: &str, error: Error) -> Error {
 /// Prints private diagnostics to stderr, one line per event.
 struct PrintDiagnostics;
 
+/// Server-authored text on one line, control and format characters escaped (a
+/// server must not drive the operator's terminal).
 fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    prompt::printable(&text.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 impl DiagnosticObserver for PrintDiagnostics {
@@ -384,6 +428,23 @@ impl DiagnosticObserver for PrintDiagnostics {
                     one_line(message.expose_secret())
                 )
             }
+            DiagnosticEvent::ServerRequestDropped { server, method } => format!(
+                "server \"{server}\": dropped a request ({})",
+                one_line(method.expose_secret())
+            ),
+            DiagnosticEvent::ToolDropped {
+                server,
+                tool,
+                reason,
+            } => format!(
+                "server \"{server}\": tool {} left out: {reason}",
+                one_line(tool.expose_secret())
+            ),
+            DiagnosticEvent::LegacyFallback {
+                server,
+                version,
+                reason,
+            } => format!("server \"{server}\": speaking {version}: {reason}"),
             _ => return,
         };
         eprintln!("diagnostic: {}: {line}", event.name());
