@@ -92,9 +92,17 @@ pub struct Tool {
     annotations: Option<Value>,
     /// Its validated `x-mcp-header` annotations (2026-07-28 over HTTP only).
     param_specs: Vec<ParamSpec>,
+    /// The object exactly as the server sent it (what a [`CatalogPin`](crate::pin::CatalogPin) digests).
+    as_sent: Map<String, Value>,
 }
 
 impl Tool {
+    /// The tool object exactly as the server sent it, every member included
+    /// (server-authored).
+    pub fn as_sent(&self) -> &Map<String, Value> {
+        &self.as_sent
+    }
+
     /// The validated `x-mcp-header` annotations (empty unless the catalog was
     /// read for 2026-07-28 over HTTP).
     pub(crate) fn param_specs(&self) -> &[ParamSpec] {
@@ -404,6 +412,7 @@ impl CatalogBuilder {
             output_schema: output_schema.cloned(),
             annotations: annotations.cloned(),
             param_specs: Vec::new(),
+            as_sent: entry.clone(),
         })
     }
 }

@@ -64,6 +64,10 @@ pub enum ErrorKind {
     /// The server found the HTTP headers missing, malformed or disagreeing with the
     /// body (JSON-RPC -32020, 2026-07-28).
     HeaderMismatch,
+    /// The server's catalog differs from the one it was pinned to
+    /// ([`pin`](crate::pin)); the message names the tools added, removed or
+    /// changed.
+    CatalogChanged,
 }
 
 impl ErrorKind {
@@ -86,6 +90,7 @@ impl ErrorKind {
             ErrorKind::UnsupportedProtocolVersion => "unsupported_protocol_version",
             ErrorKind::MissingCapability => "missing_capability",
             ErrorKind::HeaderMismatch => "header_mismatch",
+            ErrorKind::CatalogChanged => "catalog_changed",
         }
     }
 }

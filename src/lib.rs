@@ -14,6 +14,7 @@ pub mod jsonrpc;
 pub mod layer;
 pub mod limits;
 pub(crate) mod param_headers;
+pub mod pin;
 pub mod redact;
 pub mod session;
 pub mod transport;

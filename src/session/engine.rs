@@ -300,6 +300,8 @@ pub(crate) struct Shared {
     pub(crate) capabilities: Value,
     /// The host's answers to input requests.
     pub(crate) inputs: Arc<Inputs>,
+    /// The catalog pin the host gave, once the connect checked it.
+    pub(crate) pin: OnceLock<crate::pin::CatalogPin>,
     /// Set when the scope closed: until then the writer still writes owed
     /// cancellations ([`CLOSE_CANCEL_GRACE`]).
     close_deadline: OnceLock<Instant>,
@@ -347,6 +349,7 @@ impl Shared {
             request_meta: RequestMeta::new(MODERN_PROTOCOL_VERSION, &capabilities),
             capabilities,
             inputs,
+            pin: OnceLock::new(),
             close_deadline: OnceLock::new(),
         });
         (shared, rx)

@@ -19,6 +19,7 @@ use super::era::Wire;
 use super::negotiate::{ServerFacts, step_error, walk_catalog};
 use super::{PROPOSED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, client_info};
 use crate::error::{Error, Result};
+use crate::pin::CatalogPin;
 use crate::transport::{FrameMeta, OutboundFrame};
 
 /// The one-shot HTTP session re-initialise.
@@ -114,6 +115,9 @@ pub(crate) async fn reinitialize(shared: &Arc<Shared>) -> Result<()> {
         .ok_or_else(|| Error::closed("session expired before the catalog was frozen"))?;
     initialize(shared).await?;
     let (catalog, _) = walk_catalog(shared, shared.wire.get()).await?;
+    if let Some(pin) = shared.pin.get() {
+        return CatalogPin::of(&catalog).check(&shared.server, pin);
+    }
     if !catalog.same_tools_as(&frozen) {
         return Err(Error::closed(format!(
             "server \"{}\" restarted its session with a different catalog",

@@ -49,6 +49,7 @@ use crate::handler::HostHandler;
 use crate::json_bounds::{ToolCallMembers, value_depth};
 use crate::jsonrpc::ResultBody;
 use crate::limits::{Limits, MAX_JSON_DEPTH};
+use crate::pin::CatalogPin;
 use crate::transport::{Transport, TransportContext};
 use engine::{RequestOptions, SCOPE_CLOSED, Shared};
 use era::Wire;
@@ -149,6 +150,7 @@ pub struct ClientBuilder {
     diagnostics: Diagnostics,
     protocol: ProtocolMode,
     handler: Option<Arc<dyn HostHandler>>,
+    pin: Option<CatalogPin>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -157,6 +159,7 @@ impl std::fmt::Debug for ClientBuilder {
             .field("server", &self.server)
             .field("limits", &self.limits)
             .field("protocol", &self.protocol)
+            .field("pin", &self.pin.as_ref().map(CatalogPin::digest))
             .field(
                 "host_handler",
                 &self.handler.as_ref().map(|h| h.capabilities()),
@@ -184,6 +187,14 @@ impl ClientBuilder {
     /// follow from it. Default: none, nothing declared.
     pub fn host_handler(mut self, handler: Arc<dyn HostHandler>) -> Self {
         self.handler = Some(handler);
+        self
+    }
+
+    /// Pins the catalog: the connect fails with `catalog_changed` unless the
+    /// server's tools are exactly the pinned ones (see [`pin`](crate::pin)); the
+    /// legacy HTTP re-initialise after a `404` checks the same. Default: no pin.
+    pub fn pin(mut self, pin: CatalogPin) -> Self {
+        self.pin = Some(pin);
         self
     }
 
@@ -247,6 +258,12 @@ impl ClientBuilder {
             Ok(walked) => walked,
             Err(error) => return Err(session.fail(error).await),
         };
+        if let Some(pin) = &self.pin {
+            if let Err(error) = CatalogPin::of(&catalog).check(&shared.server, pin) {
+                return Err(session.fail(error).await);
+            }
+            let _ = shared.pin.set(pin.clone());
+        }
         if let Some(reason) = fallback
             && shared.diagnostics.is_enabled()
         {
@@ -472,6 +489,7 @@ impl Client {
             diagnostics: Diagnostics::none(),
             protocol: ProtocolMode::default(),
             handler: None,
+            pin: None,
         }
     }
 

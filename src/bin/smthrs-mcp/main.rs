@@ -10,6 +10,7 @@
 //! `oauth.clientSecretEnv` variable).
 
 mod demo_server;
+mod lock;
 mod login;
 mod prompt;
 
@@ -49,7 +50,10 @@ enum Command {
     /// Decode and validate the server file; spawn and connect nothing.
     Check,
     /// Connect every server, print the composed flow declarations as a JSON array.
-    Tools,
+    Tools {
+        #[command(flatten)]
+        lock: Locking,
+    },
     /// Connect every server, call one flow, print its result as a JSON object.
     Call {
         /// The flow name, e.g. `mcp/<server>/<tool>`.
@@ -61,6 +65,14 @@ enum Command {
         /// (the default without a terminal on stdin).
         #[arg(long)]
         no_input: bool,
+        #[command(flatten)]
+        lock: Locking,
+    },
+    /// Connect every server and write the lock file pinning their catalogs.
+    Lock {
+        /// The lock file (default: mcp.lock.json beside the server file).
+        #[arg(long = "lock-file", value_name = "PATH")]
+        lock_file: Option<PathBuf>,
     },
     /// Serve the embedded demo MCP server on stdin/stdout.
     DemoServer,
@@ -75,6 +87,31 @@ enum Command {
         /// The server's name in the server file.
         server: String,
     },
+}
+
+/// `--locked [--lock-file PATH]`.
+#[derive(clap::Args, Debug)]
+struct Locking {
+    /// Every server's catalog must match its entry in the lock file.
+    #[arg(long)]
+    locked: bool,
+    /// The lock file (default: mcp.lock.json beside the server file).
+    #[arg(long = "lock-file", value_name = "PATH", requires = "locked")]
+    lock_file: Option<PathBuf>,
+}
+
+impl Locking {
+    /// The lock, when `--locked`; a missing or unreadable file is a usage error.
+    fn read(&self, server_file: Option<&std::path::Path>) -> Result<Option<lock::Lock>, Failure> {
+        if !self.locked {
+            return Ok(None);
+        }
+        let path = self
+            .lock_file
+            .clone()
+            .unwrap_or_else(|| lock::default_path(server_file));
+        lock::Lock::read(&path).map(Some).map_err(Failure::Usage)
+    }
 }
 
 /// A failure and the exit status it maps to.
@@ -174,13 +211,15 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             print_stdout(&format!("ok: {} servers", entries.len()));
             Ok(())
         }
-        Command::Tools => {
+        Command::Tools { lock } => {
+            let pins = lock.read(source.as_ref().map(|s| s.path.as_path()))?;
             let (clients, catalog) = connect_all(
                 &entries,
                 transports,
                 &label,
                 cli.diagnostics,
                 Asking::Nothing,
+                pins.as_ref(),
             )
             .await?;
             let declarations: Vec<_> = catalog.declarations().collect();
@@ -194,22 +233,55 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             flow,
             args,
             no_input,
+            lock,
         } => {
             let arguments: Map<String, Value> = match serde_json::from_str(&args) {
                 Ok(Value::Object(map)) => map,
                 _ => return Err(Failure::Usage("--args must be a JSON object".into())),
             };
+            let pins = lock.read(source.as_ref().map(|s| s.path.as_path()))?;
             let asking = Asking::Elicitation {
                 interactive: prompt::interactive(no_input),
             };
-            let (clients, catalog) =
-                connect_all(&entries, transports, &label, cli.diagnostics, asking).await?;
+            let (clients, catalog) = connect_all(
+                &entries,
+                transports,
+                &label,
+                cli.diagnostics,
+                asking,
+                pins.as_ref(),
+            )
+            .await?;
             let outcome = call(&clients, &catalog, &flow, arguments).await;
             close_all(&clients).await;
             let result = outcome?;
             let printed = serde_json::to_string_pretty(&result)
                 .map_err(|_| Failure::Usage("could not encode the result".into()))?;
             print_stdout(&printed);
+            Ok(())
+        }
+        Command::Lock { lock_file } => {
+            let path = lock_file
+                .unwrap_or_else(|| lock::default_path(source.as_ref().map(|s| s.path.as_path())));
+            let (clients, _) = connect_all(
+                &entries,
+                transports,
+                &label,
+                cli.diagnostics,
+                Asking::Nothing,
+                None,
+            )
+            .await?;
+            let text = lock::render(&entries, &clients);
+            close_all(&clients).await;
+            lock::write(&path, &text).map_err(|e| {
+                Failure::Usage(format!(
+                    "--lock-file {}: cannot write the lock file ({})",
+                    path.display(),
+                    e.kind()
+                ))
+            })?;
+            print_stdout(&format!("ok: {} servers locked", entries.len()));
             Ok(())
         }
         Command::Login { server } => {
@@ -272,32 +344,48 @@ async fn connect_all(
     label: &str,
     diagnostics: bool,
     asking: Asking,
+    pins: Option<&lock::Lock>,
 ) -> Result<(Vec<Client>, FlowCatalog), Failure> {
+    // Under --locked every server must have a pin before anything connects.
+    let pins: Vec<Option<smthrs_mcp::pin::CatalogPin>> = match pins {
+        Some(lock) => entries
+            .iter()
+            .map(|entry| lock.pin(&entry.server).map(Some))
+            .collect::<Result<_, _>>()?,
+        None => entries.iter().map(|_| None).collect(),
+    };
     let observer: Option<Arc<dyn DiagnosticObserver>> =
         diagnostics.then(|| Arc::new(PrintDiagnostics) as Arc<dyn DiagnosticObserver>);
-    let connects = entries.iter().zip(transports).map(|(entry, transport)| {
-        let mut builder = Client::builder(entry.server.clone())
-            .limits(entry.limits)
-            .protocol(entry.protocol);
-        let (elicitation, interactive) = match asking {
-            Asking::Nothing => (false, false),
-            Asking::Elicitation { interactive } => (true, interactive),
-        };
-        let host = prompt::CliHost::new(&entry.server, &entry.roots, elicitation, interactive);
-        if host.declares_anything() {
-            builder = builder.host_handler(host);
-        }
-        if let Some(observer) = &observer {
-            builder = builder.diagnostics(observer.clone());
-        }
-        let server = entry.server.clone();
-        async move {
-            builder
-                .connect_boxed(transport)
-                .await
-                .map_err(|e| named(&server, e))
-        }
-    });
+    let connects = entries
+        .iter()
+        .zip(transports)
+        .zip(pins)
+        .map(|((entry, transport), pin)| {
+            let mut builder = Client::builder(entry.server.clone())
+                .limits(entry.limits)
+                .protocol(entry.protocol);
+            let (elicitation, interactive) = match asking {
+                Asking::Nothing => (false, false),
+                Asking::Elicitation { interactive } => (true, interactive),
+            };
+            let host = prompt::CliHost::new(&entry.server, &entry.roots, elicitation, interactive);
+            if host.declares_anything() {
+                builder = builder.host_handler(host);
+            }
+            if let Some(pin) = pin {
+                builder = builder.pin(pin);
+            }
+            if let Some(observer) = &observer {
+                builder = builder.diagnostics(observer.clone());
+            }
+            let server = entry.server.clone();
+            async move {
+                builder
+                    .connect_boxed(transport)
+                    .await
+                    .map_err(|e| named(&server, e))
+            }
+        });
     // All in parallel; the first failure takes the run down at once (the other
     // connects are dropped, which ends their sessions), naming its server.
     let mut pending: FuturesUnordered<_> = connects
