@@ -1326,6 +1326,7 @@ both_transports!(
     mrtr_without_state_sends_no_state,
     mrtr_state_only_result_is_retried_without_responses,
     mrtr_answers_each_round_of_a_multi_round_call,
+    mrtr_rounds_are_capped_by_max_input_rounds,
     mrtr_huge_request_state_is_refused,
     mrtr_request_state_is_capped_by_max_request_state_bytes,
     mrtr_undeclared_input_request_fails_without_retry,
@@ -1439,6 +1440,34 @@ async fn mrtr_answers_each_round_of_a_multi_round_call(via: Via) {
     a.close().await;
     let ids: BTreeSet<String> = call_ids(&a).iter().map(Value::to_string).collect();
     assert_eq!(ids.len(), 4, "a new id every round");
+}
+
+async fn mrtr_rounds_are_capped_by_max_input_rounds(via: Via) {
+    // maxInputRounds counts the input_required results answered in one call:
+    // a server needing three rounds fits a cap of three...
+    let builder = Client::builder("mrtr")
+        .host_handler(FormFiller::new())
+        .limits(limits(|l| l.max_input_rounds = 3));
+    let a = connect(via, builder, scenario("modern-mrtr-rounds"), modern()).await;
+    let report = mrtr_call(a.client(), "wizard", json!({})).await;
+    assert_eq!(report["ok"], true, "{report}");
+    a.close().await;
+    // ...and one that never completes is cut off after three answered rounds.
+    let builder = Client::builder("mrtr")
+        .host_handler(FormFiller::new())
+        .limits(limits(|l| l.max_input_rounds = 3));
+    let a = connect(via, builder, scenario("modern-mrtr-endless"), modern()).await;
+    let error = guard("forever", a.client().call_tool("forever", Map::new()))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidResponse);
+    assert!(error.message().contains("maxInputRounds"), "{error:?}");
+    a.close().await;
+    assert_eq!(
+        a.received("tools/call").len(),
+        4,
+        "the call and three retries"
+    );
 }
 
 async fn mrtr_huge_request_state_is_refused(via: Via) {

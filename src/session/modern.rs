@@ -17,7 +17,8 @@
 //!   (none when none came), never carried over to another call;
 //! - a result with only `requestState` (the server shedding load) is retried after
 //!   a backoff of 50 ms doubling to 250 ms;
-//! - at most `maxInputRounds` rounds and `requestState` of at most
+//! - at most `maxInputRounds` `input_required` results answered (a server
+//!   still asking after that many fails the call) and `requestState` of at most
 //!   `maxRequestStateBytes` bytes, else the call fails with `invalid_response`.
 //!
 //! `requestTimeoutMs` bounds the whole call, rounds and backoffs included, except
@@ -126,8 +127,9 @@ pub(crate) async fn call_tool(
                 )));
             }
         }
+        // `maxInputRounds` input_required results are answered; one more fails.
         rounds += 1;
-        if rounds >= shared.limits.max_input_rounds {
+        if rounds > shared.limits.max_input_rounds {
             return Err(Error::invalid_response(format!(
                 "tools/call on server \"{server}\" still asked for input after maxInputRounds ({}) rounds",
                 shared.limits.max_input_rounds
