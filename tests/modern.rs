@@ -1566,6 +1566,30 @@ async fn mrtr_forbidden_input_method_is_refused(via: Via) {
     assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error:?}");
     a.close().await;
     assert_eq!(a.received("tools/call").len(), 1);
+    // A forbidden method alone (with a well-formed state), an entry without a
+    // method, an entry that is no object: the server breaks the rules, whatever
+    // the client declared.
+    for bad in [
+        json!({"method": "tools/call", "params": {"name": "exit"}}),
+        json!({"method": "ping"}),
+        json!({"params": {}}),
+        json!(5),
+    ] {
+        let server = inline(json!({
+            "era": "modern",
+            "check_capabilities": false,
+            "tools": [{"name": "confirm", "inputSchema": {"type": "object"}}],
+            "on_call": {"confirm": {"input_required": {"inputRequests": {"evil": bad}}}},
+        }));
+        let builder = Client::builder("mrtr").host_handler(FormFiller::new());
+        let a = connect(via, builder, server, modern()).await;
+        let error = guard("confirm", a.client().call_tool("confirm", Map::new()))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{bad}: {error:?}");
+        a.close().await;
+        assert_eq!(a.received("tools/call").len(), 1, "{bad}: no retry");
+    }
 }
 
 async fn mrtr_state_is_never_carried_to_another_call(via: Via) {

@@ -73,10 +73,17 @@ impl Inputs {
         let mut answers = Map::new();
         for (key, request) in requests {
             let method = request.get("method").and_then(Value::as_str);
-            let known = INPUT_METHODS.iter().find(|m| Some(**m) == method).copied();
-            let Some(method) = known.filter(|m| self.declares(m)) else {
-                return Err(undeclared_input(server, known));
+            // Only the three input methods may be asked for: anything else (no
+            // method, not an object) is the server breaking the protocol, not a
+            // capability this client lacks.
+            let Some(method) = INPUT_METHODS.iter().find(|m| Some(**m) == method).copied() else {
+                return Err(Error::invalid_response(format!(
+                    "server \"{server}\" sent an input request that is not elicitation/create, roots/list or sampling/createMessage"
+                )));
             };
+            if !self.declares(method) {
+                return Err(undeclared_input(server, method));
+            }
             let params = request.get("params").cloned().unwrap_or(Value::Null);
             let answer = match self.answer(shared, method, &params).await {
                 Answer::Result(value) => value,

@@ -11,7 +11,9 @@
 //! - every input request must name a method this client declared on that request
 //!   (from the installed host handler; none without one), at most
 //!   [`MAX_INPUT_REQUESTS`] of them: anything else fails the call (no invented
-//!   answers, no retry);
+//!   answers, no retry): `missing_capability` for an input method not declared,
+//!   `invalid_response` for anything but the three input methods
+//!   (`elicitation/create`, `roots/list`, `sampling/createMessage`);
 //! - the retry is the same request with a new JSON-RPC id, plus `inputResponses`
 //!   (this round's answers only) and `requestState` echoed exactly as received
 //!   (none when none came), never carried over to another call;
@@ -186,15 +188,11 @@ pub(crate) async fn call_tool(
     }
 }
 
-/// A call that failed because the server asked for input the client cannot give.
-pub(crate) fn undeclared_input(server: &str, method: Option<&'static str>) -> Error {
+/// A call that failed because the server asked for an input the client did not
+/// declare.
+pub(crate) fn undeclared_input(server: &str, method: &'static str) -> Error {
     Error::new(
         ErrorKind::MissingCapability,
-        match method {
-            Some(method) => {
-                format!("server \"{server}\" asked for {method}, which this client did not declare")
-            }
-            None => format!("server \"{server}\" asked for an input of an unknown kind"),
-        },
+        format!("server \"{server}\" asked for {method}, which this client did not declare"),
     )
 }
