@@ -349,6 +349,11 @@ async fn stdio_probe_answered_for_another_id_falls_back_after_probe_timeout() {
     assert_fell_back(&a, "no answer to server/discover within probeTimeoutMs");
     echo_works(a.client()).await;
     a.close().await;
+    assert!(
+        a.events.named("remote-error").is_empty(),
+        "the id-null error answering the probe is no diagnostic: {:?}",
+        a.events.all()
+    );
 }
 
 #[tokio::test]
@@ -491,6 +496,12 @@ async fn assert_http_legacy_answer_falls_back(probe: LegacyProbe, status: u16) {
 #[tokio::test]
 async fn http_plain_text_400_is_legacy() {
     assert_http_legacy_answer_falls_back(LegacyProbe::PlainText400, 400).await;
+}
+
+#[tokio::test]
+async fn http_400_with_a_null_id_jsonrpc_error_is_legacy() {
+    // TypeScript SDK v1: its answer to the probe is an error with `id: null`.
+    assert_http_legacy_answer_falls_back(LegacyProbe::JsonRpc400, 400).await;
 }
 
 #[tokio::test]
