@@ -508,6 +508,8 @@ both_transports!(
     legacy_refused_elicitations_get_invalid_params,
     modern_refused_elicitations_fail_the_call,
     url_mode_reaches_the_host_for_https_and_loopback,
+    oversized_sampling_requests_never_reach_the_host,
+    answers_the_host_gets_wrong_are_not_sent,
 );
 
 async fn legacy_refused_elicitations_get_invalid_params(via: Via) {
@@ -586,6 +588,74 @@ async fn url_mode_reaches_the_host_for_https_and_loopback(via: Via) {
     );
 }
 
+async fn oversized_sampling_requests_never_reach_the_host(via: Via) {
+    let message = json!({"role": "user", "content": {"type": "text", "text": "hi"}});
+    let params = json!({"messages": [message, message, message], "maxTokens": 5});
+    let edit = |l: &mut Limits| l.max_sampling_messages = 2;
+    // Legacy: the server gets -32602.
+    let host = Host::new(everything()).arc();
+    let server =
+        legacy_asking(json!({"method": "sampling/createMessage", "id": 7, "params": params}));
+    let a = open(via, Some(host.clone()), server, legacy_options(), edit).await;
+    let report = legacy_report(a.client()).await;
+    a.close().await;
+    assert_eq!(report["requests"][0]["error_code"], -32602, "{report}");
+    assert_eq!(host.reached(), 0);
+    // Modern: the call fails.
+    let host = Host::new(everything()).arc();
+    let server =
+        modern_asking(json!({"s": {"method": "sampling/createMessage", "params": params}}));
+    let a = open(via, Some(host.clone()), server, modern_options(), edit).await;
+    let error = guard("ask", a.client().call_tool("ask", Map::new()))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error:?}");
+    a.close().await;
+    assert_eq!(host.reached(), 0);
+    assert_eq!(a.received("tools/call").len(), 1);
+}
+
+async fn answers_the_host_gets_wrong_are_not_sent(via: Via) {
+    // A form answered with a field of the wrong type, and a refused sampling
+    // request (sampling has no decline).
+    let wrong = || {
+        let mut host = Host::new(everything()).content(json!({"n": "not a number"}));
+        host.sampling = None;
+        host.arc()
+    };
+    let form_request = form("n?", json!({"n": {"type": "integer"}}));
+    let sampling = json!({"messages": [], "maxTokens": 5});
+    let server = legacy_asking(json!([
+        {"method": "elicitation/create", "id": 1, "params": form_request},
+        {"method": "sampling/createMessage", "id": 2, "params": sampling},
+    ]));
+    let a = open(via, Some(wrong()), server, legacy_options(), |_| {}).await;
+    let report = legacy_report(a.client()).await;
+    a.close().await;
+    for answer in report["requests"].as_array().unwrap() {
+        assert_eq!(answer["error_code"], -32603, "{answer}");
+    }
+    for input in [
+        json!({"q": {"method": "elicitation/create", "params": form_request}}),
+        json!({"s": {"method": "sampling/createMessage", "params": sampling}}),
+    ] {
+        let a = open(
+            via,
+            Some(wrong()),
+            modern_asking(input.clone()),
+            modern_options(),
+            |_| {},
+        )
+        .await;
+        let error = guard("ask", a.client().call_tool("ask", Map::new()))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidConfig, "{input}: {error:?}");
+        a.close().await;
+        assert_eq!(a.received("tools/call").len(), 1, "{input}: nothing sent");
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Time
 // ---------------------------------------------------------------------------
@@ -631,6 +701,27 @@ async fn modern_host_past_input_timeout_fails_the_call(via: Via) {
     assert!(a.client().terminal_error().is_none());
     a.close().await;
     assert_eq!(a.received("tools/call").len(), 1, "no retry");
+}
+
+/// The message names the bound that fired (today `Client::call_tool` rewords
+/// every timeout as its own `requestTimeoutMs` one: "timed out after 120000 ms").
+#[tokio::test]
+#[ignore = "needs the call_tool change in src/session/mod.rs, see the branch report"]
+async fn modern_input_timeout_names_input_timeout_ms() {
+    let host = Host::new(form_only()).pace(Pace::Never).arc();
+    let server = modern_asking(
+        json!({"q": {"method": "elicitation/create", "params": form("m", json!({}))}}),
+    );
+    let a = open(Via::Stdio, Some(host), server, modern_options(), |l| {
+        l.input_timeout_ms = 300
+    })
+    .await;
+    let error = guard("ask", a.client().call_tool("ask", Map::new()))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout);
+    assert!(error.message().contains("inputTimeoutMs"), "{error:?}");
+    a.close().await;
 }
 
 async fn legacy_request_timeout_is_paused_while_the_host_answers(via: Via) {

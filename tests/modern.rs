@@ -520,6 +520,16 @@ async fn http_405_is_legacy() {
 }
 
 #[tokio::test]
+async fn http_silent_probe_is_a_timeout_not_legacy() {
+    let builder = Client::builder("silent").limits(limits(|l| l.probe_timeout_ms = 300));
+    let server = inline(json!({"era": "modern", "discover": "never_reply"}));
+    let a = connect(Via::Http, builder, server, modern()).await;
+    assert_eq!(a.error().kind(), ErrorKind::Timeout);
+    assert_eq!(a.requests().len(), 1, "no initialize after an HTTP timeout");
+    assert!(a.events.named("legacy-fallback").is_empty());
+}
+
+#[tokio::test]
 async fn http_500_is_an_error_not_legacy() {
     let a = http_probe(LegacyProbe::ServerError500).await;
     let error = a.error();
@@ -550,6 +560,9 @@ both_transports!(
     empty_cursor_is_bounded_by_the_page_cap,
     modern_server_ping_is_never_answered,
     legacy_server_ping_is_still_answered,
+    input_required_is_refused_outside_tools_call,
+    modern_server_without_tools_is_refused,
+    catalog_hint_is_the_strictest_of_its_pages,
     unrequested_notifications_are_dropped,
 );
 
@@ -847,6 +860,70 @@ async fn legacy_server_ping_is_still_answered(via: Via) {
     a.close().await;
 }
 
+async fn input_required_is_refused_outside_tools_call(via: Via) {
+    let server = inline(json!({
+        "era": "modern",
+        "pages": [{"resultType": "input_required", "requestState": "s", "tools": []}],
+    }));
+    let a = connect(via, Client::builder("list"), server, modern()).await;
+    assert_eq!(a.error().kind(), ErrorKind::InvalidResponse);
+    assert_eq!(a.received("tools/list").len(), 1, "never retried");
+    let server = inline(json!({
+        "era": "modern",
+        "discover_result": {"resultType": "input_required", "requestState": "s",
+                            "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}},
+    }));
+    let a = connect(via, Client::builder("discover"), server, modern()).await;
+    assert_eq!(a.error().kind(), ErrorKind::InvalidResponse);
+    assert!(a.received("initialize").is_empty(), "not a fallback");
+}
+
+async fn modern_server_without_tools_is_refused(via: Via) {
+    let server = inline(json!({"era": "modern", "capabilities": {"prompts": {}}}));
+    let a = connect(via, Client::builder("no-tools"), server, modern()).await;
+    let error = a.error();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError);
+    assert!(
+        error.message().contains("does not offer tools"),
+        "{error:?}"
+    );
+    assert!(a.received("tools/list").is_empty());
+}
+
+async fn catalog_hint_is_the_strictest_of_its_pages(via: Via) {
+    let page = |tool: &str, ttl: u64, scope: &str, next: Option<&str>| {
+        let mut page = json!({
+            "resultType": "complete", "ttlMs": ttl, "cacheScope": scope,
+            "tools": [{"name": tool, "inputSchema": {"type": "object"}}],
+        });
+        if let Some(next) = next {
+            page["nextCursor"] = json!(next);
+        }
+        page
+    };
+    let ms = Duration::from_millis;
+    for (second_scope, scope) in [
+        ("public", CacheScope::Public),
+        ("private", CacheScope::Private),
+    ] {
+        let server = inline(json!({
+            "era": "modern", "ttlMs": 5000, "cacheScope": "public",
+            "pages": [page("a", 60_000, "public", Some("p2")), page("b", 10_000, second_scope, None)],
+        }));
+        let a = connect(via, Client::builder("pages"), server, modern()).await;
+        let discover = CacheHint {
+            ttl: ms(5000),
+            scope: CacheScope::Public,
+        };
+        let catalog = CacheHint {
+            ttl: ms(10_000),
+            scope,
+        };
+        assert_eq!(a.client().cache_hints(), Some((discover, catalog)));
+        a.close().await;
+    }
+}
+
 async fn unrequested_notifications_are_dropped(via: Via) {
     let a = connect(
         via,
@@ -1088,6 +1165,92 @@ async fn http_header_injection_never_reaches_the_server() {
             region,
             "the body carries the value unchanged"
         );
+    }
+}
+
+#[tokio::test]
+async fn http_non_ascii_tool_name_goes_base64_in_mcp_name() {
+    let server = inline(json!({
+        "era": "modern",
+        "tools": [{"name": "café", "inputSchema": {"type": "object"}},
+                  {"name": "two words", "inputSchema": {"type": "object"}}],
+    }));
+    let a = connect(Via::Http, Client::builder("names"), server, modern()).await;
+    for name in ["café", "two words"] {
+        guard(name, a.client().call_tool(name, Map::new()))
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    }
+    a.close().await;
+    let names: Vec<String> = call_posts(&a)
+        .iter()
+        .map(|r| r.header("mcp-name").unwrap().to_string())
+        .collect();
+    assert!(names[0].starts_with("=?base64?"), "{names:?}");
+    assert_eq!(decode_header(&names[0]), "café");
+    assert_eq!(names[1], "two words", "printable ASCII goes as it is");
+}
+
+#[tokio::test]
+async fn http_unmirrorable_argument_is_refused_before_sending() {
+    let a = connect(
+        Via::Http,
+        Client::builder("headers"),
+        scenario("modern-x-mcp-header"),
+        modern(),
+    )
+    .await;
+    let client = a.client();
+    for arguments in [
+        json!({"region": "us", "priority": 9_007_199_254_740_992u64}),
+        json!({"region": "us", "priority": -9_007_199_254_740_992i64}),
+        json!({"region": "us", "priority": 1.5}),
+        json!({"region": "us", "verbose": "yes"}),
+        json!({"region": 7}),
+    ] {
+        let error = guard(
+            "refused",
+            client.call_tool("custom_headers", args(arguments.clone())),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            error.kind(),
+            ErrorKind::ProtocolError,
+            "{arguments}: {error:?}"
+        );
+    }
+    let edge = json!({"region": "us", "priority": 9_007_199_254_740_991u64});
+    guard("edge", client.call_tool("custom_headers", args(edge)))
+        .await
+        .expect("2^53-1 is mirrored");
+    a.close().await;
+    let calls = call_posts(&a);
+    assert_eq!(calls.len(), 1, "only the mirrorable call was sent");
+    assert_eq!(
+        calls[0].header("mcp-param-priority"),
+        Some("9007199254740991")
+    );
+}
+
+#[tokio::test]
+async fn http_mrtr_retries_carry_the_param_headers() {
+    let server = inline(json!({
+        "era": "modern",
+        "tools": [{"name": "confirm", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}}}],
+        "on_call": {"confirm": {"input_required": true}},
+    }));
+    let builder = Client::builder("mrtr").host_handler(FormFiller::new());
+    let a = connect(Via::Http, builder, server, modern()).await;
+    let report = mrtr_call(a.client(), "confirm", json!({"region": "eu-west"})).await;
+    assert_eq!(report["ok"], true, "{report}");
+    a.close().await;
+    let calls = call_posts(&a);
+    assert_eq!(calls.len(), 2);
+    for call in &calls {
+        assert_eq!(call.header("mcp-name"), Some("confirm"));
+        assert_eq!(call.header("mcp-param-region"), Some("eu-west"));
     }
 }
 
