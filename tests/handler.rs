@@ -666,6 +666,7 @@ both_transports!(
     modern_host_past_input_timeout_fails_the_call,
     legacy_request_timeout_is_paused_while_the_host_answers,
     modern_request_timeout_is_paused_while_the_host_answers,
+    modern_host_time_pauses_only_its_own_call,
 );
 
 async fn legacy_host_past_input_timeout_gets_the_server_an_error(via: Via) {
@@ -761,6 +762,47 @@ async fn modern_request_timeout_is_paused_while_the_host_answers(via: Via) {
     a.close().await;
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(host.finished.load(Ordering::SeqCst), 1);
+}
+
+/// A modern input belongs to one call: the host's time pauses that call's
+/// `requestTimeoutMs`, not every other call's.
+async fn modern_host_time_pauses_only_its_own_call(via: Via) {
+    let host = Host::new(form_only())
+        .pace(Pace::After(Duration::from_millis(1500)))
+        .arc();
+    let server = inline(json!({
+        "era": "modern",
+        "tools": [{"name": "ask", "inputSchema": {"type": "object"}},
+                  {"name": "slow", "inputSchema": {"type": "object"}}],
+        "on_call": {"ask": {"input_required": {"inputRequests": {
+            "q": {"method": "elicitation/create", "params": form("m", json!({}))}}}}},
+    }));
+    let a = open(via, Some(host.clone()), server, modern_options(), |l| {
+        l.request_timeout_ms = 300;
+        l.input_timeout_ms = 5000;
+    })
+    .await;
+    let client = a.client().clone();
+    let ask = tokio::spawn(async move { client.call_tool("ask", Map::new()).await });
+    let mut entered = host.entered.subscribe();
+    guard("the host", entered.wait_for(|n| *n == 1))
+        .await
+        .unwrap();
+    let error = guard(
+        "slow",
+        a.client().call_tool("slow", args(json!({"ms": 5000}))),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout);
+    assert_eq!(
+        host.finished.load(Ordering::SeqCst),
+        0,
+        "slow timed out on its own deadline, while the host was still answering ask"
+    );
+    let report = report_of(&guard("ask", ask).await.unwrap().expect("ask"));
+    assert_eq!(report["mrtr"]["ok"], true);
+    a.close().await;
 }
 
 // ---------------------------------------------------------------------------

@@ -726,8 +726,8 @@ impl Shared {
     }
 
     /// Waits for a request's reply until `deadline`, which moves on by the time the
-    /// host handler spent answering meanwhile (a person filling a form is not the
-    /// server being slow).
+    /// host handler spent answering legacy server requests meanwhile (a person
+    /// filling a form is not the server being slow).
     async fn wait_reply(
         &self,
         control: &RequestCtl,
