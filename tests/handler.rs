@@ -247,6 +247,7 @@ both_transports!(
     modern_meta_declares_what_the_handler_answers,
     without_a_handler_nothing_is_declared_and_legacy_requests_get_method_not_found,
     legacy_request_for_an_undeclared_method_gets_method_not_found,
+    modern_server_requests_never_reach_the_host,
 );
 
 async fn legacy_initialize_declares_what_the_handler_answers(via: Via) {
@@ -357,6 +358,34 @@ async fn legacy_request_for_an_undeclared_method_gets_method_not_found(via: Via)
         .collect();
     assert_eq!(codes, [json!(-32601), json!(-32601), Value::Null]);
     assert_eq!(host.reached(), 1, "only roots/list reached the host");
+}
+
+/// 2026-07-28 servers send no requests: one that does (the legacy way of
+/// asking) is dropped, even with a host that declares the method.
+async fn modern_server_requests_never_reach_the_host(via: Via) {
+    let host = Host::new(everything()).arc();
+    let server = inline(
+        json!({"era": "modern", "on_call": {"echo": {"request_first": [
+            {"method": "elicitation/create", "id": "e-1", "timeout_ms": 500,
+             "params": form("m", json!({}))},
+            {"method": "roots/list", "id": "r-1", "timeout_ms": 500},
+        ]}}}),
+    );
+    let a = open(via, Some(host.clone()), server, modern_options(), |_| {}).await;
+    assert_eq!(a.client().era(), Era::Modern);
+    let report = legacy_report(a.client()).await;
+    a.close().await;
+    for request in report["requests"].as_array().unwrap() {
+        assert_eq!(request["answered"], false, "{request}");
+    }
+    assert_eq!(host.reached(), 0);
+    let dropped: Vec<String> = a
+        .events
+        .named("server-request-dropped")
+        .into_iter()
+        .map(|e| e.detail)
+        .collect();
+    assert_eq!(dropped, ["elicitation/create", "roots/list"]);
 }
 
 // ---------------------------------------------------------------------------

@@ -111,6 +111,7 @@ both_transports!(
     dual_server_answering_the_probe_is_modern,
     legacy_mode_sends_no_probe_even_to_a_dual_server,
     modern_mode_refuses_a_legacy_server,
+    modern_mode_speaks_modern,
 );
 
 async fn modern_server_is_spoken_without_initialize(via: Via) {
@@ -282,6 +283,24 @@ async fn modern_mode_refuses_a_legacy_server(via: Via) {
         a.requests()
             .iter()
             .all(|r| r.rpc_method().as_deref() != Some("initialize"))
+    );
+}
+
+async fn modern_mode_speaks_modern(via: Via) {
+    let a = connect(
+        via,
+        Client::builder("pinned").protocol(ProtocolMode::Modern),
+        scenario("modern-reject-first-request"),
+        modern(),
+    )
+    .await;
+    assert_eq!(a.client().era(), Era::Modern);
+    echo_works(a.client()).await;
+    a.close().await;
+    assert_eq!(
+        a.received("server/discover").len(),
+        2,
+        "the corrective retry too"
     );
 }
 
@@ -1401,6 +1420,45 @@ async fn http_dropped_call_cuts_the_exchange() {
     .await;
     a.close().await;
     assert_eq!(a.requests().len(), 3, "nothing posted for the dropped call");
+}
+
+both_transports!(
+    cancellation:
+    close_with_a_call_in_flight_cancels_it,
+);
+
+/// Closing abandons the call in flight: stdio tells the server with
+/// `notifications/cancelled`; HTTP cuts the exchange and posts nothing.
+async fn close_with_a_call_in_flight_cancels_it(via: Via) {
+    let a = connect(
+        via,
+        Client::builder("slow"),
+        scenario("modern-basic"),
+        modern(),
+    )
+    .await;
+    let client = a.client().clone();
+    let call =
+        tokio::spawn(async move { client.call_tool("slow", args(json!({"ms": 5000}))).await });
+    eventually("the call reached the server", || !call_ids(&a).is_empty()).await;
+    a.close().await;
+    let error = guard("the call", call).await.unwrap().unwrap_err();
+    assert_eq!(error.to_string(), "connection scope closed");
+    eventually("the server hears of it", || !cancelled_ids(&a).is_empty()).await;
+    assert_eq!(cancelled_ids(&a), call_ids(&a));
+    let reason = &a.received("notifications/cancelled")[0]["params"]["reason"];
+    match via {
+        Via::Stdio => assert_eq!(reason, "request abandoned by the client"),
+        Via::Http => {
+            assert_eq!(reason, "http-bridge: the client closed the stream");
+            let requests = a.requests();
+            assert_eq!(
+                requests.len(),
+                3,
+                "no cancellation POST, no DELETE: {requests:?}"
+            );
+        }
+    }
 }
 
 #[tokio::test]
