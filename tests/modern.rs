@@ -112,6 +112,7 @@ both_transports!(
     legacy_mode_sends_no_probe_even_to_a_dual_server,
     modern_mode_refuses_a_legacy_server,
     modern_mode_speaks_modern,
+    probe_refused_with_a_modern_error_is_surfaced,
 );
 
 async fn modern_server_is_spoken_without_initialize(via: Via) {
@@ -302,6 +303,26 @@ async fn modern_mode_speaks_modern(via: Via) {
         2,
         "the corrective retry too"
     );
+}
+
+/// -32020 and -32021 come only from modern servers: the probe's error is
+/// surfaced, never a reason to fall back.
+async fn probe_refused_with_a_modern_error_is_surfaced(via: Via) {
+    for (code, kind) in [
+        (-32020, ErrorKind::HeaderMismatch),
+        (-32021, ErrorKind::MissingCapability),
+    ] {
+        let server = inline(json!({
+            "era": "modern",
+            "discover": {"error": {"code": code, "message": "refused"}},
+        }));
+        let a = connect(via, Client::builder("refused"), server, modern()).await;
+        let error = a.error();
+        assert_eq!(error.kind(), kind, "{code}");
+        assert_eq!(error.remote_code(), Some(code));
+        assert!(a.received("initialize").is_empty(), "{code}: no fallback");
+        assert!(a.events.named("legacy-fallback").is_empty());
+    }
 }
 
 // ---------------------------------------------------------------------------
