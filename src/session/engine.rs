@@ -80,7 +80,8 @@ pub(crate) struct RequestCtl {
     /// cutting its exchange, not by a notification).
     wire: Wire,
     /// A JSON-RPC error answering it is expected and not reported to the
-    /// diagnostics observer (the probe: a legacy server's error is its answer).
+    /// diagnostics observer (the probe: a legacy server's error is its answer),
+    /// nor is an error with `id: null` that arrives while it waits.
     quiet: bool,
     /// `QUEUED`, `WRITTEN`, `ABANDONED` or `SETTLED`.
     state: AtomicU8,
@@ -728,8 +729,8 @@ impl Shared {
     }
 
     /// Waits for a request's reply until `deadline`, which moves on by the time the
-    /// host handler spent answering meanwhile (a person filling a form is not the
-    /// server being slow).
+    /// host handler spent answering legacy server requests meanwhile (a person
+    /// filling a form is not the server being slow).
     async fn wait_reply(
         &self,
         control: &RequestCtl,
@@ -831,7 +832,14 @@ impl Shared {
                 Ok(())
             }
             Inbound::NullIdError(error) => {
-                self.emit_remote_error(error);
+                // While the probe waits (the only request then), an error with
+                // `id: null` is a legacy server's answer to it from one that
+                // could not read its id (TypeScript v1's HTTP 400 -32000, a
+                // stdio server's -32600): expected, like the probe's own errors.
+                let probing = lock(&self.pending).values().any(|c| c.quiet);
+                if !probing {
+                    self.emit_remote_error(error);
+                }
                 Ok(())
             }
             Inbound::Request { id, method } => {

@@ -30,8 +30,9 @@ pub(crate) struct Inputs {
     caps: HostCapabilities,
     /// Legacy requests answered at once.
     running: Option<Arc<Semaphore>>,
-    /// How long the host has been answering, in total: a pending request's
-    /// deadline moves on by what accrued while it waited.
+    /// How long the host has been answering legacy requests, in total: a
+    /// pending request's deadline moves on by what accrued while it waited.
+    /// (A modern input belongs to one call, whose deadline moves on by itself.)
     pub(crate) clock: PauseClock,
     /// Legacy requests being answered, by the server's id (its
     /// `notifications/cancelled` ends one).
@@ -73,12 +74,21 @@ impl Inputs {
         let mut answers = Map::new();
         for (key, request) in requests {
             let method = request.get("method").and_then(Value::as_str);
-            let known = INPUT_METHODS.iter().find(|m| Some(**m) == method).copied();
-            let Some(method) = known.filter(|m| self.declares(m)) else {
-                return Err(undeclared_input(server, known));
+            // Only the three input methods may be asked for: anything else (no
+            // method, not an object) is the server breaking the protocol, not a
+            // capability this client lacks.
+            let Some(method) = INPUT_METHODS.iter().find(|m| Some(**m) == method).copied() else {
+                return Err(Error::invalid_response(format!(
+                    "server \"{server}\" sent an input request that is not elicitation/create, roots/list or sampling/createMessage"
+                )));
             };
+            if !self.declares(method) {
+                return Err(undeclared_input(server, method));
+            }
             let params = request.get("params").cloned().unwrap_or(Value::Null);
-            let answer = match self.answer(shared, method, &params).await {
+            // The calling request's own deadline moves on by the host's time
+            // (`modern::call_tool`): other calls' deadlines do not.
+            let answer = match self.answer(shared, method, &params, false).await {
                 Answer::Result(value) => value,
                 Answer::Refused(why) => {
                     return Err(Error::invalid_response(format!(
@@ -92,14 +102,21 @@ impl Inputs {
         Ok(answers)
     }
 
-    /// One answer from the handler, bounded by `inputTimeoutMs`; the pause clock
-    /// runs meanwhile.
-    async fn answer(&self, shared: &Shared, method: &'static str, params: &Value) -> Answer {
+    /// One answer from the handler, bounded by `inputTimeoutMs`. With `pause`
+    /// (a legacy request, tied to no call) the pause clock runs meanwhile, so
+    /// every pending request's deadline moves on by the host's time.
+    async fn answer(
+        &self,
+        shared: &Shared,
+        method: &'static str,
+        params: &Value,
+        pause: bool,
+    ) -> Answer {
         let Some(handler) = self.handler.clone() else {
             return Answer::Refused("nothing is declared");
         };
         let limits = &shared.limits;
-        let _paused = self.clock.pause();
+        let _paused = pause.then(|| self.clock.pause());
         let timeout = limits.input_timeout();
         let timed_out = || {
             Answer::Failed(Error::timeout(format!(
@@ -172,7 +189,7 @@ impl Inputs {
                     let answered = tokio::select! {
                         biased;
                         _ = shared.ended.cancelled() => return,
-                        answered = shared.inputs.answer(&shared, method, &params) => answered,
+                        answered = shared.inputs.answer(&shared, method, &params, true) => answered,
                     };
                     match answered {
                         Answer::Result(result) => {

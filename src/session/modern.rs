@@ -11,13 +11,16 @@
 //! - every input request must name a method this client declared on that request
 //!   (from the installed host handler; none without one), at most
 //!   [`MAX_INPUT_REQUESTS`] of them: anything else fails the call (no invented
-//!   answers, no retry);
+//!   answers, no retry): `missing_capability` for an input method not declared,
+//!   `invalid_response` for anything but the three input methods
+//!   (`elicitation/create`, `roots/list`, `sampling/createMessage`);
 //! - the retry is the same request with a new JSON-RPC id, plus `inputResponses`
 //!   (this round's answers only) and `requestState` echoed exactly as received
 //!   (none when none came), never carried over to another call;
 //! - a result with only `requestState` (the server shedding load) is retried after
 //!   a backoff of 50 ms doubling to 250 ms;
-//! - at most `maxInputRounds` rounds and `requestState` of at most
+//! - at most `maxInputRounds` `input_required` results answered (a server
+//!   still asking after that many fails the call) and `requestState` of at most
 //!   `maxRequestStateBytes` bytes, else the call fails with `invalid_response`.
 //!
 //! `requestTimeoutMs` bounds the whole call, rounds and backoffs included, except
@@ -126,8 +129,9 @@ pub(crate) async fn call_tool(
                 )));
             }
         }
+        // `maxInputRounds` input_required results are answered; one more fails.
         rounds += 1;
-        if rounds >= shared.limits.max_input_rounds {
+        if rounds > shared.limits.max_input_rounds {
             return Err(Error::invalid_response(format!(
                 "tools/call on server \"{server}\" still asked for input after maxInputRounds ({}) rounds",
                 shared.limits.max_input_rounds
@@ -184,15 +188,11 @@ pub(crate) async fn call_tool(
     }
 }
 
-/// A call that failed because the server asked for input the client cannot give.
-pub(crate) fn undeclared_input(server: &str, method: Option<&'static str>) -> Error {
+/// A call that failed because the server asked for an input the client did not
+/// declare.
+pub(crate) fn undeclared_input(server: &str, method: &'static str) -> Error {
     Error::new(
         ErrorKind::MissingCapability,
-        match method {
-            Some(method) => {
-                format!("server \"{server}\" asked for {method}, which this client did not declare")
-            }
-            None => format!("server \"{server}\" asked for an input of an unknown kind"),
-        },
+        format!("server \"{server}\" asked for {method}, which this client did not declare"),
     )
 }

@@ -69,13 +69,18 @@ fn main() {
     if record_arg.is_some() {
         scenario.record = record_arg;
     }
-    let record = match &scenario.record {
+    let mut record = match &scenario.record {
         None => None,
         Some(path) => match OpenOptions::new().create(true).append(true).open(path) {
             Ok(file) => Some(file),
             Err(err) => usage_exit(&format!("cannot open record file {path}: {err}")),
         },
     };
+    if scenario.record_pid
+        && let Some(file) = &mut record
+    {
+        let _ = writeln!(file, "{}", json!({"started_pid": process::id()}));
+    }
 
     spawn_orphan_watchdog();
     write_startup_stderr(&scenario);
@@ -276,6 +281,9 @@ struct ServerRequest {
     params: Option<Value>,
     /// How long to wait for the client's answer.
     timeout_ms: u64,
+    /// Without an answer this long, send `notifications/cancelled` for the
+    /// request, then keep listening (until `timeout_ms`) for a late answer.
+    cancel_after_ms: Option<u64>,
 }
 
 impl ServerRequest {
@@ -297,6 +305,7 @@ impl ServerRequest {
                 .get("timeout_ms")
                 .and_then(Value::as_u64)
                 .unwrap_or(DEFAULT_REPLY_WAIT_MS),
+            cancel_after_ms: map.get("cancel_after_ms").and_then(Value::as_u64),
         })
     }
 }
@@ -314,6 +323,9 @@ struct CallScript {
     ping_first: Option<ServerRequest>,
     /// Other requests sent to the client first; their answers are reported.
     request_first: Vec<ServerRequest>,
+    /// Requests sent to the client all at once (before any answer), then
+    /// waited for; their answers are reported under `"at_once"`.
+    requests_at_once: Vec<ServerRequest>,
     /// Bytes written to stdout without a newline before anything else is written.
     flood_bytes: u64,
     /// Exit with this status instead of answering.
@@ -371,6 +383,18 @@ impl CallScript {
                         )?);
                     }
                 }
+                "requests_at_once" => {
+                    let Value::Array(items) = inner else {
+                        return Err(format!("{name} must be an array"));
+                    };
+                    for item in items {
+                        script.requests_at_once.push(ServerRequest::from_json(
+                            &name,
+                            item,
+                            "sampling/createMessage",
+                        )?);
+                    }
+                }
                 "flood_bytes" => script.flood_bytes = as_u64(&name, inner)?,
                 "exit_code" => {
                     script.exit_code =
@@ -398,7 +422,10 @@ impl CallScript {
 
     /// Whether the call must run on its own thread (it sleeps or waits).
     fn waits(&self) -> bool {
-        self.delay_ms > 0 || self.ping_first.is_some() || !self.request_first.is_empty()
+        self.delay_ms > 0
+            || self.ping_first.is_some()
+            || !self.request_first.is_empty()
+            || !self.requests_at_once.is_empty()
     }
 }
 
@@ -459,6 +486,8 @@ struct Scenario {
     ready_on: ReadyOn,
     /// File where every received line is appended.
     record: Option<String>,
+    /// Append `{"started_pid": <pid>}` to the record file at startup.
+    record_pid: bool,
     /// Serve the `env` tool.
     print_env: bool,
     /// Do not answer a call after `notifications/cancelled` named it.
@@ -508,6 +537,7 @@ impl Scenario {
             "exit_after_initialized",
             "ready_on",
             "record",
+            "record_pid",
             "print_env",
             "honor_cancel",
             "ignore_stdin_eof",
@@ -633,6 +663,7 @@ impl Scenario {
                 None => None,
                 Some(v) => Some(as_string("record", v)?),
             },
+            record_pid: get_bool("record_pid")?,
             print_env,
             honor_cancel: get_bool("honor_cancel")?,
             ignore_stdin_eof: get_bool("ignore_stdin_eof")?,
@@ -868,6 +899,13 @@ impl Shared {
 
     /// Sends a request to the client and waits for its answer (`None` on timeout).
     fn ask_client(&self, request: &ServerRequest) -> Option<Value> {
+        let rx = self.send_request(request);
+        self.wait_answer(request, &rx).answer
+    }
+
+    /// Registers a server-to-client request and writes it; its answer arrives on
+    /// the receiver.
+    fn send_request(&self, request: &ServerRequest) -> mpsc::Receiver<Value> {
         let (tx, rx) = mpsc::channel();
         self.pending
             .lock()
@@ -878,14 +916,36 @@ impl Shared {
             message["params"] = params.clone();
         }
         self.write_lines([Cow::Owned(message.to_string())]);
-        let answer = rx
-            .recv_timeout(Duration::from_millis(request.timeout_ms))
-            .ok();
-        if answer.is_none() {
+        rx
+    }
+
+    /// Waits for the answer to a request sent with [`Shared::send_request`]:
+    /// until `timeout_ms`, or (with `cancel_after_ms`) until then, after which
+    /// `notifications/cancelled` is sent and a late answer is waited for until
+    /// `timeout_ms`.
+    fn wait_answer(&self, request: &ServerRequest, rx: &mpsc::Receiver<Value>) -> Asked {
+        let total = Duration::from_millis(request.timeout_ms);
+        let first = request
+            .cancel_after_ms
+            .map_or(total, |ms| Duration::from_millis(ms).min(total));
+        let answer = rx.recv_timeout(first).ok();
+        let mut asked = Asked {
+            answer,
+            cancelled: false,
+            late: None,
+        };
+        if asked.answer.is_none() && request.cancel_after_ms.is_some() {
+            let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": request.id, "reason": "scripted-server: no longer needed"}});
+            self.write_lines([Cow::Owned(cancel.to_string())]);
+            asked.cancelled = true;
+            asked.late = rx.recv_timeout(total.saturating_sub(first)).ok();
+        }
+        if asked.answer.is_none() && asked.late.is_none() {
             let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
             pending.retain(|(id, _)| id != &request.id);
         }
-        answer
+        asked
     }
 
     /// Routes a response from the client to the request waiting for it: an exact
@@ -1352,9 +1412,24 @@ impl Call {
                 let answers = script
                     .request_first
                     .iter()
-                    .map(|request| request_report(request, shared.ask_client(request)))
+                    .map(|request| {
+                        let rx = shared.send_request(request);
+                        request_report(request, shared.wait_answer(request, &rx))
+                    })
                     .collect();
                 report.insert("requests".into(), Value::Array(answers));
+            }
+            if !script.requests_at_once.is_empty() {
+                let sent: Vec<_> = script
+                    .requests_at_once
+                    .iter()
+                    .map(|request| (request, shared.send_request(request)))
+                    .collect();
+                let answers = sent
+                    .iter()
+                    .map(|(request, rx)| request_report(request, shared.wait_answer(request, rx)))
+                    .collect();
+                report.insert("at_once".into(), Value::Array(answers));
             }
             if let Some(code) = script.exit_code {
                 shared.exit(code);
@@ -1505,22 +1580,38 @@ fn ping_report(ping: &ServerRequest, answer: Option<Value>) -> Value {
     })
 }
 
+/// What a server-to-client request got.
+struct Asked {
+    /// The answer received in time (before any cancellation).
+    answer: Option<Value>,
+    /// `notifications/cancelled` was sent for it (`cancel_after_ms`).
+    cancelled: bool,
+    /// An answer received after the cancellation.
+    late: Option<Value>,
+}
+
 /// Describes the client's answer to another server request.
-fn request_report(request: &ServerRequest, answer: Option<Value>) -> Value {
+fn request_report(request: &ServerRequest, asked: Asked) -> Value {
+    let answer = asked.answer;
     let exact_id = answer.as_ref().and_then(|a| a.get("id")) == Some(&request.id);
     let error_code = answer
         .as_ref()
         .and_then(|a| a.get("error"))
         .and_then(|e| e.get("code"))
         .cloned();
-    json!({
+    let mut report = json!({
         "method": request.method,
         "sent_id": request.id,
         "answered": answer.is_some(),
         "exact_id": exact_id,
         "error_code": error_code,
         "reply": answer,
-    })
+    });
+    if request.cancel_after_ms.is_some() {
+        report["cancelled"] = json!(asked.cancelled);
+        report["late_reply"] = asked.late.unwrap_or(Value::Null);
+    }
+    report
 }
 
 /// Parses one client line. The client may legally send 128 nested containers,

@@ -60,6 +60,7 @@ pub(super) const FIELDS: &[&str] = &[
     "discover",
     "discover_result",
     "discover_version_check",
+    "discover_delay_ms",
     "resultType",
     "ttlMs",
     "cacheScope",
@@ -96,6 +97,9 @@ pub(super) struct Config {
     discover_result: Option<Value>,
     /// Whether `server/discover` is refused for an unsupported version too.
     discover_version_check: bool,
+    /// Sleep this long (on the reader thread) before answering the first
+    /// modern `server/discover` with its result.
+    discover_delay_ms: u64,
     /// `resultType` of generated complete results (`None`: omitted).
     pub(super) result_type: Option<Value>,
     /// `ttlMs` of cacheable results (`None`: omitted).
@@ -155,6 +159,9 @@ impl Config {
             discover_version_check: map
                 .get("discover_version_check")
                 .map_or(Ok(true), |v| as_bool("discover_version_check", v))?,
+            discover_delay_ms: map
+                .get("discover_delay_ms")
+                .map_or(Ok(0), |v| as_u64("discover_delay_ms", v))?,
             result_type: present_or("resultType", json!("complete")),
             ttl_ms: present_or("ttlMs", json!(0)),
             cache_scope: present_or("cacheScope", json!("private")),
@@ -243,6 +250,8 @@ pub(super) struct State {
     served_modern: bool,
     /// Dual era: a legacy `initialize` was served; everything is legacy now.
     legacy_locked: bool,
+    /// The first `server/discover` was delayed (`discover_delay_ms`).
+    discover_delayed: bool,
     /// The open MRTR flow of each tool.
     flows: HashMap<String, MrtrFlow>,
 }
@@ -503,6 +512,12 @@ impl Server {
         self.modern.served_modern = true;
         match method {
             "server/discover" => {
+                if config.discover_delay_ms > 0 && !self.modern.discover_delayed {
+                    self.modern.discover_delayed = true;
+                    // On the reader thread: what the client sends meanwhile is
+                    // read after the (late) answer.
+                    std::thread::sleep(std::time::Duration::from_millis(config.discover_delay_ms));
+                }
                 let result = match &config.discover_result {
                     Some(result) => result.clone(),
                     None => {

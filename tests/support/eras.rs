@@ -1,0 +1,260 @@
+//! Shared by `tests/modern.rs` and `tests/handler.rs`: one rule written once as
+//! `async fn rule(via: Via)` and run over stdio (the scripted server as a child)
+//! and over Streamable HTTP (the same scripted server behind the hyper bridge),
+//! with the bridge options each era needs.
+//!
+//! Included with `#[macro_use] #[path = "support/eras.rs"] mod eras;` after
+//! `mod support;`.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use secrecy::ExposeSecret;
+use serde_json::Value;
+use smthrs_mcp::transport::http::HttpTransport;
+use smthrs_mcp::{Client, ClientBuilder, DiagnosticEvent, DiagnosticObserver};
+
+use crate::support::http_bridge::{Bridge, BridgeOptions, RecordedRequest};
+use crate::support::{Recording, Server, scripted_server};
+
+/// Which transport a rule runs over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// The scripted server as a child process.
+    Stdio,
+    /// The scripted server behind the Streamable HTTP bridge.
+    Http,
+}
+
+/// Runs each rule once per transport, as `group::stdio::rule` and
+/// `group::http::rule`.
+macro_rules! both_transports {
+    ($group:ident: $($rule:ident),* $(,)?) => {
+        mod $group {
+            mod stdio {
+                $(
+                    #[tokio::test]
+                    async fn $rule() {
+                        super::super::$rule(super::super::Via::Stdio).await
+                    }
+                )*
+            }
+            mod http {
+                $(
+                    #[tokio::test]
+                    async fn $rule() {
+                        super::super::$rule(super::super::Via::Http).await
+                    }
+                )*
+            }
+        }
+    };
+}
+
+/// The generous bound every await of a test gets: a hang fails the test instead
+/// of stalling the run. Never a timing assertion.
+pub const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// Awaits `future`, failing the test if it hangs.
+pub async fn guard<T>(what: &str, future: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(HANG_GUARD, future).await {
+        Ok(value) => value,
+        Err(_) => panic!("hang guard: {what} did not finish within {HANG_GUARD:?}"),
+    }
+}
+
+/// A connect attempt and whatever must outlive it (the HTTP bridge, the
+/// recording of what the server received).
+pub struct Attempt {
+    pub result: smthrs_mcp::Result<Client>,
+    pub bridge: Option<Bridge>,
+    pub rec: Recording,
+    pub events: Arc<Events>,
+}
+
+impl Attempt {
+    /// The client; panics with the error when the connect failed.
+    pub fn client(&self) -> &Client {
+        match &self.result {
+            Ok(client) => client,
+            Err(error) => panic!("connect failed: {error:?}"),
+        }
+    }
+
+    /// The connect error; panics when the connect succeeded.
+    pub fn error(&self) -> smthrs_mcp::Error {
+        match &self.result {
+            Ok(client) => panic!("connect succeeded: {client:?}"),
+            Err(error) => error.clone(),
+        }
+    }
+
+    /// The bridge (HTTP only).
+    pub fn bridge(&self) -> &Bridge {
+        self.bridge.as_ref().expect("an HTTP attempt")
+    }
+
+    /// The HTTP requests the bridge received (empty over stdio).
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.bridge
+            .as_ref()
+            .map(Bridge::requests)
+            .unwrap_or_default()
+    }
+
+    /// The JSON-RPC messages the server process(es) received, in order.
+    pub fn lines(&self) -> Vec<Value> {
+        self.rec.lines()
+    }
+
+    /// The methods the server process(es) received, in order.
+    pub fn methods(&self) -> Vec<String> {
+        self.rec.methods()
+    }
+
+    /// The received messages with this method.
+    pub fn received(&self, method: &str) -> Vec<Value> {
+        self.lines()
+            .into_iter()
+            .filter(|line| line["method"] == method)
+            .collect()
+    }
+
+    /// Closes the client, if one connected.
+    pub async fn close(&self) {
+        if let Ok(client) = &self.result {
+            guard("close", client.close()).await;
+        }
+    }
+}
+
+/// Connects over `via`: over stdio to `server` directly, over HTTP through a
+/// bridge started with `options` in front of the same command. The server
+/// records what it receives; the diagnostics go to [`Attempt::events`].
+pub async fn connect(
+    via: Via,
+    builder: ClientBuilder,
+    server: Server,
+    options: BridgeOptions,
+) -> Attempt {
+    let rec = Recording::new();
+    let server = rec.attach(server);
+    let events = Events::new();
+    let builder = builder.diagnostics(events.clone());
+    let (result, bridge) = match via {
+        Via::Stdio => (guard("connect", builder.connect(server)).await, None),
+        Via::Http => {
+            let bridge = Bridge::start(scripted_server(), server.args, options).await;
+            let transport = HttpTransport::builder("bridge", bridge.url())
+                .build()
+                .expect("an HTTP transport to the bridge");
+            (
+                guard("connect", builder.connect(transport)).await,
+                Some(bridge),
+            )
+        }
+    };
+    Attempt {
+        result,
+        bridge,
+        rec,
+        events,
+    }
+}
+
+/// One diagnostic event, with the detail a test matches on (private values
+/// exposed: this is a test).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// [`DiagnosticEvent::name`].
+    pub name: &'static str,
+    /// The remote error's code; the tool, method or version the event names.
+    pub detail: String,
+    /// The crate-authored reason (tool dropped, legacy fallback).
+    pub reason: &'static str,
+}
+
+/// An observer keeping every event.
+#[derive(Default)]
+pub struct Events(Mutex<Vec<Event>>);
+
+impl Events {
+    pub fn new() -> Arc<Events> {
+        Arc::new(Events::default())
+    }
+
+    pub fn all(&self) -> Vec<Event> {
+        self.0.lock().unwrap().clone()
+    }
+
+    pub fn named(&self, name: &str) -> Vec<Event> {
+        self.all().into_iter().filter(|e| e.name == name).collect()
+    }
+}
+
+impl DiagnosticObserver for Events {
+    fn observe(&self, event: DiagnosticEvent) {
+        let (detail, reason) = match &event {
+            DiagnosticEvent::RemoteError { code, .. } => (code.to_string(), ""),
+            DiagnosticEvent::ServerRequestDropped { method, .. } => {
+                (method.expose_secret().to_string(), "")
+            }
+            DiagnosticEvent::ToolDropped { tool, reason, .. } => {
+                (tool.expose_secret().to_string(), *reason)
+            }
+            DiagnosticEvent::LegacyFallback {
+                version, reason, ..
+            } => (version.to_string(), *reason),
+            _ => (String::new(), ""),
+        };
+        self.0.lock().unwrap().push(Event {
+            name: event.name(),
+            detail,
+            reason,
+        });
+    }
+}
+
+/// Polls `check` every 10 ms until it holds (at most 3 s): for effects another
+/// process produces asynchronously (a record line, a bridge record).
+pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..300 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{what}: never observed");
+}
+
+/// The text of a tool result's first content block.
+pub fn text_of(result: &smthrs_mcp::ToolResult) -> String {
+    result.content[0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The first content block's text parsed as JSON (the scripted server's reports).
+pub fn report_of(result: &smthrs_mcp::ToolResult) -> Value {
+    serde_json::from_str(&text_of(result)).expect("the result text is a JSON report")
+}
+
+/// Decodes `=?base64?...?=` (test side, independent of the library).
+pub fn decode_header(value: &str) -> String {
+    use base64::Engine as _;
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        Some(encoded) => String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .expect("valid base64"),
+        )
+        .expect("UTF-8"),
+        None => value.to_string(),
+    }
+}
