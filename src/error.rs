@@ -68,6 +68,10 @@ pub enum ErrorKind {
     /// ([`pin`](crate::pin)); the message names the tools added, removed or
     /// changed.
     CatalogChanged,
+    /// The host handler refused a server's input request or answered it wrongly
+    /// (a sampling request it will not serve, a form answer that does not fit the
+    /// form); the call that needed the answer fails with it.
+    InputRefused,
 }
 
 impl ErrorKind {
@@ -91,6 +95,7 @@ impl ErrorKind {
             ErrorKind::MissingCapability => "missing_capability",
             ErrorKind::HeaderMismatch => "header_mismatch",
             ErrorKind::CatalogChanged => "catalog_changed",
+            ErrorKind::InputRefused => "input_refused",
         }
     }
 }
@@ -124,6 +129,9 @@ pub(crate) enum Detail {
     Remote { code: i64, supported: Vec<String> },
     /// The HTTP status that refused the request.
     Status(u16),
+    /// The host handler did not answer within `inputTimeoutMs` (not the call's
+    /// own deadline).
+    HostTimeout,
 }
 
 /// The most entries of a -32022 `data.supported` list kept.

@@ -679,7 +679,7 @@ async fn answers_the_host_gets_wrong_are_not_sent(via: Via) {
         let error = guard("ask", a.client().call_tool("ask", Map::new()))
             .await
             .unwrap_err();
-        assert_eq!(error.kind(), ErrorKind::InvalidConfig, "{input}: {error:?}");
+        assert_eq!(error.kind(), ErrorKind::InputRefused, "{input}: {error:?}");
         a.close().await;
         assert_eq!(a.received("tools/call").len(), 1, "{input}: nothing sent");
     }
@@ -736,7 +736,6 @@ async fn modern_host_past_input_timeout_fails_the_call(via: Via) {
 /// The message names the bound that fired (today `Client::call_tool` rewords
 /// every timeout as its own `requestTimeoutMs` one: "timed out after 120000 ms").
 #[tokio::test]
-#[ignore = "needs the call_tool change in src/session/mod.rs, see the branch report"]
 async fn modern_input_timeout_names_input_timeout_ms() {
     let host = Host::new(form_only()).pace(Pace::Never).arc();
     let server = modern_asking(

@@ -445,7 +445,6 @@ async fn stdio_server_exiting_on_the_probe_is_respawned_legacy() {
 }
 
 #[tokio::test]
-#[ignore = "needs the respawn in connect_era (src/session/mod.rs), see the branch report"]
 async fn stdio_server_exiting_right_after_refusing_the_probe_is_respawned_legacy() {
     // Current rmcp: -32602 to a first request that is not initialize, then exit.
     let server = inline(json!({

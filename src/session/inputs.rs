@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::engine::{Shared, lock};
 use super::modern::undeclared_input;
-use crate::error::{Error, Result};
+use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::handler::{self, HostCapabilities, HostHandler, MAX_CONCURRENT_INPUTS, Refusal};
 use crate::jsonrpc::{self, Id};
 
@@ -119,10 +119,13 @@ impl Inputs {
         let _paused = pause.then(|| self.clock.pause());
         let timeout = limits.input_timeout();
         let timed_out = || {
-            Answer::Failed(Error::timeout(format!(
-                "the host did not answer server \"{}\" within inputTimeoutMs ({} ms)",
-                shared.server, limits.input_timeout_ms
-            )))
+            Answer::Failed(
+                Error::timeout(format!(
+                    "the host did not answer server \"{}\" within inputTimeoutMs ({} ms)",
+                    shared.server, limits.input_timeout_ms
+                ))
+                .with_detail(Detail::HostTimeout),
+            )
         };
         match method {
             "elicitation/create" => {
@@ -137,10 +140,13 @@ impl Inputs {
                 };
                 match handler::elicit_result(&request, answer) {
                     Ok(result) => Answer::Result(result),
-                    Err(why) => Answer::Failed(Error::config(format!(
-                        "the host's answer to server \"{}\" does not fit its form: {why}",
-                        shared.server
-                    ))),
+                    Err(why) => Answer::Failed(Error::new(
+                        ErrorKind::InputRefused,
+                        format!(
+                            "the host's answer to server \"{}\" does not fit its form: {why}",
+                            shared.server
+                        ),
+                    )),
                 }
             }
             "roots/list" => match tokio::time::timeout(timeout, handler.list_roots()).await {
@@ -154,10 +160,13 @@ impl Inputs {
                 };
                 match tokio::time::timeout(timeout, handler.create_message(request)).await {
                     Ok(Some(Value::Object(result))) => Answer::Result(Value::Object(result)),
-                    Ok(_) => Answer::Failed(Error::config(format!(
-                        "the host refused the sampling request of server \"{}\"",
-                        shared.server
-                    ))),
+                    Ok(_) => Answer::Failed(Error::new(
+                        ErrorKind::InputRefused,
+                        format!(
+                            "the host refused the sampling request of server \"{}\"",
+                            shared.server
+                        ),
+                    )),
                     Err(_) => timed_out(),
                 }
             }

@@ -314,6 +314,17 @@ async fn connect_era(shared: &Arc<Shared>, mode: ProtocolMode) -> Result<Connect
     };
     match legacy::initialize(shared).await {
         Ok(facts) => Ok(Connected::Done(facts, fallback)),
+        // The child answered the probe, then exited (current rmcp refuses a
+        // non-initialize first request and stops): start it again.
+        Err(error)
+            if fallback.is_some()
+                && shared.medium == crate::transport::Medium::Stream
+                && error.kind() == ErrorKind::ConnectionClosed =>
+        {
+            Ok(Connected::Respawn(
+                "the server exited after answering server/discover",
+            ))
+        }
         // A modern-only server that missed the probe (slow to start): once more.
         Err(error)
             if mode == ProtocolMode::Auto
@@ -606,7 +617,10 @@ impl Client {
         result.map_err(|error| {
             // The terminal error is final and reaches every caller unchanged;
             // only this request's own deadline gets the call-specific wording.
-            if error.kind() == ErrorKind::Timeout && shared.terminal().is_none() {
+            if error.kind() == ErrorKind::Timeout
+                && shared.terminal().is_none()
+                && !matches!(error.detail(), Some(crate::error::Detail::HostTimeout))
+            {
                 Error::timeout(format!(
                     "tools/call {name:?} on server \"{}\" timed out after {} ms",
                     shared.server, shared.limits.request_timeout_ms
