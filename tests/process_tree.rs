@@ -232,7 +232,8 @@ fn dropping_the_client_and_its_runtime_ends_the_whole_tree() {
     tree.assert_running();
     drop(client);
     drop(runtime);
-    tree.assert_gone_within(Duration::from_secs(1));
+    // SIGKILL is sent synchronously; the bound only absorbs a loaded machine.
+    tree.assert_gone_within(Duration::from_secs(5));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
