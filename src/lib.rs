@@ -13,6 +13,7 @@ pub mod json_bounds;
 pub mod jsonrpc;
 pub mod layer;
 pub mod limits;
+pub mod observe;
 pub(crate) mod param_headers;
 pub mod pin;
 pub mod redact;

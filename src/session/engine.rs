@@ -23,6 +23,7 @@ use crate::error::{Detail, Error, ErrorKind, MAX_SUPPORTED_VERSIONS, Result};
 use crate::json_bounds::LimitedWriter;
 use crate::jsonrpc::{self, Inbound, ResultBody, RpcError};
 use crate::limits::Limits;
+use crate::observe;
 use crate::transport::{
     CallHeaders, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium, OutboundFrame,
     RequestControl, RequestHandle, TrySend,
@@ -303,6 +304,10 @@ pub(crate) struct Shared {
     pub(crate) inputs: Arc<Inputs>,
     /// The catalog pin the host gave, once the connect checked it.
     pub(crate) pin: OnceLock<crate::pin::CatalogPin>,
+    /// Noise frames dropped (for the `tracing` end-of-session event).
+    noise: AtomicU64,
+    /// Notifications and replies nobody waited for, dropped.
+    dropped: AtomicU64,
     /// Set when the scope closed: until then the writer still writes owed
     /// cancellations ([`CLOSE_CANCEL_GRACE`]).
     close_deadline: OnceLock<Instant>,
@@ -351,6 +356,8 @@ impl Shared {
             capabilities,
             inputs,
             pin: OnceLock::new(),
+            noise: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
             close_deadline: OnceLock::new(),
         });
         (shared, rx)
@@ -376,7 +383,18 @@ impl Shared {
         for pending in drained {
             pending.complete(Err(error.clone()));
         }
+        self.report_end(&error);
         self.ended.cancel();
+    }
+
+    /// The `tracing` event of the terminal transition (no message: kinds and counts).
+    fn report_end(&self, error: &Error) {
+        observe::session_ended(
+            &self.server,
+            error.kind().as_str(),
+            self.noise.load(Ordering::Relaxed),
+            self.dropped.load(Ordering::Relaxed),
+        );
     }
 
     /// The scope closed (`close()`, or the last handle dropped): the terminal
@@ -397,6 +415,7 @@ impl Shared {
             }
             pending.drain().map(|(_, p)| p).collect()
         };
+        self.report_end(&error);
         for request in abandoned {
             let written = request.state.load(Ordering::Acquire) == WRITTEN;
             if written && request.cancellable {
@@ -662,6 +681,7 @@ impl Shared {
             quiet,
         } = options;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        observe::request_sent(id);
         let frame = self.encode_request(id, method, &params)?;
         drop(params);
         let meta = FrameMeta {
@@ -759,6 +779,7 @@ impl Shared {
     /// Completes a pending request; a reply for an unknown id is dropped.
     fn settle(&self, id: u64, outcome: Result<ResultBody>) {
         let Some(pending) = lock(&self.pending).remove(&id) else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         };
         pending.complete(outcome);
@@ -809,8 +830,12 @@ impl Shared {
             None => lock(&self.pending).values().any(|c| c.tool_call),
         };
         match jsonrpc::classify_with(frame, &mut tool_call)? {
-            Inbound::Noise => Ok(()),
+            Inbound::Noise => {
+                self.noise.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
             Inbound::Notification { method } => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
                 // A server cancelling its own input request (legacy).
                 if method == "notifications/cancelled"
                     && self.inputs.legacy_running()

@@ -49,6 +49,7 @@ use crate::handler::HostHandler;
 use crate::json_bounds::{ToolCallMembers, value_depth};
 use crate::jsonrpc::ResultBody;
 use crate::limits::{Limits, MAX_JSON_DEPTH};
+use crate::observe;
 use crate::pin::CatalogPin;
 use crate::transport::{Transport, TransportContext};
 use engine::{RequestOptions, SCOPE_CLOSED, Shared};
@@ -214,6 +215,15 @@ impl ClientBuilder {
 
     /// [`ClientBuilder::connect`] for an already boxed transport.
     pub async fn connect_boxed(self, transport: Box<dyn Transport>) -> Result<Client> {
+        let span = observe::connect_span(&self.server);
+        span.run(self.connect_in(transport, &span)).await
+    }
+
+    async fn connect_in(
+        self,
+        transport: Box<dyn Transport>,
+        span: &observe::Span,
+    ) -> Result<Client> {
         // The server name appears in flow names (`mcp/<server>/<tool>`), messages
         // and diagnostics lines: it obeys the tool-name rules (no `/`, control,
         // format or line-separator characters) and the same byte bound.
@@ -238,6 +248,10 @@ impl ClientBuilder {
             )
         };
         let mut session = open().await?;
+        span.transport(match session.shared.medium {
+            crate::transport::Medium::Stream => "stdio",
+            crate::transport::Medium::Exchanges => "http",
+        });
         let (facts, fallback) = match connect_era(&session.shared, self.protocol).await {
             Ok(Connected::Done(facts, fallback)) => (facts, fallback),
             Ok(Connected::Respawn(why)) => {
@@ -264,6 +278,7 @@ impl ClientBuilder {
             }
             let _ = shared.pin.set(pin.clone());
         }
+        span.negotiated(facts.version, fallback);
         if let Some(reason) = fallback
             && shared.diagnostics.is_enabled()
         {
@@ -569,6 +584,19 @@ impl Client {
     ///   retried ([`modern`]'s rules and bounds).
     /// - A result with `isError: true` is `Ok`.
     pub async fn call_tool(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolResult> {
+        let span = observe::call_span(self.server(), name);
+        let started = std::time::Instant::now();
+        let result = span.run(self.call_in(name, arguments)).await;
+        let outcome = match &result {
+            Ok(result) if result.is_error => "is_error",
+            Ok(_) => "ok",
+            Err(error) => error.kind().as_str(),
+        };
+        span.outcome(outcome, started.elapsed().as_millis() as u64);
+        result
+    }
+
+    async fn call_in(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolResult> {
         let shared = &self.inner.shared;
         if let Some(error) = shared.terminal() {
             return Err(error.clone());
