@@ -1,9 +1,13 @@
 //! The embedded demo MCP server behind `smthrs-mcp demo-server`.
 //!
 //! A small, well-behaved Model Context Protocol server speaking newline-delimited
-//! JSON-RPC 2.0 on stdin/stdout: the server a new user connects to first. It
-//! answers protocol revision `2025-06-18` (echoing `2025-03-26` or `2025-11-25`
-//! when the client proposes one of them) and serves three tools:
+//! JSON-RPC 2.0 on stdin/stdout: the server a new user connects to first. It is
+//! dual-era: it answers `server/discover` and every request carrying the
+//! 2026-07-28 `_meta` in that (stateless) revision, with `resultType` and cache
+//! hints; and a legacy `initialize` at revision `2025-06-18` (echoing
+//! `2025-03-26` or `2025-11-25` when the client proposes one of them). A request
+//! naming another modern revision gets -32022 with the supported list. It serves
+//! three tools:
 //!
 //! | tool | arguments | result |
 //! | --- | --- | --- |
@@ -27,6 +31,12 @@ const DEFAULT_PROTOCOL_VERSION: &str = "2025-06-18";
 
 /// Revisions echoed back when the client proposes them.
 const SUPPORTED_PROTOCOL_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// The stateless revision served.
+const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// JSON-RPC (2026-07-28): unsupported protocol version.
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// The longest inbound line accepted; a longer one is skipped and answered
 /// with an `Invalid Request` error, so a runaway client cannot grow memory.
@@ -151,6 +161,8 @@ struct RpcError {
     code: i64,
     /// A short, human-readable message.
     message: String,
+    /// Structured detail (-32022: the supported versions).
+    data: Option<Value>,
 }
 
 impl RpcError {
@@ -159,6 +171,7 @@ impl RpcError {
         RpcError {
             code,
             message: message.into(),
+            data: None,
         }
     }
 }
@@ -224,6 +237,13 @@ fn handle_line(line: &[u8]) -> Option<Value> {
     };
     Some(match outcome {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err(RpcError {
+            code,
+            message,
+            data: Some(data),
+        }) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, "data": data}})
+        }
         Err(err) => error_response(id, err.code, err.message),
     })
 }
@@ -240,17 +260,69 @@ fn dispatch(method: &str, params: Option<&Value>) -> Result<Value, RpcError> {
             ));
         }
     };
-    match method {
-        "initialize" => Ok(initialize(params)),
-        "ping" => Ok(json!({})),
-        "tools/list" => list_tools(params),
-        "tools/call" => call_tool(params),
+    let modern = match params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+    {
+        None => false,
+        Some(Value::String(v)) if v == MODERN_PROTOCOL_VERSION => true,
+        Some(requested) => {
+            return Err(RpcError {
+                code: UNSUPPORTED_PROTOCOL_VERSION,
+                message: "Unsupported protocol version".into(),
+                data: Some(json!({"supported": all_versions(), "requested": requested})),
+            });
+        }
+    };
+    let result = match (method, modern) {
+        ("server/discover", true) => Ok(discover()),
+        ("initialize", false) => Ok(initialize(params)),
+        ("ping", false) => Ok(json!({})),
+        ("tools/list", _) => list_tools(params),
+        ("tools/call", _) => call_tool(params),
         _ => Err(RpcError::new(
             METHOD_NOT_FOUND,
             format!("Method not found: {method}"),
         )),
-    }
+    };
+    // 2026-07-28: every result states its type; lists carry cache hints.
+    result.map(|mut result| {
+        if modern && let Value::Object(object) = &mut result {
+            object.insert("resultType".into(), json!("complete"));
+            if method == "tools/list" {
+                object.insert("ttlMs".into(), json!(0));
+                object.insert("cacheScope".into(), json!("public"));
+            }
+        }
+        result
+    })
 }
+
+/// Every revision served, newest first.
+fn all_versions() -> Vec<&'static str> {
+    let mut versions = vec![MODERN_PROTOCOL_VERSION];
+    versions.extend(SUPPORTED_PROTOCOL_VERSIONS.iter().rev());
+    versions
+}
+
+/// Answers `server/discover` (2026-07-28).
+fn discover() -> Value {
+    json!({
+        "supportedVersions": all_versions(),
+        "capabilities": {"tools": {}},
+        "instructions": INSTRUCTIONS,
+        "ttlMs": 0,
+        "cacheScope": "public",
+        "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
+    })
+}
+
+fn server_info() -> Value {
+    json!({"name": "smthrs-mcp-demo", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// What the server tells a model about itself.
+const INSTRUCTIONS: &str = "A demo server: `echo` returns text, `add` adds two numbers, `current_time` tells the UTC time.";
 
 /// Answers `initialize`: echoes a supported proposed revision, else the default.
 fn initialize(params: Option<&Map<String, Value>>) -> Value {
@@ -264,9 +336,8 @@ fn initialize(params: Option<&Map<String, Value>>) -> Value {
     json!({
         "protocolVersion": version,
         "capabilities": {"tools": {}},
-        "serverInfo": {"name": "smthrs-mcp-demo", "version": env!("CARGO_PKG_VERSION")},
-        "instructions": "A demo server: `echo` returns text, `add` adds two numbers, \
-                         `current_time` tells the UTC time.",
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
     })
 }
 
@@ -740,6 +811,39 @@ mod tests {
         let reply = request(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
                                    "params": {"arguments": {}}}));
         assert_eq!(reply["error"]["code"], INVALID_PARAMS);
+    }
+
+    #[test]
+    fn discover_and_modern_requests_are_served_in_2026_07_28() {
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}});
+        let discover = request(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
+        );
+        let result = &discover["result"];
+        assert_eq!(result["resultType"], "complete");
+        assert_eq!(result["supportedVersions"][0], "2026-07-28");
+        assert_eq!(result["capabilities"]["tools"], json!({}));
+        assert_eq!(
+            result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "smthrs-mcp-demo"
+        );
+        let list = request(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}}),
+        );
+        assert_eq!(list["result"]["resultType"], "complete");
+        assert_eq!(list["result"]["cacheScope"], "public");
+        let call = request(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"_meta": meta, "name": "add", "arguments": {"a": 1, "b": 2}}}));
+        assert_eq!(call["result"]["resultType"], "complete");
+        assert_eq!(call["result"]["structuredContent"]["sum"], 3);
+        // A legacy client probing first gets -32601 from nothing: discover needs _meta.
+        let bare = request(json!({"jsonrpc": "2.0", "id": 4, "method": "server/discover"}));
+        assert_eq!(bare["error"]["code"], METHOD_NOT_FOUND);
+        let other = request(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list",
+            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}}}));
+        assert_eq!(other["error"]["code"], UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(other["error"]["data"]["supported"][0], "2026-07-28");
     }
 
     #[test]
