@@ -39,3 +39,56 @@ pub struct ReadmeDoctests;
 
 pub use layer::{BearerAuthLayer, EgressGrants, EgressPolicyLayer};
 pub use transport::http::{HttpTransport, HttpTransportBuilder};
+
+/// Entry points for the fuzz targets (`fuzz/`) into parsers that are not public
+/// API. Not covered by semver.
+#[doc(hidden)]
+pub mod fuzzing {
+    use serde_json::{Map, Value};
+
+    /// Validates `x-mcp-header` annotations of an `inputSchema`: `Ok(count)` or the
+    /// rule broken.
+    pub fn x_mcp_header_annotations(schema: &Map<String, Value>) -> Result<usize, &'static str> {
+        crate::param_headers::annotations(schema, &crate::Limits::default())
+            .map(|specs| specs.len())
+    }
+
+    /// Encodes a value for an `Mcp-Param-*` (or `Mcp-Name`) header.
+    pub fn encode_header_value(value: &str) -> String {
+        crate::param_headers::encode_value(value)
+    }
+
+    /// Checks an `elicitation/create` request's params, every mode declared:
+    /// `Ok(field count, or 0 for URL mode)` or the rule broken.
+    pub fn elicitation_request(params: &Value) -> Result<usize, &'static str> {
+        let caps = crate::handler::HostCapabilities {
+            elicitation_form: true,
+            elicitation_url: true,
+            roots: true,
+            sampling: true,
+        };
+        match crate::handler::elicit_request(params, &caps, &crate::Limits::default())? {
+            crate::handler::ElicitRequest::Form(form) => {
+                // The defaults every field carries must pass the field's own check.
+                let result = crate::handler::elicit_result(
+                    &crate::handler::ElicitRequest::Form(form.clone()),
+                    crate::handler::ElicitAnswer::Accept(Map::new()),
+                );
+                let all_required_have_defaults = form
+                    .fields
+                    .iter()
+                    .all(|f| !f.required || f.default.is_some());
+                assert_eq!(
+                    result.is_ok(),
+                    all_required_have_defaults,
+                    "defaults do not pass their own form"
+                );
+                Ok(form.fields.len())
+            }
+            crate::handler::ElicitRequest::Url(url) => {
+                assert!(url.url.scheme() == "https" || url.url.scheme() == "http");
+                Ok(0)
+            }
+        }
+    }
+}

@@ -12,6 +12,8 @@
 mod catalog_page;
 #[path = "../fuzz/src/http_sse.rs"]
 mod http_sse;
+#[path = "../fuzz/src/input_requests.rs"]
+mod input_requests;
 #[path = "../fuzz/src/jsonrpc_classify.rs"]
 mod jsonrpc_classify;
 #[path = "../fuzz/src/line_framer.rs"]
@@ -89,6 +91,11 @@ fn server_file_corpus() {
 #[test]
 fn redaction_corpus() {
     replay("redaction", redaction::check);
+}
+
+#[test]
+fn input_requests_corpus() {
+    replay("input_requests", input_requests::check);
 }
 
 #[test]

@@ -7,6 +7,7 @@
 //! this crate and as top-level modules of the replay test.
 
 pub mod catalog_page;
+pub mod input_requests;
 pub mod http_sse;
 pub mod jsonrpc_classify;
 pub mod line_framer;
