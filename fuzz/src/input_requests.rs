@@ -26,11 +26,10 @@ pub fn check(data: &[u8]) {
         "unsafe header bytes for {text:?}"
     );
     assert!(!encoded.starts_with(' ') && !encoded.ends_with(' '));
-    let plain = text.bytes().all(|b| (0x20..=0x7e).contains(&b))
-        && !text.starts_with(' ')
-        && !text.ends_with(' ')
-        && !(text.starts_with("=?") && text.ends_with("?="));
-    if plain {
+    let printable = text.bytes().all(|b| (0x20..=0x7e).contains(&b));
+    let padded = text.starts_with(' ') || text.ends_with(' ');
+    let sentinel = text.starts_with("=?") && text.ends_with("?=");
+    if printable && !padded && !sentinel {
         assert_eq!(encoded, text);
     } else {
         assert!(encoded.starts_with("=?base64?") && encoded.ends_with("?="));
@@ -38,10 +37,10 @@ pub fn check(data: &[u8]) {
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) else {
         return;
     };
-    if let Some(schema) = value.as_object() {
-        if let Ok(count) = x_mcp_header_annotations(schema) {
-            assert!(count as u64 <= smthrs_mcp::limits::DEFAULT_MAX_PARAM_HEADERS);
-        }
+    if let Some(schema) = value.as_object()
+        && let Ok(count) = x_mcp_header_annotations(schema)
+    {
+        assert!(count as u64 <= smthrs_mcp::limits::DEFAULT_MAX_PARAM_HEADERS);
     }
     let _ = elicitation_request(&value);
 }
