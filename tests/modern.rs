@@ -1882,3 +1882,60 @@ async fn mrtr_state_is_never_carried_to_another_call(via: Via) {
         assert_eq!(params.get("inputResponses"), None, "{params}");
     }
 }
+
+/// A -32020 to a call that mirrored arguments into headers: the client re-lists
+/// once and, the tool's definition being the same, sends the call again (the
+/// specification's SHOULD); a second -32020 is the call's error.
+#[tokio::test]
+async fn http_header_mismatch_relists_once_then_retries() {
+    let tool = json!({"name": "routed", "inputSchema": {"type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}});
+    let refuse = json!({"error": {"code": -32020, "message": "Mcp-Param-Region does not match"}});
+    let server = inline(json!({
+        "era": "modern",
+        "tools": [tool],
+        "on_call": {"routed": [refuse, {"result": {"content": [{"type": "text", "text": "routed"}]}}]}
+    }));
+    let a = connect(
+        Via::Http,
+        Client::builder("relist"),
+        server.clone(),
+        modern(),
+    )
+    .await;
+    let result = guard(
+        "routed",
+        a.client()
+            .call_tool("routed", args(json!({"region": "eu"}))),
+    )
+    .await
+    .expect("retried after re-listing");
+    assert_eq!(text_of(&result), "routed");
+    let lists = a
+        .requests()
+        .into_iter()
+        .filter(|r| r.rpc_method().as_deref() == Some("tools/list"))
+        .count();
+    assert_eq!(lists, 2, "the initial walk and one re-list");
+    assert_eq!(call_posts(&a).len(), 2);
+    a.close().await;
+
+    // Refused again: the error, after exactly one re-list and one retry.
+    let server = inline(json!({
+        "era": "modern",
+        "tools": [{"name": "routed", "inputSchema": {"type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}}],
+        "on_call": {"routed": {"error": {"code": -32020, "message": "no"}}}
+    }));
+    let a = connect(Via::Http, Client::builder("relist"), server, modern()).await;
+    let error = guard(
+        "routed",
+        a.client()
+            .call_tool("routed", args(json!({"region": "eu"}))),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::HeaderMismatch, "{error:?}");
+    assert_eq!(call_posts(&a).len(), 2);
+    a.close().await;
+}

@@ -89,6 +89,7 @@ pub(crate) async fn call_tool(
     let mut input_responses: Option<Map<String, Value>> = None;
     let mut request_state: Option<String> = None;
     let mut rounds: u64 = 0;
+    let mut header_recheck_done = false;
     let mut backoff = SHED_BACKOFF_FIRST;
     loop {
         let params = CallParams {
@@ -105,10 +106,25 @@ pub(crate) async fn call_tool(
             call: call_headers.clone(),
             quiet: false,
         };
-        let members = match shared
+        let reply = shared
             .request_body("tools/call", params, deadline, options)
-            .await?
-        {
+            .await;
+        let reply = match reply {
+            // -32020 to a call that mirrored arguments into headers: the server's
+            // annotations may have changed under the frozen catalog. Re-list once:
+            // the same definition, send the call again; another, refuse it.
+            Err(error)
+                if error.kind() == ErrorKind::HeaderMismatch
+                    && !header_recheck_done
+                    && call_headers.as_ref().is_some_and(|c| !c.params.is_empty()) =>
+            {
+                header_recheck_done = true;
+                recheck_tool(shared, tool, wire).await?;
+                continue;
+            }
+            other => other?,
+        };
+        let members = match reply {
             ResultBody::ToolCall(members) => members,
             ResultBody::Value(Value::Object(object)) => ToolCallMembers::from_object(object),
             ResultBody::Value(_) => {
@@ -185,6 +201,25 @@ pub(crate) async fn call_tool(
                 )));
             }
         };
+    }
+}
+
+/// After a -32020 to a call with `Mcp-Param-*` headers (the specification: the
+/// client SHOULD re-fetch `tools/list` and retry): `Ok` when the server still
+/// describes `tool` exactly as the frozen catalog does, else `catalog_changed`
+/// (the catalog is a snapshot for the session: reconnect to pick up the change).
+async fn recheck_tool(shared: &Arc<Shared>, tool: &Tool, wire: Wire) -> Result<()> {
+    let (catalog, _) = super::negotiate::walk_catalog(shared, wire).await?;
+    match catalog.get(tool.name()) {
+        Some(now) if now.as_sent() == tool.as_sent() => Ok(()),
+        _ => Err(Error::new(
+            ErrorKind::CatalogChanged,
+            format!(
+                "server \"{}\" refused the headers of {:?} and now describes it differently: reconnect to use its new definition",
+                shared.server,
+                tool.name()
+            ),
+        )),
     }
 }
 
