@@ -25,7 +25,7 @@ use crate::jsonrpc::{self, Inbound, ResultBody, RpcError};
 use crate::limits::Limits;
 use crate::observe;
 use crate::transport::{
-    CallHeaders, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium, OutboundFrame,
+    CallHeaders, Exchange, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium, OutboundFrame,
     RequestControl, RequestHandle, TrySend,
 };
 
@@ -505,11 +505,13 @@ impl Shared {
             request: None,
         };
         let alone = lock(&self.pending).is_empty();
-        self.submit(frame, None, alone, deadline).await
+        // A notification's exchange is never handed back (only a request's is).
+        self.submit(frame, None, alone, deadline).await.map(drop)
     }
 
     /// Writes `frame` at once when it can ([`Shared::write_now`]), else queues it
-    /// for the writer, waiting for admission until `deadline`.
+    /// for the writer, waiting for admission until `deadline`. Returns the
+    /// request's exchange when the medium handed it to the caller to drive.
     ///
     /// `alone`: no other request is waiting for its reply. Otherwise the sink may
     /// prefer the queue (stdio: the writer sends the frames that gather there in
@@ -521,13 +523,15 @@ impl Shared {
         request: Option<Arc<RequestCtl>>,
         alone: bool,
         deadline: Instant,
-    ) -> Result<()> {
+    ) -> Result<Option<Exchange>> {
         let state = request.as_ref().map(|request| &request.state);
         let frame = match self.write_now(frame, state, !alone) {
-            Ok(()) => return Ok(()),
+            Ok(exchange) => return Ok(exchange),
             Err(frame) => frame,
         };
-        self.admit(Queued::Frame { frame, request }, deadline).await
+        self.admit(Queued::Frame { frame, request }, deadline)
+            .await
+            .map(|()| None)
     }
 
     /// The direct write: when the session is open, nothing is queued, the writer
@@ -537,13 +541,14 @@ impl Shared {
     ///
     /// `Ok` means the frame was handled as the writer would have: written, or
     /// skipped (a request settled meanwhile), or its write failed and ended the
-    /// session (the caller then sees the terminal error, as after a queued write).
+    /// session (the caller then sees the terminal error, as after a queued write);
+    /// with the request's exchange when the medium handed it back to drive.
     fn write_now(
         &self,
         frame: OutboundFrame,
         state: Option<&AtomicU8>,
         busy: bool,
-    ) -> std::result::Result<(), OutboundFrame> {
+    ) -> std::result::Result<Option<Exchange>, OutboundFrame> {
         if self.backlog.load(Ordering::Acquire) != 0 || self.terminal().is_some() {
             return Err(frame);
         }
@@ -564,10 +569,11 @@ impl Shared {
                 .compare_exchange(QUEUED, WRITTEN, Ordering::AcqRel, Ordering::Acquire)
                 .is_err()
         {
-            return Ok(()); // settled meanwhile: the writer would skip it too
+            return Ok(None); // settled meanwhile: the writer would skip it too
         }
         match sink.try_send_now(frame, busy) {
-            TrySend::Sent => Ok(()),
+            TrySend::Sent => Ok(None),
+            TrySend::Exchange(exchange) => Ok(Some(exchange)),
             TrySend::SentPartly => {
                 drop(slot);
                 // The writer finishes it; nothing is written directly meanwhile
@@ -578,7 +584,7 @@ impl Shared {
                     // queued frames) or closed (the session is ending).
                     self.backlog.fetch_sub(1, Ordering::AcqRel);
                 }
-                Ok(())
+                Ok(None)
             }
             TrySend::WouldBlock(frame) => {
                 if let Some(state) = state {
@@ -594,7 +600,7 @@ impl Shared {
             TrySend::Failed(error) => {
                 drop(slot);
                 self.terminate(error);
-                Ok(())
+                Ok(None)
             }
         }
     }
@@ -730,7 +736,7 @@ impl Shared {
         };
         let submitted = match held {
             // Held back: sent with the new session once the re-initialise is done.
-            None => Ok(()),
+            None => Ok(None),
             Some(frame) => {
                 self.submit(frame, Some(control.clone()), alone, deadline)
                     .await
@@ -742,7 +748,11 @@ impl Shared {
                 self.server
             ))),
             Err(error) => Err(error),
-            Ok(()) => self.wait_reply(&control, method, deadline).await,
+            Ok(None) => self.wait_reply(&control, method, deadline).await,
+            Ok(Some(exchange)) => {
+                self.drive_and_wait(exchange, &control, method, deadline)
+                    .await
+            }
         };
         drop(guard);
         outcome
@@ -774,6 +784,33 @@ impl Shared {
                 self.server
             )));
         }
+    }
+
+    /// [`Shared::wait_reply`] while driving the request's exchange from this task:
+    /// the frame it ends with is routed here, exactly as the reader would route it
+    /// (a frame that ends the session ends it). The reply may also arrive another
+    /// way (an event stream); then the exchange's rest is detached.
+    async fn drive_and_wait(
+        self: &Arc<Self>,
+        mut exchange: Exchange,
+        control: &RequestCtl,
+        method: &str,
+        deadline: Instant,
+    ) -> Result<ResultBody> {
+        let reply = self.wait_reply(control, method, deadline);
+        tokio::pin!(reply);
+        tokio::select! {
+            biased;
+            outcome = &mut reply => return outcome,
+            frame = exchange.run() => {
+                if let Some(frame) = frame
+                    && let Err(error) = self.on_frame(&frame).await
+                {
+                    self.terminate(error);
+                }
+            }
+        }
+        reply.await
     }
 
     /// Completes a pending request; a reply for an unknown id is dropped.

@@ -33,8 +33,8 @@ use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::layer::{BoxError, same_origin};
 use crate::limits::Limits;
 use crate::transport::{
-    Connection, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium, OutboundFrame,
-    RequestHandle, Shutdown, TrySend,
+    Connection, Detach, Exchange, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium,
+    OutboundFrame, RequestHandle, Shutdown, TrySend,
 };
 
 static LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
@@ -76,12 +76,19 @@ pub(crate) fn open(params: OpenParams) -> Connection {
         standalone_opening: Mutex::new(None),
     });
     let guard = Arc::new(Guard(shared.clone()));
+    let runtime = tokio::runtime::Handle::try_current().ok();
     Connection {
         medium: Medium::Exchanges,
         sink: Box::new(HttpSink {
             shared: shared.clone(),
             permits: Arc::new(Semaphore::new(queue)),
-            runtime: tokio::runtime::Handle::try_current().ok(),
+            detach: runtime.clone().map(|runtime| {
+                Arc::new(Background {
+                    shared: shared.clone(),
+                    runtime,
+                }) as Arc<dyn Detach>
+            }),
+            runtime,
             _guard: guard.clone(),
         }),
         source: Box::new(HttpSource {
@@ -405,12 +412,18 @@ impl Shared {
 
     /// Runs one POST to completion (or until its request settled and the grace
     /// period passed, or the request timeout for frames without a request).
-    async fn post(self: Arc<Self>, frame: OutboundFrame, permit: OwnedSemaphorePermit) {
+    /// Returns the JSON body answering a request, for whoever drives the POST to
+    /// route (see [`Shared::post_exchange`]).
+    async fn post(
+        self: Arc<Self>,
+        frame: OutboundFrame,
+        permit: OwnedSemaphorePermit,
+    ) -> Option<Bytes> {
         match frame.request.clone() {
             Some(handle) => {
                 let stateless = frame.meta.stateless;
                 tokio::select! {
-                    _ = self.post_exchange(frame, permit) => {}
+                    body = self.post_exchange(frame, permit) => body,
                     _ = async {
                         handle.done().await;
                         // 2026-07-28: cutting an abandoned request's exchange is
@@ -418,21 +431,44 @@ impl Shared {
                         if !(stateless && handle.is_abandoned()) {
                             tokio::time::sleep(SETTLED_STREAM_GRACE).await;
                         }
-                    } => {}
+                    } => None,
                 }
             }
             None => {
                 let _ =
                     tokio::time::timeout(self.request_timeout, self.post_exchange(frame, permit))
                         .await;
+                None
             }
+        }
+    }
+
+    /// [`Shared::post`] until the transport ends.
+    async fn post_until_end(
+        self: Arc<Self>,
+        frame: OutboundFrame,
+        permit: OwnedSemaphorePermit,
+    ) -> Option<Bytes> {
+        let work = self.work.clone();
+        tokio::select! {
+            _ = work.cancelled() => None,
+            body = self.post(frame, permit) => body,
         }
     }
 
     /// The permit (one of `queueCapacity`) is held until the response head arrives:
     /// a response stream that stays open does not block later POSTs (such as the
     /// reply to a server request that arrived on that very stream).
-    async fn post_exchange(self: &Arc<Self>, frame: OutboundFrame, permit: OwnedSemaphorePermit) {
+    ///
+    /// A request answered with a JSON body returns that body (one frame, bounded
+    /// by `maxFrameBytes`) instead of delivering it: the task driving the POST
+    /// routes it. Everything else (event streams, errors, session expiry) goes
+    /// through the source.
+    async fn post_exchange(
+        self: &Arc<Self>,
+        frame: OutboundFrame,
+        permit: OwnedSemaphorePermit,
+    ) -> Option<Bytes> {
         let mut req = Request::post(self.endpoint.clone())
             .body(Full::new(frame.bytes.clone()))
             .expect("a POST to a validated URI");
@@ -441,7 +477,7 @@ impl Shared {
                 Some(handle) => handle.fail(error),
                 None => self.terminate(error),
             }
-            return;
+            return None;
         }
         if frame.meta.completes_handshake {
             self.remember_legacy_version(&frame.meta);
@@ -453,7 +489,7 @@ impl Shared {
             Err(error) => {
                 let error = self.classify(&error);
                 self.terminate(error);
-                return;
+                return None;
             }
         };
         let status = response.status();
@@ -487,7 +523,7 @@ impl Shared {
                     }
                 }
             }
-            return;
+            return None;
         }
         if frame.meta.completes_handshake && frame.meta.protocol_version.is_some() {
             let opened = self.start_standalone();
@@ -509,14 +545,12 @@ impl Shared {
                     .with_detail(Detail::Status(status.as_u16())),
                 );
             }
-            return;
+            return None;
         }
-        if frame.request.is_none() {
-            // A notification or a reply is answered 202 with no body; a server that
-            // sends a body anyway (e.g. `{"jsonrpc":"2.0","result":{}}` to
-            // `notifications/initialized`) is answering nothing of ours: ignore it.
-            return;
-        }
+        // A notification or a reply is answered 202 with no body; a server that
+        // sends a body anyway (e.g. `{"jsonrpc":"2.0","result":{}}` to
+        // `notifications/initialized`) is answering nothing of ours: ignore it.
+        frame.request.as_ref()?;
         match content_type(&response).as_deref() {
             Some("text/event-stream") => {
                 self.follow_post_stream(response.into_body(), &frame).await;
@@ -524,12 +558,12 @@ impl Shared {
             Some("application/json") | None => {
                 if body::declared_too_large(&response, self.max_frame) {
                     self.terminate(self.too_large());
-                    return;
+                    return None;
                 }
                 match body::collect_bounded(response.into_body(), self.max_frame).await {
                     Ok(bytes) => {
                         if !bytes.iter().all(u8::is_ascii_whitespace) {
-                            self.deliver(InboundEvent::Frame(bytes)).await;
+                            return Some(bytes);
                         }
                     }
                     Err(BodyError::TooLarge) => self.terminate(self.too_large()),
@@ -548,6 +582,7 @@ impl Shared {
                 }
             }
         }
+        None
     }
 
     /// Reads one event stream, delivering each event's data as a frame.
@@ -840,10 +875,33 @@ fn redirect_target(response: &HttpResponse, base: &Uri) -> Option<Uri> {
 struct HttpSink {
     shared: Arc<Shared>,
     permits: Arc<Semaphore>,
-    /// The runtime the transport was opened on: POSTs started from a caller's
-    /// task ([`FrameSink::try_send_now`]) run there too.
+    /// Where exchanges a caller stopped driving go on ([`Exchange`]); `None` when
+    /// the transport was opened outside a runtime (every POST is then spawned
+    /// from the writer).
+    detach: Option<Arc<dyn Detach>>,
+    /// The runtime the transport was opened on.
     runtime: Option<tokio::runtime::Handle>,
     _guard: Arc<Guard>,
+}
+
+/// Runs POSTs in tasks of their own on the transport's runtime: the rest of an
+/// exchange its caller stopped driving, and requests sent from the writer.
+struct Background {
+    shared: Arc<Shared>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Detach for Background {
+    fn detach(&self, rest: BoxFuture<'static, Option<Bytes>>) {
+        drop(self.runtime.spawn(deliver_rest(self.shared.clone(), rest)));
+    }
+}
+
+/// Runs a POST's future and delivers the JSON body it ends with through the source.
+async fn deliver_rest(shared: Arc<Shared>, rest: impl Future<Output = Option<Bytes>>) {
+    if let Some(frame) = rest.await {
+        shared.deliver(InboundEvent::Frame(frame)).await;
+    }
 }
 
 /// Runs one request's POST in its own task (until the transport ends).
@@ -853,13 +911,7 @@ fn spawn_post(
     frame: OutboundFrame,
     permit: OwnedSemaphorePermit,
 ) {
-    let post = async move {
-        let work = task.work.clone();
-        tokio::select! {
-            _ = work.cancelled() => {}
-            _ = task.post(frame, permit) => {}
-        }
-    };
+    let post = deliver_rest(task.clone(), task.post_until_end(frame, permit));
     match runtime {
         Some(runtime) => drop(runtime.spawn(post)),
         None => drop(tokio::spawn(post)),
@@ -920,13 +972,16 @@ impl FrameSink for HttpSink {
         }
         // Only a request, and only with a free in-flight slot, starts its POST here:
         // notifications and replies go through `send`, which keeps them in order.
-        if frame.request.is_none() || self.runtime.is_none() {
+        let Some(detach) = self.detach.as_ref().filter(|_| frame.request.is_some()) else {
             return TrySend::WouldBlock(frame);
-        }
+        };
         match self.permits.clone().try_acquire_owned() {
             Ok(permit) => {
-                spawn_post(self.runtime.as_ref(), shared.clone(), frame, permit);
-                TrySend::Sent
+                // The caller drives the POST and routes its reply: no task is
+                // spawned and no other task is woken on the way (when the caller
+                // stops early, `Background` runs the rest).
+                let post = shared.clone().post_until_end(frame, permit);
+                TrySend::Exchange(Exchange::new(Box::pin(post), detach.clone()))
             }
             Err(tokio::sync::TryAcquireError::NoPermits) => TrySend::WouldBlock(frame),
             Err(tokio::sync::TryAcquireError::Closed) => TrySend::Failed(shared.terminal_error()),
