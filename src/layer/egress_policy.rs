@@ -163,10 +163,22 @@ impl EgressGrants {
         } else {
             return false;
         };
-        let Some((scheme, host, port)) = crate::layer::origin_of(uri) else {
+        // Checked on every request: no allocation unless the host has upper-case
+        // letters (or more than `INLINE_LABELS` labels).
+        let https = match uri.scheme_str() {
+            Some(s) if s.eq_ignore_ascii_case("http") => false,
+            Some(s) if s.eq_ignore_ascii_case("https") => true,
+            _ => return false,
+        };
+        let Some(host) = uri.host() else {
             return false;
         };
-        let https = scheme == "https";
+        let host = if host.bytes().any(|b| b.is_ascii_uppercase()) {
+            std::borrow::Cow::Owned(host.to_ascii_lowercase())
+        } else {
+            std::borrow::Cow::Borrowed(host)
+        };
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         self.grants.iter().any(|g| {
             g.methods & bit != 0
                 && g.https == https
@@ -243,6 +255,9 @@ impl fmt::Display for Grant {
     }
 }
 
+/// Host labels matched without allocating (longer hosts are collected).
+const INLINE_LABELS: usize = 16;
+
 impl HostPattern {
     fn matches(&self, host: &str) -> bool {
         match self {
@@ -251,8 +266,17 @@ impl HostPattern {
                 if host.starts_with('[') {
                     return false;
                 }
-                let labels: Vec<&str> = host.split('.').collect();
-                match_labels(pattern, &labels)
+                let count = host.split('.').count();
+                if count <= INLINE_LABELS {
+                    let mut labels = [""; INLINE_LABELS];
+                    for (slot, label) in labels.iter_mut().zip(host.split('.')) {
+                        *slot = label;
+                    }
+                    match_labels(pattern, &labels[..count])
+                } else {
+                    let labels: Vec<&str> = host.split('.').collect();
+                    match_labels(pattern, &labels)
+                }
             }
         }
     }

@@ -222,13 +222,10 @@ pub enum TrySend {
     Exchange(Exchange),
 }
 
-/// Where the rest of an [`Exchange`] runs once its caller stops driving it.
-pub trait Detach: Send + Sync + 'static {
-    /// Runs `rest` in the background; a frame it ends with is delivered through
-    /// the transport's [`FrameSource`], as if the exchange had never been driven by
-    /// a caller.
-    fn detach(&self, rest: BoxFuture<'static, Option<Bytes>>);
-}
+/// What runs the rest of an [`Exchange`] once its caller stops driving it: in the
+/// background, delivering a frame it ends with through the transport's
+/// [`FrameSource`], as if the exchange had never been driven by a caller.
+pub type Detach = Box<dyn FnOnce(BoxFuture<'static, Option<Bytes>>) + Send>;
 
 /// One request's exchange with the medium, handed back by
 /// [`FrameSink::try_send_now`] for the task that sent the request to drive.
@@ -243,15 +240,15 @@ pub trait Detach: Send + Sync + 'static {
 /// a caller drove it.
 pub struct Exchange {
     rest: Option<BoxFuture<'static, Option<Bytes>>>,
-    host: Arc<dyn Detach>,
+    detach: Option<Detach>,
 }
 
 impl Exchange {
-    /// An exchange whose rest `host` runs if it is dropped unfinished.
-    pub fn new(future: BoxFuture<'static, Option<Bytes>>, host: Arc<dyn Detach>) -> Self {
+    /// An exchange whose rest `detach` runs if it is dropped unfinished.
+    pub fn new(future: BoxFuture<'static, Option<Bytes>>, detach: Detach) -> Self {
         Exchange {
             rest: Some(future),
-            host,
+            detach: Some(detach),
         }
     }
 
@@ -267,8 +264,8 @@ impl Exchange {
 
 impl Drop for Exchange {
     fn drop(&mut self) {
-        if let Some(rest) = self.rest.take() {
-            self.host.detach(rest);
+        if let (Some(rest), Some(detach)) = (self.rest.take(), self.detach.take()) {
+            detach(rest);
         }
     }
 }

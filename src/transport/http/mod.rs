@@ -115,7 +115,7 @@ use http_body_util::combinators::UnsyncBoxBody;
 use hyper_util::client::proxy::matcher::Matcher;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use secrecy::SecretString;
-use tower::util::BoxCloneService;
+use tower::util::{BoxCloneService, Either};
 use tower::{Layer, Service, ServiceExt};
 
 use crate::error::{Error, Result};
@@ -496,14 +496,17 @@ impl HttpTransport {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        let mut service =
-            BoxCloneService::new(session::McpSessionLayer::new(session).layer(client));
-        if let Some(bearer) = &prepared.bearer {
-            service = BoxCloneService::new(bearer.layer(service));
-        }
-        if let Some(oauth) = &prepared.oauth {
-            service = BoxCloneService::new(oauth.layer(service));
-        }
+        // One concrete stack under one box (`Either` for the optional layers):
+        // each box is an allocation and a dynamic call per request and per clone.
+        let service = session::McpSessionLayer::new(session).layer(client);
+        let service = match &prepared.bearer {
+            Some(bearer) => Either::Left(bearer.layer(service)),
+            None => Either::Right(service),
+        };
+        let service = match &prepared.oauth {
+            Some(oauth) => Either::Left(oauth.layer(service)),
+            None => Either::Right(service),
+        };
         let mut service = BoxCloneService::new(prepared.egress.layer(service));
         for layer in prepared.layers.iter().rev() {
             service = layer(service);

@@ -34,7 +34,7 @@ use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::layer::{BoxError, same_origin};
 use crate::limits::Limits;
 use crate::transport::{
-    Connection, Detach, Exchange, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium,
+    Connection, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium,
     OutboundFrame, Shutdown, TrySend,
 };
 
@@ -78,21 +78,14 @@ pub(crate) fn open(params: OpenParams) -> Connection {
         standalone: Mutex::new(None),
         legacy_version: Mutex::new(None),
         standalone_opening: Mutex::new(None),
+        runtime: tokio::runtime::Handle::try_current().ok(),
     });
     let guard = Arc::new(Guard(shared.clone()));
-    let runtime = tokio::runtime::Handle::try_current().ok();
     Connection {
         medium: Medium::Exchanges,
         sink: Box::new(HttpSink {
             shared: shared.clone(),
             permits: Arc::new(Semaphore::new(queue)),
-            detach: runtime.clone().map(|runtime| {
-                Arc::new(Background {
-                    shared: shared.clone(),
-                    runtime,
-                }) as Arc<dyn Detach>
-            }),
-            runtime,
             _guard: guard.clone(),
         }),
         source: Box::new(HttpSource {
@@ -135,6 +128,11 @@ struct Shared {
     standalone_opening: Mutex<Option<oneshot::Receiver<()>>>,
     /// How long that wait may take: a server need not answer the GET promptly.
     open_wait: Duration,
+    /// The runtime the transport was opened on: POSTs started from a caller's
+    /// task, and the rest of exchanges a caller stopped driving, run there.
+    /// `None` when opened outside a runtime (every POST is then spawned from the
+    /// writer).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 /// Cancels every task once the sink, source and shutdown are all gone.
@@ -442,26 +440,7 @@ fn redirect_target(response: &HttpResponse, base: &Uri) -> Option<Uri> {
 struct HttpSink {
     shared: Arc<Shared>,
     permits: Arc<Semaphore>,
-    /// Where exchanges a caller stopped driving go on ([`Exchange`]); `None` when
-    /// the transport was opened outside a runtime (every POST is then spawned
-    /// from the writer).
-    detach: Option<Arc<dyn Detach>>,
-    /// The runtime the transport was opened on.
-    runtime: Option<tokio::runtime::Handle>,
     _guard: Arc<Guard>,
-}
-
-/// Runs POSTs in tasks of their own on the transport's runtime: the rest of an
-/// exchange its caller stopped driving, and requests sent from the writer.
-struct Background {
-    shared: Arc<Shared>,
-    runtime: tokio::runtime::Handle,
-}
-
-impl Detach for Background {
-    fn detach(&self, rest: BoxFuture<'static, Option<Bytes>>) {
-        drop(self.runtime.spawn(deliver_rest(self.shared.clone(), rest)));
-    }
 }
 
 /// Runs a POST's future and delivers the JSON body it ends with through the source.
@@ -526,7 +505,7 @@ impl FrameSink for HttpSink {
                 }
                 return Ok(());
             }
-            spawn_post(self.runtime.as_ref(), task, frame, permit);
+            spawn_post(shared.runtime.as_ref(), task, frame, permit);
             Ok(())
         })
     }
@@ -539,16 +518,14 @@ impl FrameSink for HttpSink {
         }
         // Only a request, and only with a free in-flight slot, starts its POST here:
         // notifications and replies go through `send`, which keeps them in order.
-        let Some(detach) = self.detach.as_ref().filter(|_| frame.request.is_some()) else {
+        if frame.request.is_none() || shared.runtime.is_none() {
             return TrySend::WouldBlock(frame);
-        };
+        }
         match self.permits.clone().try_acquire_owned() {
             Ok(permit) => {
                 // The caller drives the POST and routes its reply: no task is
-                // spawned and no other task is woken on the way (when the caller
-                // stops early, `Background` runs the rest).
-                let post = shared.clone().post_until_end(frame, permit);
-                TrySend::Exchange(Exchange::new(Box::pin(post), detach.clone()))
+                // spawned and no other task is woken on the way.
+                TrySend::Exchange(shared.driven(frame, permit))
             }
             Err(tokio::sync::TryAcquireError::NoPermits) => TrySend::WouldBlock(frame),
             Err(tokio::sync::TryAcquireError::Closed) => TrySend::Failed(shared.terminal_error()),

@@ -15,7 +15,7 @@ use super::super::headers;
 use super::super::session::SentSessionId;
 use super::{Shared, content_type};
 use crate::error::{Detail, Error};
-use crate::transport::{InboundEvent, OutboundFrame};
+use crate::transport::{Detach, Exchange, InboundEvent, OutboundFrame, RequestHandle};
 
 impl Shared {
     /// Runs one POST to completion (or until its request settled and the grace
@@ -30,17 +30,8 @@ impl Shared {
         match frame.request.clone() {
             Some(handle) => {
                 let stateless = frame.meta.stateless;
-                tokio::select! {
-                    body = self.post_exchange(frame, permit) => body,
-                    _ = async {
-                        handle.done().await;
-                        // 2026-07-28: cutting an abandoned request's exchange is
-                        // its cancellation (no notification is sent).
-                        if !(stateless && handle.is_abandoned()) {
-                            tokio::time::sleep(SETTLED_STREAM_GRACE).await;
-                        }
-                    } => None,
-                }
+                self.until_settled(self.post_exchange(frame, permit), &handle, stateless)
+                    .await
             }
             None => {
                 let _ =
@@ -49,6 +40,66 @@ impl Shared {
                 None
             }
         }
+    }
+
+    /// Runs a request's exchange until it ends, or until the request settled and
+    /// the grace period for the rest of its stream passed. 2026-07-28: an abandoned
+    /// request's exchange is cut at once (that is its cancellation; no
+    /// notification is sent).
+    pub(super) async fn until_settled(
+        &self,
+        exchange: impl Future<Output = Option<Bytes>>,
+        handle: &RequestHandle,
+        stateless: bool,
+    ) -> Option<Bytes> {
+        tokio::select! {
+            body = exchange => body,
+            _ = async {
+                handle.done().await;
+                if !(stateless && handle.is_abandoned()) {
+                    tokio::time::sleep(SETTLED_STREAM_GRACE).await;
+                }
+            } => None,
+        }
+    }
+
+    /// A request's POST for its caller to drive ([`TrySend::Exchange`]): while the
+    /// caller drives it, the caller waits for the reply itself, so the exchange
+    /// needs no watch on the request; if the caller stops early, the rest runs in
+    /// a task under [`Shared::until_settled`], as a spawned POST would.
+    pub(super) fn driven(self: &Arc<Self>, frame: OutboundFrame, permit: OwnedSemaphorePermit) -> Exchange {
+        let handle = frame.request.clone();
+        let stateless = frame.meta.stateless;
+        let shared = self.clone();
+        let post = async move {
+            let work = shared.work.clone();
+            tokio::select! {
+                _ = work.cancelled() => None,
+                body = shared.post_exchange(frame, permit) => body,
+            }
+        };
+        let shared = self.clone();
+        let detach: Detach = Box::new(move |rest| {
+            let Some(runtime) = shared.runtime.clone() else { return };
+            let task = shared.clone();
+            let rest = async move {
+                let work = task.work.clone();
+                let body = tokio::select! {
+                    _ = work.cancelled() => None,
+                    body = async {
+                        match &handle {
+                            Some(handle) => task.until_settled(rest, handle, stateless).await,
+                            None => rest.await,
+                        }
+                    } => body,
+                };
+                if let Some(frame) = body {
+                    task.deliver(InboundEvent::Frame(frame)).await;
+                }
+            };
+            drop(runtime.spawn(rest));
+        });
+        Exchange::new(Box::pin(post), detach)
     }
 
     /// [`Shared::post`] until the transport ends.
