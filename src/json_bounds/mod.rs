@@ -57,8 +57,11 @@
 //! - `walk.rs`: iterative walks over a built value ([`value_depth`],
 //!   [`drop_value`]).
 //!
+//! The module is crate-private; the example reaches it through the doc-hidden
+//! `fuzzing` module, as the fuzz targets do.
+//!
 //! ```
-//! use smthrs_mcp::json_bounds::{parse_value, scan_frame};
+//! use smthrs_mcp::fuzzing::{parse_value, scan_frame};
 //!
 //! let frame = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#;
 //! let scan = scan_frame(frame);
@@ -76,9 +79,11 @@ mod walk;
 
 pub use envelope::ToolCallMembers;
 pub(crate) use envelope::{Envelope, EnvelopeMembers, parse_envelope};
-pub use outbound::{LIMIT_EXCEEDED_MESSAGE, LimitedWriter, encoded_len_exceeds};
+pub use outbound::{LimitedWriter, encoded_len_exceeds};
 pub use parse::parse_value;
-pub use scan::{FrameScan, repair_lone_surrogates, scan_frame};
+#[cfg_attr(not(test), allow(unused_imports))]
+pub use scan::repair_lone_surrogates;
+pub use scan::scan_frame;
 pub use walk::{drop_value, value_depth};
 
 #[cfg(test)]

@@ -67,13 +67,7 @@ pub const LIMIT_EXCEEDED_MESSAGE: &str = "output exceeds its byte limit";
 /// with the fixed message [`LIMIT_EXCEEDED_MESSAGE`]; serde_json reports it as an I/O
 /// error (`serde_json::Error::is_io`). Exactly `limit` bytes are accepted.
 ///
-/// ```
-/// use smthrs_mcp::json_bounds::LimitedWriter;
-///
-/// let mut writer = LimitedWriter::new(8);
-/// let err = serde_json::to_writer(&mut writer, &vec![1, 2, 3, 4, 5]).unwrap_err();
-/// assert!(err.is_io() && writer.exceeded());
-/// ```
+/// The unit test `limited_writer_stops_at_the_limit` shows it under serde_json.
 #[derive(Debug, Clone)]
 pub struct LimitedWriter {
     buf: Vec<u8>,
@@ -82,15 +76,6 @@ pub struct LimitedWriter {
 }
 
 impl LimitedWriter {
-    /// A writer that accepts at most `limit` bytes.
-    pub fn new(limit: usize) -> Self {
-        LimitedWriter {
-            buf: Vec::new(),
-            limit,
-            exceeded: false,
-        }
-    }
-
     /// A writer that accepts at most `limit` bytes, with room for `capacity` bytes
     /// (never more than `limit`) reserved up front.
     pub fn with_capacity(limit: usize, capacity: usize) -> Self {
@@ -101,6 +86,20 @@ impl LimitedWriter {
         }
     }
 
+    /// The bytes accepted so far.
+    pub fn into_inner(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
+// Only the unit tests use these since the module became crate-private.
+#[cfg(test)]
+impl LimitedWriter {
+    /// A writer that accepts at most `limit` bytes.
+    pub fn new(limit: usize) -> Self {
+        LimitedWriter::with_capacity(limit, 0)
+    }
+
     /// Bytes accepted so far.
     pub fn written(&self) -> usize {
         self.buf.len()
@@ -109,11 +108,6 @@ impl LimitedWriter {
     /// True once a write has been refused for passing the limit.
     pub fn exceeded(&self) -> bool {
         self.exceeded
-    }
-
-    /// The bytes accepted so far.
-    pub fn into_inner(self) -> Vec<u8> {
-        self.buf
     }
 }
 

@@ -3,6 +3,7 @@ use std::io::{self, Write};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
+use super::outbound::LIMIT_EXCEEDED_MESSAGE;
 use super::*;
 use crate::limits::MAX_JSON_DEPTH;
 
