@@ -75,6 +75,7 @@ mod envelope;
 mod outbound;
 mod parse;
 mod scan;
+mod serde_path;
 mod walk;
 
 pub use envelope::ToolCallMembers;
