@@ -240,85 +240,54 @@ impl<'de, T, F: FnOnce(&str) -> T> Visitor<'de> for KeySeed<F> {
     }
 }
 
-/// `jsonrpc`'s value: whether it is the string `"2.0"`.
-struct Is2_0;
+/// What `jsonrpc` and `params` are checked for: the string `"2.0"`, a container,
+/// or something else (read and dropped).
+#[derive(PartialEq)]
+enum Shape {
+    Version2,
+    Container,
+    Other,
+}
 
-impl<'de> DeserializeSeed<'de> for Is2_0 {
-    type Value = bool;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<bool, D::Error> {
+impl<'de> DeserializeSeed<'de> for Shape {
+    type Value = Shape;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Shape, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Is2_0 {
-    type Value = bool;
+impl<'de> Visitor<'de> for Shape {
+    type Value = Shape;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("JSON")
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<bool, E> {
-        Ok(false)
+    fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Shape, E> {
+        Ok(Shape::Other)
     }
-    fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<bool, E> {
-        Ok(false)
+    fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Shape, E> {
+        Ok(Shape::Other)
     }
-    fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<bool, E> {
-        Ok(false)
+    fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Shape, E> {
+        Ok(Shape::Other)
     }
-    fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<bool, E> {
-        Ok(false)
+    fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Shape, E> {
+        Ok(Shape::Other)
     }
-    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<bool, E> {
-        Ok(v == "2.0")
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Shape, E> {
+        Ok(if v == "2.0" {
+            Shape::Version2
+        } else {
+            Shape::Other
+        })
     }
-    fn visit_unit<E: de::Error>(self) -> std::result::Result<bool, E> {
-        Ok(false)
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<Shape, E> {
+        Ok(Shape::Other)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<bool, A::Error> {
-        Skip.visit_seq(seq).map(|()| false)
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Shape, A::Error> {
+        Skip.visit_seq(seq).map(|()| Shape::Container)
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<bool, A::Error> {
-        Skip.visit_map(map).map(|()| false)
-    }
-}
-
-/// `params`' value: whether it is an object or an array.
-struct IsContainer;
-
-impl<'de> DeserializeSeed<'de> for IsContainer {
-    type Value = bool;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<bool, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for IsContainer {
-    type Value = bool;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("JSON")
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_unit<E: de::Error>(self) -> std::result::Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<bool, A::Error> {
-        Skip.visit_seq(seq).map(|()| true)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<bool, A::Error> {
-        Skip.visit_map(map).map(|()| true)
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<Shape, A::Error> {
+        Skip.visit_map(map).map(|()| Shape::Container)
     }
 }
 
@@ -348,14 +317,17 @@ impl<'de> Visitor<'de> for &mut EnvelopeRead<'_> {
         {
             let members = &mut self.members;
             match member {
-                Member::Jsonrpc => members.jsonrpc_is_2_0 = map.next_value_seed(Is2_0)?,
+                Member::Jsonrpc => {
+                    members.jsonrpc_is_2_0 = map.next_value_seed(Shape::Other)? == Shape::Version2;
+                }
                 Member::Id => {
                     members.id = Some(map.next_value_seed(ValueSeed)?);
                     self.ids += 1;
                 }
                 Member::Method => members.method = Some(map.next_value_seed(ValueSeed)?),
                 Member::Params => {
-                    members.params_is_container = Some(map.next_value_seed(IsContainer)?);
+                    members.params_is_container =
+                        Some(map.next_value_seed(Shape::Other)? == Shape::Container);
                 }
                 Member::Result => {
                     let id = members.id.as_ref();
