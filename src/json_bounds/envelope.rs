@@ -105,7 +105,7 @@ impl ToolCallMembers {
         object
     }
 
-    pub(super) fn slot(&mut self, member: ToolMember) -> Option<&mut Option<Value>> {
+    fn slot(&mut self, member: ToolMember) -> Option<&mut Option<Value>> {
         match member {
             ToolMember::Content => Some(&mut self.content),
             ToolMember::IsError => Some(&mut self.is_error),
@@ -120,7 +120,7 @@ impl ToolCallMembers {
 
 /// A member of a `tools/call` result object.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
-pub(super) enum ToolMember {
+enum ToolMember {
     Content,
     IsError,
     StructuredContent,
@@ -133,7 +133,7 @@ pub(super) enum ToolMember {
 
 impl ToolMember {
     /// From a decoded key.
-    pub(super) fn of_key(key: &[u8]) -> ToolMember {
+    fn of_key(key: &[u8]) -> ToolMember {
         match key {
             b"content" => ToolMember::Content,
             b"isError" => ToolMember::IsError,
@@ -175,9 +175,6 @@ pub(crate) fn parse_envelope(
     bytes: &[u8],
     tool_call: &mut dyn FnMut(Option<&Value>) -> bool,
 ) -> Envelope {
-    if super::serde_path::selected() {
-        return super::serde_path::parse_envelope(bytes, tool_call);
-    }
     let mut core = Core::new(bytes, EnvelopeSink::new(tool_call));
     match core.run() {
         // The choice was made before the `id` that counts was read: it must hold
@@ -204,7 +201,7 @@ pub(crate) fn parse_envelope(
 
 /// A top-level member of an envelope.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
-pub(super) enum Member {
+enum Member {
     Jsonrpc,
     Id,
     Method,
@@ -216,25 +213,21 @@ pub(super) enum Member {
 }
 
 fn member_of(raw: &[u8], escaped: bool) -> Member {
-    if escaped {
-        Member::of_key(decode_string(raw, true).as_bytes())
+    let decoded;
+    let key = if escaped {
+        decoded = decode_string(raw, true);
+        decoded.as_bytes()
     } else {
-        Member::of_key(raw)
-    }
-}
-
-impl Member {
-    /// From a decoded key.
-    pub(super) fn of_key(key: &[u8]) -> Member {
-        match key {
-            b"jsonrpc" => Member::Jsonrpc,
-            b"id" => Member::Id,
-            b"method" => Member::Method,
-            b"params" => Member::Params,
-            b"result" => Member::Result,
-            b"error" => Member::Error,
-            _ => Member::Other,
-        }
+        raw
+    };
+    match key {
+        b"jsonrpc" => Member::Jsonrpc,
+        b"id" => Member::Id,
+        b"method" => Member::Method,
+        b"params" => Member::Params,
+        b"result" => Member::Result,
+        b"error" => Member::Error,
+        _ => Member::Other,
     }
 }
 

@@ -29,11 +29,15 @@
 //!   gives a server-controlled document a meaning JSON does not give it, and each
 //!   embedding is parsed by a fresh deserializer with a fresh recursion budget, on
 //!   the same call stack. A frame that scans at depth 2 can thus become a `Value`
-//!   hundreds of containers deep (a test below shows one), defeating the depth
+//!   hundreds of containers deep (a test in `tests.rs` shows one), defeating the depth
 //!   check. [`parse_value`] builds objects itself and gives that key no meaning.
 //! - serde_json refuses lone surrogate escapes (`"\ud800"`), which JavaScript keeps.
 //!   [`parse_value`] decodes each one to U+FFFD; [`repair_lone_surrogates`] does the
 //!   same rewrite on the bytes for callers that must hand them to serde_json.
+//! - Scanning first and then letting serde_json build the values (through visitors
+//!   that give no key a meaning, on repaired bytes) was measured: 12-15% more
+//!   instructions per call, for no less code, since the scan must stay
+//!   (BENCHMARKS.md, "Third round: the JSON parser").
 //!
 //! Numbers: JSON syntax allows `1e400`, so [`scan_frame`] reports such a frame as
 //! valid, but it overflows `f64`. [`parse_value`] (like serde_json) refuses it with
@@ -75,7 +79,6 @@ mod envelope;
 mod outbound;
 mod parse;
 mod scan;
-mod serde_path;
 mod walk;
 
 pub use envelope::ToolCallMembers;

@@ -22,9 +22,6 @@ use crate::limits::MAX_JSON_DEPTH;
 /// Every failure is a `protocol_error` whose message names the reason (invalid
 /// JSON, nesting deeper than 128, number out of range) and never quotes the frame.
 pub fn parse_value(bytes: &[u8]) -> Result<Value> {
-    if super::serde_path::selected() {
-        return super::serde_path::parse_value(bytes);
-    }
     let mut core = Core::new(bytes, Builder::default());
     match core.run() {
         Ok(()) => core

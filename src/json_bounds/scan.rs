@@ -78,8 +78,10 @@ pub fn scan_frame(bytes: &[u8]) -> FrameScan {
 /// Each rewrite replaces six bytes with six bytes, so offsets are preserved. Meant
 /// for frames that [`scan_frame`] found valid; on other input it still rewrites
 /// only complete `\uXXXX` escapes and never panics.
-// Only tests call it while the one-pass parser reads every frame (issue 16 weighs
-// scan-then-serde_json, which would need it).
+// Only tests call it: the one-pass parser decodes lone surrogates itself, and the
+// scan-then-serde_json reading that would need this was measured and not kept
+// (BENCHMARKS.md, "Third round: the JSON parser"). The tests use it to show both
+// readings give the same U+FFFD.
 #[cfg_attr(not(test), allow(dead_code))]
 pub fn repair_lone_surrogates(bytes: &[u8]) -> Option<Vec<u8>> {
     let mut out: Option<Vec<u8>> = None;
