@@ -74,6 +74,8 @@
 //! let value = parse_value(frame).unwrap();
 //! assert_eq!(value["id"], 1);
 //! ```
+//!
+//! [`MAX_JSON_DEPTH`]: crate::limits::MAX_JSON_DEPTH
 
 mod envelope;
 mod outbound;
