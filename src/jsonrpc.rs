@@ -348,7 +348,7 @@ pub fn method_not_found_reply(id: &Id) -> Value {
     serde_json::json!({
         "jsonrpc": "2.0",
         "id": id.to_value(),
-        "error": {"code": -32601, "message": "Method not found"}
+        "error": {"code": METHOD_NOT_FOUND, "message": "Method not found"}
     })
 }
 

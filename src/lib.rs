@@ -9,8 +9,8 @@ pub mod diagnostics;
 pub mod error;
 pub mod flows;
 pub mod handler;
-pub mod json_bounds;
-pub mod jsonrpc;
+pub(crate) mod json_bounds;
+pub(crate) mod jsonrpc;
 pub mod layer;
 pub mod limits;
 pub mod observe;
@@ -45,6 +45,17 @@ pub use transport::http::{HttpTransport, HttpTransportBuilder};
 #[doc(hidden)]
 pub mod fuzzing {
     use serde_json::{Map, Value};
+
+    /// The bounded JSON scanner and parser, for the `jsonrpc_classify` and
+    /// `catalog_page` targets and `tests/dos.rs`.
+    pub use crate::json_bounds::{ToolCallMembers, parse_value, scan_frame, value_depth};
+
+    /// Inbound classification and the replies it drives, for the `jsonrpc_classify`
+    /// target.
+    pub use crate::jsonrpc::{
+        Id, Inbound, ResultBody, RpcError, classify, classify_with, method_not_found_reply,
+        ping_reply,
+    };
 
     /// Validates `x-mcp-header` annotations of an `inputSchema`: `Ok(count)` or the
     /// rule broken.

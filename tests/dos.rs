@@ -120,7 +120,7 @@ async fn every_answer_128_deep() {
         .get("echo")
         .expect("the deep catalog is accepted");
     assert_eq!(
-        smthrs_mcp::json_bounds::value_depth(&Value::Object(tool.input_schema().clone())),
+        smthrs_mcp::fuzzing::value_depth(&Value::Object(tool.input_schema().clone())),
         124
     );
     for _ in 0..50 {
@@ -128,7 +128,7 @@ async fn every_answer_128_deep() {
             .await
             .expect("a 128-deep reply is legal");
         let structured = result.structured_content.expect("structuredContent");
-        assert_eq!(smthrs_mcp::json_bounds::value_depth(&structured), 126);
+        assert_eq!(smthrs_mcp::fuzzing::value_depth(&structured), 126);
     }
     client.close().await;
 

@@ -19,7 +19,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 use smthrs_mcp::catalog::CatalogBuilder;
-use smthrs_mcp::json_bounds::parse_value;
+use smthrs_mcp::fuzzing::parse_value;
 use smthrs_mcp::{ErrorKind, Limits};
 
 struct Model {

@@ -22,9 +22,9 @@
 
 use serde_json::{Map, Value};
 use smthrs_mcp::ErrorKind;
-use smthrs_mcp::json_bounds::{ToolCallMembers, parse_value, scan_frame, value_depth};
-use smthrs_mcp::jsonrpc::{
-    Id, Inbound, ResultBody, classify, classify_with, method_not_found_reply, ping_reply,
+use smthrs_mcp::fuzzing::{
+    Id, Inbound, ResultBody, ToolCallMembers, classify, classify_with, method_not_found_reply,
+    parse_value, ping_reply, scan_frame, value_depth,
 };
 use smthrs_mcp::limits::MAX_JSON_DEPTH;
 
@@ -131,7 +131,7 @@ fn reference(mut object: Map<String, Value>) -> Option<Inbound> {
             let Value::String(message) = error.remove("message")? else {
                 return None;
             };
-            Err(smthrs_mcp::jsonrpc::RpcError {
+            Err(smthrs_mcp::fuzzing::RpcError {
                 code,
                 message,
                 data: error.remove("data"),
