@@ -34,8 +34,8 @@ use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::layer::{BoxError, same_origin};
 use crate::limits::Limits;
 use crate::transport::{
-    Connection, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium,
-    OutboundFrame, Shutdown, TrySend,
+    Connection, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium, OutboundFrame, Shutdown,
+    TrySend,
 };
 
 mod post;

@@ -67,7 +67,11 @@ impl Shared {
     /// caller drives it, the caller waits for the reply itself, so the exchange
     /// needs no watch on the request; if the caller stops early, the rest runs in
     /// a task under [`Shared::until_settled`], as a spawned POST would.
-    pub(super) fn driven(self: &Arc<Self>, frame: OutboundFrame, permit: OwnedSemaphorePermit) -> Exchange {
+    pub(super) fn driven(
+        self: &Arc<Self>,
+        frame: OutboundFrame,
+        permit: OwnedSemaphorePermit,
+    ) -> Exchange {
         let handle = frame.request.clone();
         let stateless = frame.meta.stateless;
         let shared = self.clone();
@@ -80,7 +84,9 @@ impl Shared {
         };
         let shared = self.clone();
         let detach: Detach = Box::new(move |rest| {
-            let Some(runtime) = shared.runtime.clone() else { return };
+            let Some(runtime) = shared.runtime.clone() else {
+                return;
+            };
             let task = shared.clone();
             let rest = async move {
                 let work = task.work.clone();
