@@ -1,0 +1,332 @@
+//! `--curve`: how the cost grows, each point against the raw loop and rmcp in the
+//! same run (issue 16 §2).
+//!
+//! - **Catalog size**: 1, 256, 4096 tools in one `tools/list` page (`echo` last),
+//!   stdio and HTTP: connect time, then sequential calls/s and peak RSS of a
+//!   client holding that catalog. smthrs-mcp runs with `maxTools` and
+//!   `maxFrameBytes` raised to fit (`clients::limits_for`).
+//! - **Result size**: a 100 B, 10 KiB, 100 KiB and 1 MiB text per call, stdio and
+//!   HTTP, sequential and 64 in flight (`maxFrameBytes` raised to 2 MiB for 1 MiB).
+//! - **Concurrency**: 1, 4, 16, 64, 256, 1024 calls in flight, stdio and HTTP
+//!   (`queueCapacity` raised to the in-flight count past 64; the raw stdio loop
+//!   past 64 writes and reads in two joined futures).
+//! - **Server count**: 1, 10, 50, 200 stdio servers connected from one process as
+//!   the CLI's `tools` does (all connects in parallel, catalogs read, all closed):
+//!   time to done and peak RSS; the raw loop does the same handshakes, rmcp the
+//!   same connects and `tools/list`.
+//!
+//! Each round runs every point for every client, interleaved; figures are medians
+//! over the rounds (default 3, 500 ms per throughput run after 100 ms warm-up,
+//! 5 connects per connect process). All clients on the multi-thread runtime.
+
+use std::time::Instant;
+
+use crate::runner::{Contender, Runner, Samples, Timing, median_of, peak_mib};
+use crate::server::Shape;
+use crate::{
+    ClientKind, MAX_INFLIGHT, Options, Transport, command_line, fmt_mem, fmt_rate, fmt_ratio,
+    load_average, machine_line,
+};
+
+const CATALOG_SIZES: [usize; 3] = [1, 256, 4096];
+const RESULT_SIZES: [usize; 4] = [100, 10 << 10, 100 << 10, 1 << 20];
+const CONCURRENCY: [usize; 6] = [1, 4, 16, 64, 256, 1024];
+const SERVER_COUNTS: [usize; 4] = [1, 10, 50, 200];
+
+/// What one point measures.
+#[derive(Clone, Copy)]
+enum Measure {
+    /// calls/s with this many in flight.
+    Calls {
+        transport: Transport,
+        inflight: usize,
+    },
+    /// The median connect, in microseconds.
+    Connect { transport: Transport },
+    /// This many stdio servers connected, listed and closed, in milliseconds.
+    Servers { count: usize },
+}
+
+/// One point of the curve.
+struct Point {
+    /// Which table it belongs to.
+    dimension: &'static str,
+    /// The row's label (its coordinate).
+    label: String,
+    shape: Shape,
+    measure: Measure,
+}
+
+impl Point {
+    fn name(&self) -> String {
+        format!("curve {} {}", self.dimension, self.label)
+    }
+}
+
+fn points() -> Vec<Point> {
+    let mut points = Vec::new();
+    let transports = [Transport::Stdio, Transport::Http];
+    for tools in CATALOG_SIZES {
+        for transport in transports {
+            let shape = Shape {
+                tools,
+                ..Shape::default()
+            };
+            let label = format!("{tools} tools, {}", transport.name());
+            for measure in [
+                Measure::Connect { transport },
+                Measure::Calls {
+                    transport,
+                    inflight: 1,
+                },
+            ] {
+                let label = label.clone();
+                points.push(Point {
+                    dimension: "catalog",
+                    label,
+                    shape,
+                    measure,
+                });
+            }
+        }
+    }
+    for bytes in RESULT_SIZES {
+        for transport in transports {
+            for inflight in [1, MAX_INFLIGHT] {
+                let shape = Shape {
+                    result_bytes: Some(bytes),
+                    ..Shape::default()
+                };
+                points.push(Point {
+                    dimension: "result",
+                    label: format!(
+                        "{}, {}, {inflight} in flight",
+                        size(bytes),
+                        transport.name()
+                    ),
+                    shape,
+                    measure: Measure::Calls {
+                        transport,
+                        inflight,
+                    },
+                });
+            }
+        }
+    }
+    for inflight in CONCURRENCY {
+        for transport in transports {
+            points.push(Point {
+                dimension: "concurrency",
+                label: format!("{inflight} in flight, {}", transport.name()),
+                shape: Shape::default(),
+                measure: Measure::Calls {
+                    transport,
+                    inflight,
+                },
+            });
+        }
+    }
+    for count in SERVER_COUNTS {
+        points.push(Point {
+            dimension: "servers",
+            label: format!("{count} stdio servers"),
+            shape: Shape::default(),
+            measure: Measure::Servers { count },
+        });
+    }
+    points
+}
+
+fn size(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+pub fn orchestrate(options: &Options) {
+    let quick = options.quick;
+    let rounds = options.rounds.unwrap_or(if quick { 1 } else { 3 });
+    let timing = Timing {
+        duration_ms: options.duration_ms.unwrap_or(if quick { 100 } else { 500 }),
+        warmup_ms: options.warmup_ms.unwrap_or(if quick { 20 } else { 100 }),
+        connect_iters: if quick { 2 } else { 5 },
+    };
+    let started = Instant::now();
+    let load_at_start = load_average();
+    eprintln!(
+        "harness --curve: {rounds} round(s), {} ms per run; load average {load_at_start}",
+        timing.duration_ms
+    );
+    let points = points();
+    let contenders = ClientKind::ALL.map(|kind| Contender::new(kind, options.era));
+    let mut runner = Runner::new(options, timing);
+    let mut measured: Samples<(usize, Contender)> = Samples::new();
+    for round in 0..rounds {
+        eprintln!("harness: round {}/{rounds}", round + 1);
+        for (index, point) in points.iter().enumerate() {
+            let name = point.name();
+            for who in contenders {
+                if !runner.wanted(&[&name, who.kind.name()]) {
+                    continue;
+                }
+                let shape = point.shape;
+                let sample = match point.measure {
+                    Measure::Calls {
+                        transport,
+                        inflight,
+                    } => runner.throughput(&name, who, transport, "multi", inflight, shape),
+                    Measure::Connect { transport } => {
+                        runner.connect(&name, who, transport, "multi", shape)
+                    }
+                    Measure::Servers { count } => runner.servers(&name, who, count, shape),
+                };
+                if let Some(sample) = sample {
+                    measured.entry((index, who)).or_default().push(sample);
+                }
+            }
+        }
+    }
+    let failures = std::mem::take(&mut runner.failures);
+    drop(runner);
+
+    let mut out = String::new();
+    out += &format!("machine: {}\n", machine_line(options));
+    out += &format!(
+        "load average at start: {load_at_start}; at end: {}\n",
+        load_average()
+    );
+    out += &format!(
+        "command: {} ({rounds} round(s) x {} ms per run after {} ms warm-up, {} connects per process; era {}; medians; {:.0} s in all)\n",
+        command_line(),
+        timing.duration_ms,
+        timing.warmup_ms,
+        timing.connect_iters,
+        options.era.name(),
+        started.elapsed().as_secs_f64()
+    );
+    let report = Report {
+        points: &points,
+        measured: &measured,
+        contenders,
+    };
+    out += &report.table(
+        "catalog",
+        "catalog",
+        &[Column::Connect, Column::Calls, Column::Rss],
+    );
+    out += &report.table("result", "result size", &[Column::Calls, Column::Rss]);
+    out += &report.table("concurrency", "concurrency", &[Column::Calls, Column::Rss]);
+    out += &report.table("servers", "server count", &[Column::Done, Column::Rss]);
+    print!("{out}");
+    if !failures.is_empty() {
+        println!("\nFAILURES:");
+        for failure in &failures {
+            println!("- {failure}");
+        }
+        std::process::exit(1);
+    }
+}
+
+/// A group of columns: one figure for each client, then ours against each.
+#[derive(Clone, Copy, PartialEq)]
+enum Column {
+    /// Median connect, ms (lower is better).
+    Connect,
+    /// calls/s.
+    Calls,
+    /// Time to done, ms (lower is better).
+    Done,
+    /// Largest peak RSS over the rounds, MiB (of the calls process, where the row
+    /// has one).
+    Rss,
+}
+
+struct Report<'a> {
+    points: &'a [Point],
+    measured: &'a Samples<(usize, Contender)>,
+    contenders: [Contender; 3],
+}
+
+impl Report<'_> {
+    /// The table of one dimension: a row per label, the point kinds of that label
+    /// side by side.
+    fn table(&self, dimension: &str, title: &str, columns: &[Column]) -> String {
+        let mut head = format!("\n| {title} |");
+        let mut rule = String::from("| --- |");
+        for column in columns {
+            let (what, ratios) = match column {
+                Column::Connect => ("connect ms raw / ours / rmcp", true),
+                Column::Calls => ("calls/s raw / ours / rmcp", true),
+                Column::Done => ("time to done ms raw / ours / rmcp", true),
+                Column::Rss => ("peak RSS MiB raw / ours / rmcp", false),
+            };
+            head += &format!(" {what} |");
+            rule += " ---: |";
+            if ratios {
+                head += " ours / raw | ours / rmcp |";
+                rule += " ---: | ---: |";
+            }
+        }
+        let mut out = format!("{head}\n{rule}\n");
+        let mut labels: Vec<&str> = self
+            .points
+            .iter()
+            .filter(|p| p.dimension == dimension)
+            .map(|p| p.label.as_str())
+            .collect();
+        labels.dedup();
+        for label in labels {
+            let mut row = format!("| {label} |");
+            let mut any = false;
+            for &column in columns {
+                let cells = self.cells(dimension, label, column);
+                any |= cells.iter().any(Option::is_some);
+                let figures: Vec<String> = cells
+                    .iter()
+                    .map(|&v| match column {
+                        Column::Calls => fmt_rate(v),
+                        Column::Rss => fmt_mem(v),
+                        Column::Connect | Column::Done => crate::fmt_ms(v),
+                    })
+                    .collect();
+                row += &format!(" {} |", figures.join(" / "));
+                if column != Column::Rss {
+                    row += &format!(
+                        " {} | {} |",
+                        fmt_ratio(cells[1], cells[0]),
+                        fmt_ratio(cells[1], cells[2])
+                    );
+                }
+            }
+            if any {
+                out += &row;
+                out += "\n";
+            }
+        }
+        out
+    }
+
+    /// raw, ours, rmcp figures of `column` for the row `label`.
+    fn cells(&self, dimension: &str, label: &str, column: Column) -> [Option<f64>; 3] {
+        let index = self.points.iter().position(|p| {
+            p.dimension == dimension
+                && p.label == label
+                && match (column, p.measure) {
+                    (Column::Connect, Measure::Connect { .. }) => true,
+                    (Column::Calls | Column::Rss, Measure::Calls { .. }) => true,
+                    (Column::Done | Column::Rss, Measure::Servers { .. }) => true,
+                    _ => false,
+                }
+        });
+        self.contenders.map(|who| {
+            let key = (index?, who);
+            match column {
+                Column::Rss => peak_mib(self.measured, &key),
+                Column::Connect => median_of(self.measured, &key).map(|us| us / 1e3),
+                Column::Calls | Column::Done => median_of(self.measured, &key),
+            }
+        })
+    }
+}

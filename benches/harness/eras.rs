@@ -1,0 +1,196 @@
+//! `--eras`: the 2026-07-28 era against the legacy one, in the same run.
+//!
+//! Every scenario of the default table for the raw loop, smthrs-mcp and rmcp, each
+//! in both eras (`--era legacy` and `--era modern`: see `clients.rs` for what each
+//! sends), interleaved per round; then the connect cost against the dual-era echo
+//! server (legacy, modern and smthrs-mcp's default `auto`, which probes with
+//! `server/discover` and speaks 2026-07-28 when offered) and against the same
+//! server answering `server/discover` as a legacy one does (`--legacy-only`:
+//! `auto` then pays the probe and falls back).
+
+use std::time::Instant;
+
+use crate::runner::{ConnectPoint, Contender, Measured, Plan, Runner, Timing, median_of, peak_mib};
+use crate::server::Shape;
+use crate::{
+    ClientKind, EraChoice, Options, Transport, command_line, fmt_mem, fmt_ms, fmt_rate, fmt_ratio,
+    load_average, machine_line,
+};
+
+/// The least smthrs-mcp modern / legacy calls/s ratio the issue asks for.
+const TARGET: f64 = 0.85;
+
+pub fn orchestrate(options: &Options) {
+    let quick = options.quick;
+    let rounds = options.rounds.unwrap_or(if quick { 1 } else { 3 });
+    let timing = Timing {
+        duration_ms: options
+            .duration_ms
+            .unwrap_or(if quick { 150 } else { 1500 }),
+        warmup_ms: options.warmup_ms.unwrap_or(if quick { 30 } else { 300 }),
+        connect_iters: if quick { 3 } else { 15 },
+    };
+    let started = Instant::now();
+    let load_at_start = load_average();
+    eprintln!(
+        "harness --eras: {rounds} round(s), {} ms per run; load average {load_at_start}",
+        timing.duration_ms
+    );
+    let scenarios = crate::table::scenarios(options);
+    let both = |kind| [EraChoice::Legacy, EraChoice::Modern].map(|era| Contender::new(kind, era));
+    let contenders: Vec<Contender> = ClientKind::ALL.into_iter().flat_map(both).collect();
+    let dual = Shape::default();
+    let legacy_only = Shape {
+        legacy_only: true,
+        ..Shape::default()
+    };
+    let mut connects = Vec::new();
+    for transport in [Transport::Stdio, Transport::Http] {
+        for (server, shape) in [("dual-era", dual), ("legacy-only", legacy_only)] {
+            let mut who: Vec<Contender> = vec![Contender::new(ClientKind::Raw, EraChoice::Legacy)];
+            if !shape.legacy_only {
+                who.push(Contender::new(ClientKind::Raw, EraChoice::Modern));
+            }
+            who.extend(
+                [EraChoice::Legacy, EraChoice::Modern, EraChoice::Auto]
+                    .map(|era| Contender::new(ClientKind::Ours, era)),
+            );
+            who.push(Contender::new(ClientKind::Rmcp, EraChoice::Legacy));
+            if !shape.legacy_only {
+                who.push(Contender::new(ClientKind::Rmcp, EraChoice::Modern));
+            }
+            // smthrs-mcp pinned to 2026-07-28 is refused by a legacy server.
+            who.retain(|w| !(shape.legacy_only && w.era == EraChoice::Modern));
+            connects.extend(who.into_iter().map(|who| ConnectPoint {
+                label: format!("{} connect {server}", transport.name()),
+                transport,
+                shape,
+                who,
+            }));
+        }
+    }
+    let plan = Plan {
+        scenarios: &scenarios,
+        contenders,
+        connects,
+    };
+    let mut runner = Runner::new(options, timing);
+    let measured = runner.rounds(rounds, &plan);
+    let failures = std::mem::take(&mut runner.failures);
+    drop(runner);
+
+    let mut out = String::new();
+    out += &format!("machine: {}\n", machine_line(options));
+    out += &format!(
+        "load average at start: {load_at_start}; at end: {}\n",
+        load_average()
+    );
+    out += &format!(
+        "command: {} ({rounds} round(s) x {} ms per run after {} ms warm-up; medians; {:.0} s in all)\n\n",
+        command_line(),
+        timing.duration_ms,
+        timing.warmup_ms,
+        started.elapsed().as_secs_f64()
+    );
+    out += &throughput_table(&plan, &measured);
+    out += "\n";
+    out += &connect_table(&plan, &measured);
+    print!("{out}");
+    if !failures.is_empty() {
+        println!("\nFAILURES:");
+        for failure in &failures {
+            println!("- {failure}");
+        }
+        std::process::exit(1);
+    }
+}
+
+/// calls/s per scenario: each client in both eras, and the ratios.
+fn throughput_table(plan: &Plan<'_>, measured: &Measured) -> String {
+    let mut out = String::from(
+        "| scenario | raw legacy | raw modern | smthrs-mcp legacy | smthrs-mcp modern | rmcp legacy | rmcp modern | ours modern / legacy | raw modern / legacy | rmcp modern / legacy | ours / raw, legacy / modern | peak RSS MiB ours legacy / modern |\n",
+    );
+    out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    let mut checks = Vec::new();
+    for (index, scenario) in plan.scenarios.iter().enumerate() {
+        let rate = |kind, era| median_of(&measured.throughput, &(index, Contender::new(kind, era)));
+        let mem = |era| {
+            peak_mib(
+                &measured.throughput,
+                &(index, Contender::new(ClientKind::Ours, era)),
+            )
+        };
+        let [raw, ours, rmcp] = ClientKind::ALL
+            .map(|kind| (rate(kind, EraChoice::Legacy), rate(kind, EraChoice::Modern)));
+        if [raw, ours, rmcp]
+            .iter()
+            .all(|(l, m)| l.is_none() && m.is_none())
+        {
+            continue;
+        }
+        out += &format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} |\n",
+            scenario.name(),
+            fmt_rate(raw.0),
+            fmt_rate(raw.1),
+            fmt_rate(ours.0),
+            fmt_rate(ours.1),
+            fmt_rate(rmcp.0),
+            fmt_rate(rmcp.1),
+            fmt_ratio(ours.1, ours.0),
+            fmt_ratio(raw.1, raw.0),
+            fmt_ratio(rmcp.1, rmcp.0),
+            fmt_ratio(ours.0, raw.0),
+            fmt_ratio(ours.1, raw.1),
+            fmt_mem(mem(EraChoice::Legacy)),
+            fmt_mem(mem(EraChoice::Modern)),
+        );
+        if let (Some(legacy), Some(modern)) = ours {
+            checks.push((scenario.name(), modern / legacy));
+        }
+    }
+    if !checks.is_empty() {
+        out += &format!(
+            "\n| target: smthrs-mcp modern >= {TARGET} x legacy | this run | met |\n| --- | ---: | --- |\n"
+        );
+        for (name, ratio) in checks {
+            let met = if ratio >= TARGET { "yes" } else { "**no**" };
+            out += &format!("| {name} | {ratio:.2}x | {met} |\n");
+        }
+    }
+    out
+}
+
+/// Connect cost (ms) per transport and server, and `auto` against `legacy`.
+fn connect_table(plan: &Plan<'_>, measured: &Measured) -> String {
+    let mut out = String::from(
+        "| connect | raw legacy | raw modern | smthrs-mcp legacy | smthrs-mcp modern | smthrs-mcp auto | auto / legacy | rmcp legacy | rmcp modern |\n",
+    );
+    out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    let mut labels: Vec<&str> = plan.connects.iter().map(|p| p.label.as_str()).collect();
+    labels.dedup();
+    for label in labels {
+        let ms = |kind, era| {
+            let who = Contender::new(kind, era);
+            let index = plan
+                .connects
+                .iter()
+                .position(|p| p.label == label && p.who == who)?;
+            median_of(&measured.connect, &index).map(|us| us / 1e3)
+        };
+        let ours_legacy = ms(ClientKind::Ours, EraChoice::Legacy);
+        let ours_auto = ms(ClientKind::Ours, EraChoice::Auto);
+        out += &format!(
+            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            fmt_ms(ms(ClientKind::Raw, EraChoice::Legacy)),
+            fmt_ms(ms(ClientKind::Raw, EraChoice::Modern)),
+            fmt_ms(ours_legacy),
+            fmt_ms(ms(ClientKind::Ours, EraChoice::Modern)),
+            fmt_ms(ours_auto),
+            fmt_ratio(ours_auto, ours_legacy),
+            fmt_ms(ms(ClientKind::Rmcp, EraChoice::Legacy)),
+            fmt_ms(ms(ClientKind::Rmcp, EraChoice::Modern)),
+        );
+    }
+    out
+}
