@@ -21,11 +21,11 @@
 
 use std::time::Instant;
 
-use crate::runner::{Contender, Runner, Samples, Timing, median_of, peak_mib};
+use crate::runner::{Contender, Runner, Samples, Timing, median_of, paired_ratio, peak_mib};
 use crate::server::Shape;
 use crate::{
-    ClientKind, MAX_INFLIGHT, Options, Transport, command_line, fmt_mem, fmt_rate, fmt_ratio,
-    load_average, machine_line,
+    ClientKind, MAX_INFLIGHT, Options, Transport, command_line, fmt_mem, fmt_rate, load_average,
+    machine_line,
 };
 
 const CATALOG_SIZES: [usize; 3] = [1, 256, 4096];
@@ -143,6 +143,34 @@ fn size(bytes: usize) -> String {
         b if b >= 1 << 10 => format!("{} KiB", b >> 10),
         b => format!("{b} B"),
     }
+}
+
+/// The CI smoke's share of the curve (`--quick`): the far end of each dimension
+/// once, so the raised limits, the split raw loop, the big catalog and the many
+/// servers keep working. Prints progress lines only; failures go to the runner.
+pub fn smoke(runner: &mut Runner<'_>) {
+    let era = runner.options.era;
+    let ours = Contender::new(ClientKind::Ours, era);
+    let raw = Contender::new(ClientKind::Raw, era);
+    let big_catalog = Shape {
+        tools: CATALOG_SIZES[2],
+        ..Shape::default()
+    };
+    let big_result = Shape {
+        result_bytes: Some(RESULT_SIZES[3]),
+        ..Shape::default()
+    };
+    let stdio = Transport::Stdio;
+    let label = "smoke: curve";
+    if !runner.wanted(&[label]) {
+        return;
+    }
+    runner.connect(label, ours, stdio, "multi", big_catalog);
+    runner.throughput(label, ours, stdio, "multi", 1, big_result);
+    for who in [raw, ours] {
+        runner.throughput(label, who, stdio, "multi", CONCURRENCY[5], Shape::default());
+    }
+    runner.servers(label, ours, SERVER_COUNTS[2], Shape::default());
 }
 
 pub fn orchestrate(options: &Options) {
@@ -293,11 +321,8 @@ impl Report<'_> {
                     .collect();
                 row += &format!(" {} |", figures.join(" / "));
                 if column != Column::Rss {
-                    row += &format!(
-                        " {} | {} |",
-                        fmt_ratio(cells[1], cells[0]),
-                        fmt_ratio(cells[1], cells[2])
-                    );
+                    let [vs_raw, vs_rmcp] = self.ratios(dimension, label, column);
+                    row += &format!(" {vs_raw} | {vs_rmcp} |");
                 }
             }
             if any {
@@ -308,9 +333,19 @@ impl Report<'_> {
         out
     }
 
-    /// raw, ours, rmcp figures of `column` for the row `label`.
-    fn cells(&self, dimension: &str, label: &str, column: Column) -> [Option<f64>; 3] {
-        let index = self.points.iter().position(|p| {
+    /// ours / raw and ours / rmcp of `column` for the row `label`, paired by round.
+    fn ratios(&self, dimension: &str, label: &str, column: Column) -> [String; 2] {
+        let index = self.index(dimension, label, column);
+        let [raw, ours, rmcp] = self.contenders;
+        [raw, rmcp].map(|other| {
+            let ratio = index.and_then(|i| paired_ratio(self.measured, &(i, ours), &(i, other)));
+            ratio.map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"))
+        })
+    }
+
+    /// The point of `column` in the row `label`.
+    fn index(&self, dimension: &str, label: &str, column: Column) -> Option<usize> {
+        self.points.iter().position(|p| {
             p.dimension == dimension
                 && p.label == label
                 && match (column, p.measure) {
@@ -319,7 +354,12 @@ impl Report<'_> {
                     (Column::Done | Column::Rss, Measure::Servers { .. }) => true,
                     _ => false,
                 }
-        });
+        })
+    }
+
+    /// raw, ours, rmcp figures of `column` for the row `label`.
+    fn cells(&self, dimension: &str, label: &str, column: Column) -> [Option<f64>; 3] {
+        let index = self.index(dimension, label, column);
         self.contenders.map(|who| {
             let key = (index?, who);
             match column {

@@ -10,15 +10,41 @@
 
 use std::time::Instant;
 
-use crate::runner::{ConnectPoint, Contender, Measured, Plan, Runner, Timing, median_of, peak_mib};
+use crate::runner::{
+    ConnectPoint, Contender, Measured, Plan, Runner, Timing, median_of, paired_ratio, peak_mib,
+};
 use crate::server::Shape;
 use crate::{
-    ClientKind, EraChoice, Options, Transport, command_line, fmt_mem, fmt_ms, fmt_rate, fmt_ratio,
+    ClientKind, EraChoice, Options, Transport, command_line, fmt_mem, fmt_ms, fmt_rate,
     load_average, machine_line,
 };
 
 /// The least smthrs-mcp modern / legacy calls/s ratio the issue asks for.
 const TARGET: f64 = 0.85;
+
+/// The CI smoke's share of the eras (`--quick`): the raw loop and smthrs-mcp in
+/// 2026-07-28 over stdio and HTTP, and `auto` against both servers. Prints
+/// progress lines only; failures go to the runner.
+pub fn smoke(runner: &mut Runner<'_>) {
+    let label = "smoke: 2026-07-28";
+    if !runner.wanted(&[label]) {
+        return;
+    }
+    for transport in [Transport::Stdio, Transport::Http] {
+        for kind in [ClientKind::Raw, ClientKind::Ours] {
+            let who = Contender::new(kind, EraChoice::Modern);
+            runner.throughput(label, who, transport, "multi", 1, Shape::default());
+        }
+    }
+    let auto = Contender::new(ClientKind::Ours, EraChoice::Auto);
+    for legacy_only in [false, true] {
+        let shape = Shape {
+            legacy_only,
+            ..Shape::default()
+        };
+        runner.connect(label, auto, Transport::Stdio, "multi", shape);
+    }
+}
 
 pub fn orchestrate(options: &Options) {
     let quick = options.quick;
@@ -113,15 +139,18 @@ fn throughput_table(plan: &Plan<'_>, measured: &Measured) -> String {
     out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     let mut checks = Vec::new();
     for (index, scenario) in plan.scenarios.iter().enumerate() {
-        let rate = |kind, era| median_of(&measured.throughput, &(index, Contender::new(kind, era)));
-        let mem = |era| {
-            peak_mib(
-                &measured.throughput,
-                &(index, Contender::new(ClientKind::Ours, era)),
-            )
+        let key = |kind, era| (index, Contender::new(kind, era));
+        let rate = |kind, era| median_of(&measured.throughput, &key(kind, era));
+        let mem = |era| peak_mib(&measured.throughput, &key(ClientKind::Ours, era));
+        // Ratios of the same round's runs (see `paired_ratio`).
+        let ratio = |a: (ClientKind, EraChoice), b: (ClientKind, EraChoice)| {
+            let ratio = paired_ratio(&measured.throughput, &key(a.0, a.1), &key(b.0, b.1));
+            ratio.map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"))
         };
-        let [raw, ours, rmcp] = ClientKind::ALL
-            .map(|kind| (rate(kind, EraChoice::Legacy), rate(kind, EraChoice::Modern)));
+        let (legacy, modern) = (EraChoice::Legacy, EraChoice::Modern);
+        let modern_vs_legacy = |kind| ratio((kind, modern), (kind, legacy));
+        let [raw, ours, rmcp] =
+            ClientKind::ALL.map(|kind| (rate(kind, legacy), rate(kind, modern)));
         if [raw, ours, rmcp]
             .iter()
             .all(|(l, m)| l.is_none() && m.is_none())
@@ -137,16 +166,17 @@ fn throughput_table(plan: &Plan<'_>, measured: &Measured) -> String {
             fmt_rate(ours.1),
             fmt_rate(rmcp.0),
             fmt_rate(rmcp.1),
-            fmt_ratio(ours.1, ours.0),
-            fmt_ratio(raw.1, raw.0),
-            fmt_ratio(rmcp.1, rmcp.0),
-            fmt_ratio(ours.0, raw.0),
-            fmt_ratio(ours.1, raw.1),
-            fmt_mem(mem(EraChoice::Legacy)),
-            fmt_mem(mem(EraChoice::Modern)),
+            modern_vs_legacy(ClientKind::Ours),
+            modern_vs_legacy(ClientKind::Raw),
+            modern_vs_legacy(ClientKind::Rmcp),
+            ratio((ClientKind::Ours, legacy), (ClientKind::Raw, legacy)),
+            ratio((ClientKind::Ours, modern), (ClientKind::Raw, modern)),
+            fmt_mem(mem(legacy)),
+            fmt_mem(mem(modern)),
         );
-        if let (Some(legacy), Some(modern)) = ours {
-            checks.push((scenario.name(), modern / legacy));
+        let ours_key = |era| key(ClientKind::Ours, era);
+        if let Some(r) = paired_ratio(&measured.throughput, &ours_key(modern), &ours_key(legacy)) {
+            checks.push((scenario.name(), r));
         }
     }
     if !checks.is_empty() {
@@ -180,6 +210,20 @@ fn connect_table(plan: &Plan<'_>, measured: &Measured) -> String {
         };
         let ours_legacy = ms(ClientKind::Ours, EraChoice::Legacy);
         let ours_auto = ms(ClientKind::Ours, EraChoice::Auto);
+        if [ours_legacy, ours_auto].iter().all(Option::is_none) {
+            continue;
+        }
+        let point = |era| {
+            let who = Contender::new(ClientKind::Ours, era);
+            plan.connects
+                .iter()
+                .position(|p| p.label == label && p.who == who)
+        };
+        let auto_vs_legacy = match (point(EraChoice::Auto), point(EraChoice::Legacy)) {
+            (Some(a), Some(l)) => paired_ratio(&measured.connect, &a, &l)
+                .map_or_else(|| "-".to_string(), |r| format!("{r:.2}x")),
+            _ => "-".to_string(),
+        };
         out += &format!(
             "| {label} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             fmt_ms(ms(ClientKind::Raw, EraChoice::Legacy)),
@@ -187,7 +231,7 @@ fn connect_table(plan: &Plan<'_>, measured: &Measured) -> String {
             fmt_ms(ours_legacy),
             fmt_ms(ms(ClientKind::Ours, EraChoice::Modern)),
             fmt_ms(ours_auto),
-            fmt_ratio(ours_auto, ours_legacy),
+            auto_vs_legacy,
             fmt_ms(ms(ClientKind::Rmcp, EraChoice::Legacy)),
             fmt_ms(ms(ClientKind::Rmcp, EraChoice::Modern)),
         );

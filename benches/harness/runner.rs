@@ -307,3 +307,18 @@ impl Runner<'_> {
         measured
     }
 }
+
+/// The median over the rounds of `a`'s figure divided by `b`'s in the same round:
+/// the two ran minutes apart at most, one right after the other, so the machine's
+/// load (which moves absolute figures by up to 5x here) cancels out better than in
+/// a ratio of medians.
+pub fn paired_ratio<K: Ord>(samples: &Samples<K>, a: &K, b: &K) -> Option<f64> {
+    let (a, b) = (samples.get(a)?, samples.get(b)?);
+    let ratios: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .filter(|(_, b)| b.value > 0.0)
+        .map(|(a, b)| a.value / b.value)
+        .collect();
+    (!ratios.is_empty()).then(|| crate::median(&ratios))
+}

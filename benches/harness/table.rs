@@ -135,6 +135,11 @@ pub fn orchestrate(options: &Options) {
             floods.push((client, value));
         }
     }
+    if quick && rounds == 1 {
+        // The CI smoke also keeps the other modes' paths running.
+        crate::eras::smoke(&mut runner);
+        crate::curve::smoke(&mut runner);
+    }
     let idle = run_role(
         &["idle".to_string(), "--rt".into(), rt.clone()],
         Duration::from_secs(10),
