@@ -348,12 +348,12 @@ impl Report<'_> {
         self.points.iter().position(|p| {
             p.dimension == dimension
                 && p.label == label
-                && match (column, p.measure) {
-                    (Column::Connect, Measure::Connect { .. }) => true,
-                    (Column::Calls | Column::Rss, Measure::Calls { .. }) => true,
-                    (Column::Done | Column::Rss, Measure::Servers { .. }) => true,
-                    _ => false,
-                }
+                && matches!(
+                    (column, p.measure),
+                    (Column::Connect, Measure::Connect { .. })
+                        | (Column::Calls | Column::Rss, Measure::Calls { .. })
+                        | (Column::Done | Column::Rss, Measure::Servers { .. })
+                )
         })
     }
 
