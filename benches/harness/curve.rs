@@ -23,10 +23,7 @@ use std::time::Instant;
 
 use crate::runner::{Contender, Runner, Samples, Timing, median_of, paired_ratio, peak_mib};
 use crate::server::Shape;
-use crate::{
-    ClientKind, MAX_INFLIGHT, Options, Transport, command_line, fmt_mem, fmt_rate, load_average,
-    machine_line,
-};
+use crate::{ClientKind, MAX_INFLIGHT, Options, Transport, fmt_mem, fmt_rate, load_average};
 
 const CATALOG_SIZES: [usize; 3] = [1, 256, 4096];
 const RESULT_SIZES: [usize; 4] = [100, 10 << 10, 100 << 10, 1 << 20];
@@ -219,21 +216,15 @@ pub fn orchestrate(options: &Options) {
     let failures = std::mem::take(&mut runner.failures);
     drop(runner);
 
-    let mut out = String::new();
-    out += &format!("machine: {}\n", machine_line(options));
-    out += &format!(
-        "load average at start: {load_at_start}; at end: {}\n",
-        load_average()
-    );
-    out += &format!(
-        "command: {} ({rounds} round(s) x {} ms per run after {} ms warm-up, {} connects per process; era {}; medians; {:.0} s in all)\n",
-        command_line(),
+    let what = format!(
+        "{rounds} round(s) x {} ms per run after {} ms warm-up, {} connects per process; era {}; medians, ratios paired by round; {:.0} s in all",
         timing.duration_ms,
         timing.warmup_ms,
         timing.connect_iters,
         options.era.name(),
         started.elapsed().as_secs_f64()
     );
+    let mut out = crate::report_header(options, &load_at_start, &what);
     let report = Report {
         points: &points,
         measured: &measured,
@@ -247,12 +238,8 @@ pub fn orchestrate(options: &Options) {
     out += &report.table("result", "result size", &[Column::Calls, Column::Rss]);
     out += &report.table("concurrency", "concurrency", &[Column::Calls, Column::Rss]);
     out += &report.table("servers", "server count", &[Column::Done, Column::Rss]);
-    print!("{out}");
+    crate::print_report(&out, &failures);
     if !failures.is_empty() {
-        println!("\nFAILURES:");
-        for failure in &failures {
-            println!("- {failure}");
-        }
         std::process::exit(1);
     }
 }

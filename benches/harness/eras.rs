@@ -14,10 +14,7 @@ use crate::runner::{
     ConnectPoint, Contender, Measured, Plan, Runner, Timing, median_of, paired_ratio, peak_mib,
 };
 use crate::server::Shape;
-use crate::{
-    ClientKind, EraChoice, Options, Transport, command_line, fmt_mem, fmt_ms, fmt_rate,
-    load_average, machine_line,
-};
+use crate::{ClientKind, EraChoice, Options, Transport, fmt_mem, fmt_ms, fmt_rate, load_average};
 
 /// The least smthrs-mcp modern / legacy calls/s ratio the issue asks for.
 const TARGET: f64 = 0.85;
@@ -105,28 +102,18 @@ pub fn orchestrate(options: &Options) {
     let failures = std::mem::take(&mut runner.failures);
     drop(runner);
 
-    let mut out = String::new();
-    out += &format!("machine: {}\n", machine_line(options));
-    out += &format!(
-        "load average at start: {load_at_start}; at end: {}\n",
-        load_average()
-    );
-    out += &format!(
-        "command: {} ({rounds} round(s) x {} ms per run after {} ms warm-up; medians; {:.0} s in all)\n\n",
-        command_line(),
+    let what = format!(
+        "{rounds} round(s) x {} ms per run after {} ms warm-up; medians, ratios paired by round; {:.0} s in all",
         timing.duration_ms,
         timing.warmup_ms,
         started.elapsed().as_secs_f64()
     );
+    let mut out = crate::report_header(options, &load_at_start, &what) + "\n";
     out += &throughput_table(&plan, &measured);
     out += "\n";
     out += &connect_table(&plan, &measured);
-    print!("{out}");
+    crate::print_report(&out, &failures);
     if !failures.is_empty() {
-        println!("\nFAILURES:");
-        for failure in &failures {
-            println!("- {failure}");
-        }
         std::process::exit(1);
     }
 }

@@ -94,13 +94,16 @@ impl EraChoice {
         }
     }
 
+    /// `legacy`, `modern` (or `2026-07-28`), `auto`.
     fn parse(text: &str) -> Option<EraChoice> {
-        Some(match text {
-            "legacy" => EraChoice::Legacy,
-            "modern" | "2026-07-28" => EraChoice::Modern,
-            "auto" => EraChoice::Auto,
-            _ => return None,
-        })
+        let text = if text == server::MODERN {
+            "modern"
+        } else {
+            text
+        };
+        [EraChoice::Legacy, EraChoice::Modern, EraChoice::Auto]
+            .into_iter()
+            .find(|era| era.name() == text)
     }
 }
 
@@ -598,6 +601,27 @@ fn command_line() -> String {
     }
 }
 
+/// The lines every report starts with: the machine, the load at the start and
+/// now, and the command with `what` it ran.
+fn report_header(options: &Options, load_at_start: &str, what: &str) -> String {
+    let machine = machine_line(options);
+    let (now, command) = (load_average(), command_line());
+    format!(
+        "machine: {machine}\nload average at start: {load_at_start}; at end: {now}\ncommand: {command} ({what})\n"
+    )
+}
+
+/// Prints the report and the failures, if any.
+fn print_report(out: &str, failures: &[String]) {
+    print!("{out}");
+    if !failures.is_empty() {
+        println!("\nFAILURES:");
+        for failure in failures {
+            println!("- {failure}");
+        }
+    }
+}
+
 fn machine_line(options: &Options) -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
@@ -662,9 +686,18 @@ fn fmt_ratio(a: Option<f64>, b: Option<f64>) -> String {
 fn callgrind(options: &Options, calls: u64) {
     let exe = std::env::current_exe().expect("the harness binary");
     let small = (calls / 10).max(1);
+    // `--transport http-json|http-sse`: the client process against the HTTP echo
+    // server (not traced), which runs for the whole measurement.
+    let http = (options.transport != Transport::Stdio).then(|| HttpServer::start(Shape::default()));
+    let target = Target {
+        transport: options.transport,
+        base: http.as_ref().map(|h| h.base.clone()),
+        era: options.era,
+    };
     let mut out = String::new();
     out += &format!(
-        "instructions per stdio call (callgrind, ({calls} - {small}) calls, client process only, tokio current_thread, era {})\n\n",
+        "instructions per {} call (callgrind, ({calls} - {small}) calls, client process only, tokio current_thread, era {})\n\n",
+        options.transport.name(),
         options.era.name()
     );
     out += &format!("| client | sequential | {MAX_INFLIGHT} in flight |\n| --- | ---: | ---: |\n");
@@ -677,7 +710,7 @@ fn callgrind(options: &Options, calls: u64) {
         for inflight in [1, MAX_INFLIGHT] {
             let mut counts = Vec::new();
             for n in [small, calls] {
-                match callgrind_run(&exe, client, options.era, inflight, n) {
+                match callgrind_run(&exe, client, &target, inflight, n) {
                     Ok(count) => counts.push(count),
                     Err(stderr) => {
                         eprintln!(
@@ -707,12 +740,20 @@ fn callgrind(options: &Options, calls: u64) {
     }
 }
 
+/// What a callgrind run's client talks to.
+struct Target {
+    transport: Transport,
+    /// The HTTP echo server's base URL.
+    base: Option<String>,
+    era: EraChoice,
+}
+
 /// One client process under callgrind making `calls` calls with `inflight` in
 /// flight; the instructions it executed, or valgrind's stderr.
 fn callgrind_run(
     exe: &std::path::Path,
     client: ClientKind,
-    era: EraChoice,
+    target: &Target,
     inflight: usize,
     calls: u64,
 ) -> Result<u64, String> {
@@ -730,13 +771,19 @@ fn callgrind_run(
             "--client",
             client.name(),
             "--transport",
-            "stdio",
+            target.transport.name(),
             "--rt",
             "current",
             "--era",
-            era.name(),
-            "--inflight",
+            target.era.name(),
         ])
+        .args(
+            target
+                .base
+                .iter()
+                .flat_map(|base| ["--http-base", base.as_str()]),
+        )
+        .arg("--inflight")
         .arg(inflight.to_string())
         .arg("--calls")
         .arg(calls.to_string())

@@ -293,14 +293,7 @@ pub fn answer(message: &[u8], out: &mut Vec<u8>, flood: bool, headers: &Headers<
             let modern = params.is_some_and(|p| p.meta.is_some());
             if let Some(fixed) = &canned.fixed {
                 let result = &*fixed[usize::from(modern)];
-                serde_json::to_writer(
-                    &mut *out,
-                    &Reply {
-                        jsonrpc: "2.0",
-                        id,
-                        result,
-                    },
-                )
+                reply(out, id, result)
             } else {
                 let text = params
                     .and_then(|p| p.arguments.as_ref())
@@ -311,14 +304,7 @@ pub fn answer(message: &[u8], out: &mut Vec<u8>, flood: bool, headers: &Headers<
                     is_error: false,
                     result_type: modern.then_some("complete"),
                 };
-                serde_json::to_writer(
-                    &mut *out,
-                    &Reply {
-                        jsonrpc: "2.0",
-                        id,
-                        result,
-                    },
-                )
+                reply(out, id, result)
             }
         }
         "server/discover" if canned.shape.legacy_only && headers.http => {
@@ -328,14 +314,7 @@ pub fn answer(message: &[u8], out: &mut Vec<u8>, flood: bool, headers: &Headers<
             );
             return Answer::Refused;
         }
-        "server/discover" if !canned.shape.legacy_only => serde_json::to_writer(
-            &mut *out,
-            &Reply {
-                jsonrpc: "2.0",
-                id,
-                result: raw(DISCOVER),
-            },
-        ),
+        "server/discover" if !canned.shape.legacy_only => reply(out, id, raw(DISCOVER)),
         "initialize" => {
             let params = envelope
                 .params
@@ -344,18 +323,12 @@ pub fn answer(message: &[u8], out: &mut Vec<u8>, flood: bool, headers: &Headers<
                 .as_ref()
                 .and_then(|p| p.protocol_version.as_deref())
                 .unwrap_or("2025-06-18");
-            serde_json::to_writer(
-                &mut *out,
-                &Reply {
-                    jsonrpc: "2.0",
-                    id,
-                    result: InitResult {
-                        protocol_version: version,
-                        capabilities: raw(r#"{"tools":{}}"#),
-                        server_info: raw(r#"{"name":"bench-echo","version":"1.0.0"}"#),
-                    },
-                },
-            )
+            let result = InitResult {
+                protocol_version: version,
+                capabilities: raw(r#"{"tools":{}}"#),
+                server_info: raw(r#"{"name":"bench-echo","version":"1.0.0"}"#),
+            };
+            reply(out, id, result)
         }
         "tools/list" => {
             let result = if modern() {
@@ -363,31 +336,10 @@ pub fn answer(message: &[u8], out: &mut Vec<u8>, flood: bool, headers: &Headers<
             } else {
                 &*canned.tools_legacy
             };
-            serde_json::to_writer(
-                &mut *out,
-                &Reply {
-                    jsonrpc: "2.0",
-                    id,
-                    result,
-                },
-            )
+            reply(out, id, result)
         }
-        "ping" => serde_json::to_writer(
-            &mut *out,
-            &Reply {
-                jsonrpc: "2.0",
-                id,
-                result: raw("{}"),
-            },
-        ),
-        _ => serde_json::to_writer(
-            &mut *out,
-            &ErrorReply {
-                jsonrpc: "2.0",
-                id,
-                error: raw(r#"{"code":-32601,"message":"Method not found"}"#),
-            },
-        ),
+        "ping" => reply(out, id, raw("{}")),
+        _ => error_reply(out, id, r#"{"code":-32601,"message":"Method not found"}"#),
     };
     if written.is_ok() {
         Answer::Reply
@@ -396,16 +348,34 @@ pub fn answer(message: &[u8], out: &mut Vec<u8>, flood: bool, headers: &Headers<
     }
 }
 
-/// Appends an error reply that HTTP sends with status 400.
-fn refuse(out: &mut Vec<u8>, id: &RawValue, error: &'static str) -> Answer {
-    match serde_json::to_writer(
-        &mut *out,
+/// Appends a reply with this result.
+fn reply(out: &mut Vec<u8>, id: &RawValue, result: impl Serialize) -> serde_json::Result<()> {
+    serde_json::to_writer(
+        out,
+        &Reply {
+            jsonrpc: "2.0",
+            id,
+            result,
+        },
+    )
+}
+
+/// Appends an error reply.
+fn error_reply(out: &mut Vec<u8>, id: &RawValue, error: &'static str) -> serde_json::Result<()> {
+    let error = raw(error);
+    serde_json::to_writer(
+        out,
         &ErrorReply {
             jsonrpc: "2.0",
             id,
-            error: raw(error),
+            error,
         },
-    ) {
+    )
+}
+
+/// Appends an error reply that HTTP sends with status 400.
+fn refuse(out: &mut Vec<u8>, id: &RawValue, error: &'static str) -> Answer {
+    match error_reply(out, id, error) {
         Ok(()) => Answer::Refused,
         Err(_) => Answer::Nothing,
     }

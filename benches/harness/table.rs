@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use crate::runner::{ConnectPoint, Contender, Plan, Runner, Sample, Timing};
 use crate::server::Shape;
 use crate::{
-    ClientKind, MAX_INFLIGHT, Options, Scenario, Transport, command_line, fmt_mem, fmt_ms,
-    fmt_rate, fmt_ratio, load_average, machine_line, median, run_role,
+    ClientKind, MAX_INFLIGHT, Options, Scenario, Transport, fmt_mem, fmt_ms, fmt_rate, fmt_ratio,
+    load_average, machine_line, median, run_role,
 };
 
 /// The throughput scenarios: every transport sequential and with
@@ -150,17 +150,11 @@ pub fn orchestrate(options: &Options) {
     drop(runner);
 
     // ---- the report
-    let mut out = String::new();
-    out += &format!("machine: {}\n", machine_line(options));
-    out += &format!(
-        "load average at start: {load_at_start}; at end: {}\n",
-        load_average()
+    let elapsed = started.elapsed().as_secs_f64();
+    let what = format!(
+        "{rounds} round(s) x {duration_ms} ms per run after {warmup_ms} ms warm-up; medians; {elapsed:.0} s in all"
     );
-    out += &format!(
-        "command: {} ({rounds} round(s) x {duration_ms} ms per run after {warmup_ms} ms warm-up; medians; {:.0} s in all)\n\n",
-        command_line(),
-        started.elapsed().as_secs_f64()
-    );
+    let mut out = crate::report_header(options, &load_at_start, &what) + "\n";
     out += "| scenario | raw calls/s | smthrs-mcp calls/s | rmcp calls/s | ours / raw | ours / rmcp | peak RSS MiB raw / ours / rmcp |\n";
     out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     let mut results = Vec::new();
@@ -171,12 +165,8 @@ pub fn orchestrate(options: &Options) {
             rss.get(&(index, client))
                 .map(|v| v.iter().cloned().fold(0.0, f64::max) / 1024.0)
         };
-        let (raw, ours, rmcp) = (
-            get(ClientKind::Raw),
-            get(ClientKind::Ours),
-            get(ClientKind::Rmcp),
-        );
-        if raw.is_none() && ours.is_none() && rmcp.is_none() {
+        let [raw, ours, rmcp] = ClientKind::ALL.map(get);
+        if [raw, ours, rmcp].iter().all(Option::is_none) {
             continue;
         }
         if let Some(m) = mem(ClientKind::Ours) {
@@ -210,12 +200,8 @@ pub fn orchestrate(options: &Options) {
     out += "| --- | ---: | ---: | ---: | ---: | ---: |\n";
     for transport in [Transport::Stdio, Transport::Http] {
         let get = |client| connects.get(&(transport, client)).map(|v| median(v) / 1e3);
-        let (raw, ours, rmcp) = (
-            get(ClientKind::Raw),
-            get(ClientKind::Ours),
-            get(ClientKind::Rmcp),
-        );
-        if raw.is_none() && ours.is_none() && rmcp.is_none() {
+        let [raw, ours, rmcp] = ClientKind::ALL.map(get);
+        if [raw, ours, rmcp].iter().all(Option::is_none) {
             continue;
         }
         // Lower is better: the ratios are time ratios.
@@ -316,13 +302,7 @@ pub fn orchestrate(options: &Options) {
             );
         }
     }
-    print!("{out}");
-    if !failures.is_empty() {
-        println!("\nFAILURES:");
-        for failure in &failures {
-            println!("- {failure}");
-        }
-    }
+    crate::print_report(&out, &failures);
     if let Some(path) = &options.json {
         let document = json!({
             "machine": machine_line(options),
