@@ -171,19 +171,9 @@ pub fn smoke(runner: &mut Runner<'_>) {
 }
 
 pub fn orchestrate(options: &Options) {
-    let quick = options.quick;
-    let rounds = options.rounds.unwrap_or(if quick { 1 } else { 3 });
-    let timing = Timing {
-        duration_ms: options.duration_ms.unwrap_or(if quick { 100 } else { 500 }),
-        warmup_ms: options.warmup_ms.unwrap_or(if quick { 20 } else { 100 }),
-        connect_iters: if quick { 2 } else { 5 },
-    };
     let started = Instant::now();
     let load_at_start = load_average();
-    eprintln!(
-        "harness --curve: {rounds} round(s), {} ms per run; load average {load_at_start}",
-        timing.duration_ms
-    );
+    let (rounds, timing) = Timing::for_mode("--curve", options, [1, 100, 20, 2], [3, 500, 100, 5]);
     let points = points();
     let contenders = ClientKind::ALL.map(|kind| Contender::new(kind, options.era));
     let mut runner = Runner::new(options, timing);
@@ -217,9 +207,8 @@ pub fn orchestrate(options: &Options) {
     drop(runner);
 
     let what = format!(
-        "{rounds} round(s) x {} ms per run after {} ms warm-up, {} connects per process; era {}; medians, ratios paired by round; {:.0} s in all",
-        timing.duration_ms,
-        timing.warmup_ms,
+        "{}, {} connects per process; era {}; medians, ratios paired by round; {:.0} s in all",
+        timing.describe(rounds),
         timing.connect_iters,
         options.era.name(),
         started.elapsed().as_secs_f64()

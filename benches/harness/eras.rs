@@ -44,21 +44,9 @@ pub fn smoke(runner: &mut Runner<'_>) {
 }
 
 pub fn orchestrate(options: &Options) {
-    let quick = options.quick;
-    let rounds = options.rounds.unwrap_or(if quick { 1 } else { 3 });
-    let timing = Timing {
-        duration_ms: options
-            .duration_ms
-            .unwrap_or(if quick { 150 } else { 1500 }),
-        warmup_ms: options.warmup_ms.unwrap_or(if quick { 30 } else { 300 }),
-        connect_iters: if quick { 3 } else { 15 },
-    };
     let started = Instant::now();
     let load_at_start = load_average();
-    eprintln!(
-        "harness --eras: {rounds} round(s), {} ms per run; load average {load_at_start}",
-        timing.duration_ms
-    );
+    let (rounds, timing) = Timing::for_mode("--eras", options, [1, 150, 30, 3], [3, 1500, 300, 15]);
     let scenarios = crate::table::scenarios(options);
     let both = |kind| [EraChoice::Legacy, EraChoice::Modern].map(|era| Contender::new(kind, era));
     let contenders: Vec<Contender> = ClientKind::ALL.into_iter().flat_map(both).collect();
@@ -102,11 +90,10 @@ pub fn orchestrate(options: &Options) {
     let failures = std::mem::take(&mut runner.failures);
     drop(runner);
 
+    let elapsed = started.elapsed().as_secs_f64();
     let what = format!(
-        "{rounds} round(s) x {} ms per run after {} ms warm-up; medians, ratios paired by round; {:.0} s in all",
-        timing.duration_ms,
-        timing.warmup_ms,
-        started.elapsed().as_secs_f64()
+        "{}; medians, ratios paired by round; {elapsed:.0} s in all",
+        timing.describe(rounds)
     );
     let mut out = crate::report_header(options, &load_at_start, &what) + "\n";
     out += &throughput_table(&plan, &measured);

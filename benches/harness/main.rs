@@ -86,12 +86,11 @@ pub enum EraChoice {
 }
 
 impl EraChoice {
+    /// `--era`'s spelling of each, in declaration order.
+    const NAMES: [&'static str; 3] = ["legacy", "modern", "auto"];
+
     fn name(self) -> &'static str {
-        match self {
-            EraChoice::Legacy => "legacy",
-            EraChoice::Modern => "modern",
-            EraChoice::Auto => "auto",
-        }
+        Self::NAMES[self as usize]
     }
 
     /// `legacy`, `modern` (or `2026-07-28`), `auto`.
@@ -336,11 +335,17 @@ fn fail(what: &str, error: impl std::fmt::Display) -> ! {
     std::process::exit(1)
 }
 
+/// The `--client` a role needs.
+fn client_kind(options: &Options, role: &str) -> ClientKind {
+    let Some(kind) = options.client else {
+        usage(&format!("{role} needs --client"))
+    };
+    kind
+}
+
 /// `client`: connect, warm up, then either a timed run or a fixed call count.
 fn role_client(options: &Options) {
-    let kind = options
-        .client
-        .unwrap_or_else(|| usage("client needs --client"));
+    let kind = client_kind(options, "client");
     let server = target(options, None);
     let rt = runtime(options.rt.as_deref().unwrap_or("multi"));
     let outcome = rt.block_on(async {
@@ -378,9 +383,7 @@ fn role_client(options: &Options) {
 
 /// `connect`: spawn (stdio) + handshake + `tools/list`, `--iters` times.
 fn role_connect(options: &Options) {
-    let kind = options
-        .client
-        .unwrap_or_else(|| usage("connect needs --client"));
+    let kind = client_kind(options, "connect");
     let server = target(options, None);
     let rt = runtime(options.rt.as_deref().unwrap_or("multi"));
     let samples = rt.block_on(async {
@@ -403,9 +406,7 @@ fn role_connect(options: &Options) {
 
 /// `flood`: connect to a server that answers `initialize` with 512 MiB and no newline.
 fn role_flood(options: &Options) {
-    let kind = options
-        .client
-        .unwrap_or_else(|| usage("flood needs --client"));
+    let kind = client_kind(options, "flood");
     let server = target(options, Some(options.flood.unwrap_or(FLOOD_BYTES)));
     let rt = runtime(options.rt.as_deref().unwrap_or("multi"));
     let limit = Duration::from_millis(options.timeout_ms);
@@ -421,9 +422,7 @@ fn role_flood(options: &Options) {
 /// the CLI's `tools` does: all connects in parallel, every catalog read, all
 /// closed; the time to done and this process's peak RSS.
 fn role_servers(options: &Options) {
-    let kind = options
-        .client
-        .unwrap_or_else(|| usage("servers needs --client"));
+    let kind = client_kind(options, "servers");
     let server = target(options, None);
     let rt = runtime(options.rt.as_deref().unwrap_or("multi"));
     let started = Instant::now();

@@ -46,6 +46,44 @@ pub struct Timing {
     pub connect_iters: usize,
 }
 
+impl Timing {
+    /// A mode's rounds and timing: `--rounds`, `--duration-ms` and `--warmup-ms`
+    /// over its defaults `[rounds, duration ms, warm-up ms, connects]`, one set for
+    /// `--quick` and one for a full run. Announces the mode on stderr.
+    pub fn for_mode(
+        mode: &str,
+        options: &Options,
+        quick: [u64; 4],
+        full: [u64; 4],
+    ) -> (usize, Timing) {
+        let [rounds, duration_ms, warmup_ms, connects] = if options.quick { quick } else { full };
+        let rounds = options.rounds.unwrap_or(rounds as usize);
+        let timing = Timing {
+            duration_ms: options.duration_ms.unwrap_or(duration_ms),
+            warmup_ms: options.warmup_ms.unwrap_or(warmup_ms),
+            connect_iters: connects as usize,
+        };
+        eprintln!(
+            "harness {mode}: {rounds} round(s), {} ms per run; load average {}",
+            timing.duration_ms,
+            crate::load_average()
+        );
+        (rounds, timing)
+    }
+}
+
+impl Timing {
+    /// "3 round(s) x 500 ms per run after 100 ms warm-up", for a report.
+    pub fn describe(&self, rounds: usize) -> String {
+        let Timing {
+            duration_ms,
+            warmup_ms,
+            ..
+        } = self;
+        format!("{rounds} round(s) x {duration_ms} ms per run after {warmup_ms} ms warm-up")
+    }
+}
+
 /// What one measured process reported.
 #[derive(Clone, Copy, Debug)]
 pub struct Sample {
