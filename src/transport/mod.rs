@@ -216,6 +216,69 @@ pub enum TrySend {
     WouldBlock(OutboundFrame),
     /// The medium failed; terminal, as an error from [`FrameSink::send`].
     Failed(Error),
+    /// The frame was handed to the medium, and its exchange is given to the caller
+    /// to drive from its own task (HTTP: the POST of a request), so the reply
+    /// reaches the caller without a hop through another task.
+    Exchange(Exchange),
+}
+
+/// Where the rest of an [`Exchange`] runs once its caller stops driving it.
+pub trait Detach: Send + Sync + 'static {
+    /// Runs `rest` in the background; a frame it ends with is delivered through
+    /// the transport's [`FrameSource`], as if the exchange had never been driven by
+    /// a caller.
+    fn detach(&self, rest: BoxFuture<'static, Option<Bytes>>);
+}
+
+/// One request's exchange with the medium, handed back by
+/// [`FrameSink::try_send_now`] for the task that sent the request to drive.
+///
+/// [`Exchange::run`] drives it to its end: `Some(frame)` is one inbound frame
+/// (bounded by `maxFrameBytes` like any other) that the caller routes itself
+/// instead of receiving it from the source. Frames the exchange meets on the way
+/// (an event stream) still go through the source. Dropped before its end (the
+/// reply arrived another way, or the caller gave up), the rest is
+/// [detached](Detach): it runs in the background exactly as a frame sent with
+/// [`FrameSink::send`] would, so what the medium does never depends on whether
+/// a caller drove it.
+pub struct Exchange {
+    rest: Option<BoxFuture<'static, Option<Bytes>>>,
+    host: Arc<dyn Detach>,
+}
+
+impl Exchange {
+    /// An exchange whose rest `host` runs if it is dropped unfinished.
+    pub fn new(future: BoxFuture<'static, Option<Bytes>>, host: Arc<dyn Detach>) -> Self {
+        Exchange {
+            rest: Some(future),
+            host,
+        }
+    }
+
+    /// Drives the exchange to its end; see [`Exchange`]. Resolves to `None` at
+    /// once when it already ended.
+    pub async fn run(&mut self) -> Option<Bytes> {
+        let rest = self.rest.as_mut()?;
+        let frame = rest.await;
+        self.rest = None;
+        frame
+    }
+}
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        if let Some(rest) = self.rest.take() {
+            self.host.detach(rest);
+        }
+    }
+}
+
+impl std::fmt::Debug for Exchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exchange")
+            .field("ended", &self.rest.is_none())
+            .finish()
+    }
 }
 
 /// The outbound half of an open transport.

@@ -4,6 +4,11 @@
 //! Every task selects on one cancellation token (`work`), cancelled by the first
 //! terminal event, by [`Shutdown::shutdown`], or when the sink, source and shutdown
 //! handles have all been dropped. No task outlives the transport.
+//!
+//! The parts: [`post`] (one POST: headers, statuses, the JSON body or the event
+//! stream answering it) and [`stream`] (reading event streams, resuming them, the
+//! standalone GET stream, `DELETE`). This file holds the shared state, the error
+//! mapping, and the sink, source and shutdown.
 
 use std::error::Error as StdError;
 use std::io;
@@ -11,31 +16,30 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use eventsource_stream::{EventStreamError, Eventsource};
-use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use http::header::{CONTENT_TYPE, HeaderName, HeaderValue, LOCATION};
 use http::{Method, Request, StatusCode, Uri};
-use http_body_util::{BodyExt, Full};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use super::body::{self, BodyError};
+use super::body::{self};
 use super::headers;
-use super::session::{SentSessionId, SessionState};
-use super::sse::{self, BoundedSse, SSE_FRAMING_ALLOWANCE, SharedCursor, SseByteError};
+use super::session::SessionState;
 use super::{
-    DEFAULT_RETRY, DELETE_TIMEOUT, HttpRequest, HttpResponse, HttpService, MAX_RESUME_ATTEMPTS,
-    MAX_RETRY, ResponseBody, SETTLED_STREAM_GRACE, STANDALONE_OPEN_WAIT,
+    DEFAULT_RETRY, HttpRequest, HttpResponse, HttpService, MAX_RETRY, ResponseBody,
+    STANDALONE_OPEN_WAIT,
 };
 use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::layer::{BoxError, same_origin};
 use crate::limits::Limits;
 use crate::transport::{
-    Connection, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium, OutboundFrame,
-    RequestHandle, Shutdown, TrySend,
+    Connection, Detach, Exchange, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium,
+    OutboundFrame, Shutdown, TrySend,
 };
+
+mod post;
+mod stream;
 
 static LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
@@ -76,12 +80,19 @@ pub(crate) fn open(params: OpenParams) -> Connection {
         standalone_opening: Mutex::new(None),
     });
     let guard = Arc::new(Guard(shared.clone()));
+    let runtime = tokio::runtime::Handle::try_current().ok();
     Connection {
         medium: Medium::Exchanges,
         sink: Box::new(HttpSink {
             shared: shared.clone(),
             permits: Arc::new(Semaphore::new(queue)),
-            runtime: tokio::runtime::Handle::try_current().ok(),
+            detach: runtime.clone().map(|runtime| {
+                Arc::new(Background {
+                    shared: shared.clone(),
+                    runtime,
+                }) as Arc<dyn Detach>
+            }),
+            runtime,
             _guard: guard.clone(),
         }),
         source: Box::new(HttpSource {
@@ -402,415 +413,6 @@ impl Shared {
                 .insert(headers::MCP_PROTOCOL_VERSION.clone(), version);
         }
     }
-
-    /// Runs one POST to completion (or until its request settled and the grace
-    /// period passed, or the request timeout for frames without a request).
-    async fn post(self: Arc<Self>, frame: OutboundFrame, permit: OwnedSemaphorePermit) {
-        match frame.request.clone() {
-            Some(handle) => {
-                let stateless = frame.meta.stateless;
-                tokio::select! {
-                    _ = self.post_exchange(frame, permit) => {}
-                    _ = async {
-                        handle.done().await;
-                        // 2026-07-28: cutting an abandoned request's exchange is
-                        // its cancellation (no notification is sent).
-                        if !(stateless && handle.is_abandoned()) {
-                            tokio::time::sleep(SETTLED_STREAM_GRACE).await;
-                        }
-                    } => {}
-                }
-            }
-            None => {
-                let _ =
-                    tokio::time::timeout(self.request_timeout, self.post_exchange(frame, permit))
-                        .await;
-            }
-        }
-    }
-
-    /// The permit (one of `queueCapacity`) is held until the response head arrives:
-    /// a response stream that stays open does not block later POSTs (such as the
-    /// reply to a server request that arrived on that very stream).
-    async fn post_exchange(self: &Arc<Self>, frame: OutboundFrame, permit: OwnedSemaphorePermit) {
-        let mut req = Request::post(self.endpoint.clone())
-            .body(Full::new(frame.bytes.clone()))
-            .expect("a POST to a validated URI");
-        if let Err(error) = headers::apply(&mut req, &frame.meta) {
-            match &frame.request {
-                Some(handle) => handle.fail(error),
-                None => self.terminate(error),
-            }
-            return;
-        }
-        if frame.meta.completes_handshake {
-            self.remember_legacy_version(&frame.meta);
-        }
-        let response = self.exchange(req).await;
-        drop(permit);
-        let response = match response {
-            Ok(response) => response,
-            Err(error) => {
-                let error = self.classify(&error);
-                self.terminate(error);
-                return;
-            }
-        };
-        let status = response.status();
-        let sent = response
-            .extensions()
-            .get::<SentSessionId>()
-            .and_then(|s| s.0.clone());
-        if !status.is_success() {
-            match status.as_u16() {
-                401 | 403 => self.terminate(self.unauthorized(status)),
-                404 if sent.is_some() => {
-                    // A 404 for a session already forgotten (another POST's 404
-                    // expired it) is stale: the engine re-sends the frame with
-                    // the new session rather than counting a second expiry.
-                    let stale = !self.expire_session(sent.as_ref().expect("checked"));
-                    self.deliver(InboundEvent::StateLost {
-                        refused: frame,
-                        stale,
-                    })
-                    .await;
-                }
-                400 | 404 if frame.meta.stateless && frame.request.is_some() => {
-                    // 2026-07-28: the body may be the JSON-RPC error answering the
-                    // request (-32022, -32601, ...): read (capped) and routed; a
-                    // request it did not settle fails with the status.
-                    self.error_body(response, &frame).await;
-                }
-                _ => {
-                    if let Some(handle) = &frame.request {
-                        handle.fail(self.status_error(status));
-                    }
-                }
-            }
-            return;
-        }
-        if frame.meta.completes_handshake && frame.meta.protocol_version.is_some() {
-            let opened = self.start_standalone();
-            *self
-                .standalone_opening
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(opened);
-        }
-        if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
-            // Success for a notification or a reply; a request answered this way
-            // will never get its reply, so fail it now instead of at its deadline.
-            if let Some(handle) = &frame.request {
-                handle.fail(
-                    Error::invalid_response(format!(
-                        "server \"{}\" answered a request with HTTP {} and no reply",
-                        self.server,
-                        status.as_u16()
-                    ))
-                    .with_detail(Detail::Status(status.as_u16())),
-                );
-            }
-            return;
-        }
-        if frame.request.is_none() {
-            // A notification or a reply is answered 202 with no body; a server that
-            // sends a body anyway (e.g. `{"jsonrpc":"2.0","result":{}}` to
-            // `notifications/initialized`) is answering nothing of ours: ignore it.
-            return;
-        }
-        match content_type(&response).as_deref() {
-            Some("text/event-stream") => {
-                self.follow_post_stream(response.into_body(), &frame).await;
-            }
-            Some("application/json") | None => {
-                if body::declared_too_large(&response, self.max_frame) {
-                    self.terminate(self.too_large());
-                    return;
-                }
-                match body::collect_bounded(response.into_body(), self.max_frame).await {
-                    Ok(bytes) => {
-                        if !bytes.iter().all(u8::is_ascii_whitespace) {
-                            self.deliver(InboundEvent::Frame(bytes)).await;
-                        }
-                    }
-                    Err(BodyError::TooLarge) => self.terminate(self.too_large()),
-                    Err(BodyError::Broken(error)) => {
-                        let error = self.classify(&error);
-                        self.terminate(error);
-                    }
-                }
-            }
-            Some(_) => {
-                if let Some(handle) = &frame.request {
-                    handle.fail(Error::protocol(format!(
-                        "server \"{}\" answered with an unsupported content type",
-                        self.server
-                    )));
-                }
-            }
-        }
-    }
-
-    /// Reads one event stream, delivering each event's data as a frame.
-    async fn read_events(&self, body: ResponseBody, cursor: &SharedCursor) -> (StreamEnd, usize) {
-        let limit = self.max_frame.saturating_add(SSE_FRAMING_ALLOWANCE);
-        let bytes = BoundedSse::new(body.into_data_stream(), limit, cursor.clone());
-        let mut events = std::pin::pin!(bytes.eventsource());
-        let mut frames = 0;
-        loop {
-            let next = tokio::select! {
-                biased;
-                _ = self.work.cancelled() => return (StreamEnd::Cancelled, frames),
-                next = events.next() => next,
-            };
-            match next {
-                None => return (StreamEnd::Eof, frames),
-                Some(Ok(event)) => {
-                    if event.data.is_empty() {
-                        continue;
-                    }
-                    if event.data.len() > self.max_frame {
-                        return (StreamEnd::TooLarge, frames);
-                    }
-                    if !self
-                        .deliver(InboundEvent::Frame(Bytes::from(event.data)))
-                        .await
-                    {
-                        return (StreamEnd::Cancelled, frames);
-                    }
-                    frames += 1;
-                }
-                Some(Err(EventStreamError::Transport(SseByteError::TooLarge))) => {
-                    return (StreamEnd::TooLarge, frames);
-                }
-                Some(Err(EventStreamError::Transport(SseByteError::Body))) => {
-                    return (StreamEnd::Broken, frames);
-                }
-                Some(Err(_)) => return (StreamEnd::Malformed, frames),
-            }
-        }
-    }
-
-    /// Reads the event stream answering a POST; resumes it with `GET` +
-    /// `Last-Event-ID` while its request is unsettled.
-    async fn follow_post_stream(self: &Arc<Self>, body: ResponseBody, frame: &OutboundFrame) {
-        let cursor = SharedCursor::default();
-        let mut body = Some(body);
-        let mut attempts = 0u32;
-        loop {
-            if let Some(body) = body.take() {
-                let (end, frames) = self.read_events(body, &cursor).await;
-                match end {
-                    StreamEnd::TooLarge => return self.terminate(self.too_large()),
-                    StreamEnd::Malformed => return self.terminate(self.malformed_stream()),
-                    StreamEnd::Cancelled => return,
-                    StreamEnd::Eof | StreamEnd::Broken => {}
-                }
-                // Progress, or a server closing the stream on purpose (2025-11-25
-                // polling): not a failed attempt. The engine's request deadline
-                // bounds the total.
-                if frames > 0 || matches!(end, StreamEnd::Eof) {
-                    attempts = 0;
-                }
-            }
-            // A notification's or a reply's stream: nothing to wait for.
-            let Some(handle) = &frame.request else { return };
-            if !self.settle(handle).await {
-                return;
-            }
-            if handle.is_done() {
-                return;
-            }
-            let state = sse::snapshot(&cursor);
-            // 2026-07-28 has no resumption: a broken stream loses its request.
-            let last_id = state.last_event_id.filter(|_| !frame.meta.stateless);
-            let Some(last_id) = last_id else {
-                return handle.fail(Error::closed(format!(
-                    "server \"{}\" ended the response stream before replying",
-                    self.server
-                )));
-            };
-            attempts += 1;
-            if attempts > MAX_RESUME_ATTEMPTS {
-                return handle.fail(Error::closed(format!(
-                    "server \"{}\" ended the response stream before replying; resuming failed",
-                    self.server
-                )));
-            }
-            let delay = retry_delay(state.retry);
-            tokio::select! {
-                _ = tokio::time::sleep(delay) => {}
-                _ = handle.done() => return,
-            }
-            match self.resume(Some(&last_id), Some(frame)).await {
-                Resume::Stream(next) => body = Some(next),
-                Resume::Retry => {}
-                Resume::Refused(error) => return handle.fail(error),
-                Resume::Handled => return,
-            }
-        }
-    }
-
-    /// Waits until every frame delivered so far was routed (or the request settled).
-    async fn settle(&self, handle: &RequestHandle) -> bool {
-        tokio::select! {
-            routed = self.barrier() => routed,
-            _ = handle.done() => true,
-        }
-    }
-
-    /// `GET` with `Accept: text/event-stream` (and `Last-Event-ID` when given).
-    /// `frame` is the request whose stream is resumed (`None`: the standalone stream).
-    async fn resume(&self, last_id: Option<&str>, frame: Option<&OutboundFrame>) -> Resume {
-        let mut req = Request::get(self.endpoint.clone())
-            .body(Full::new(Bytes::new()))
-            .expect("a GET to a validated URI");
-        self.with_legacy_version(&mut req);
-        if let Some(id) = last_id {
-            match HeaderValue::from_str(id) {
-                Ok(value) => {
-                    req.headers_mut().insert(LAST_EVENT_ID.clone(), value);
-                }
-                Err(_) => {
-                    return Resume::Refused(Error::closed(format!(
-                        "server \"{}\" sent an event id that cannot be replayed",
-                        self.server
-                    )));
-                }
-            }
-        }
-        let response = match self.exchange(req).await {
-            Ok(response) => response,
-            Err(error) => {
-                let error = self.classify(&error);
-                return match error.kind() {
-                    ErrorKind::ConnectionClosed => Resume::Retry,
-                    ErrorKind::EgressDenied if frame.is_none() => Resume::Refused(error),
-                    _ => {
-                        self.terminate(error);
-                        Resume::Handled
-                    }
-                };
-            }
-        };
-        let status = response.status();
-        if status.is_success() {
-            return if content_type(&response).as_deref() == Some("text/event-stream") {
-                Resume::Stream(response.into_body())
-            } else {
-                Resume::Refused(Error::protocol(format!(
-                    "server \"{}\" did not answer GET with an event stream",
-                    self.server
-                )))
-            };
-        }
-        let sent = response
-            .extensions()
-            .get::<SentSessionId>()
-            .and_then(|s| s.0.clone());
-        match (status.as_u16(), frame) {
-            (401 | 403, _) => {
-                self.terminate(self.unauthorized(status));
-                Resume::Handled
-            }
-            (404, Some(frame)) if sent.is_some() => {
-                // The session is gone while a reply was streaming: the request
-                // cannot be completed; the engine re-initialises.
-                if let Some(handle) = &frame.request {
-                    handle.fail(Error::closed(format!(
-                        "server \"{}\" ended the HTTP session before replying",
-                        self.server
-                    )));
-                }
-                if !self.expire_session(sent.as_ref().expect("checked")) {
-                    return Resume::Refused(self.stale_session_error());
-                }
-                self.deliver(InboundEvent::StateLost {
-                    refused: frame.clone(),
-                    stale: false,
-                })
-                .await;
-                Resume::Handled
-            }
-            _ => Resume::Refused(self.status_error(status)),
-        }
-    }
-
-    /// Opens the standalone stream in a task of its own; the receiver resolves
-    /// once the first GET is answered (or refused, or the task ends).
-    fn start_standalone(self: &Arc<Self>) -> oneshot::Receiver<()> {
-        let (opened_tx, opened) = oneshot::channel();
-        let token = self.work.child_token();
-        if let Some(old) = self
-            .standalone
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .replace(token.clone())
-        {
-            old.cancel();
-        }
-        let shared = self.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = token.cancelled() => {}
-                _ = shared.standalone_stream(opened_tx) => {}
-            }
-        });
-        opened
-    }
-
-    /// The optional server-to-client stream. A server that does not offer one
-    /// (`400`, `404`, `405`, or anything but an event stream) is left alone quietly;
-    /// a broken or ended stream is reopened after the retry delay, with
-    /// `Last-Event-ID` when the server gave ids, up to `MAX_RESUME_ATTEMPTS` times in a
-    /// row without a delivered message.
-    async fn standalone_stream(&self, opened: oneshot::Sender<()>) {
-        let mut opened = Some(opened);
-        let cursor = SharedCursor::default();
-        let mut attempts = 0u32;
-        loop {
-            let last_id = sse::snapshot(&cursor).last_event_id;
-            let resumed = self.resume(last_id.as_deref(), None).await;
-            if let Some(opened) = opened.take() {
-                let _ = opened.send(());
-            }
-            match resumed {
-                Resume::Stream(body) => {
-                    let (end, frames) = self.read_events(body, &cursor).await;
-                    match end {
-                        StreamEnd::TooLarge => return self.terminate(self.too_large()),
-                        StreamEnd::Malformed => return self.terminate(self.malformed_stream()),
-                        StreamEnd::Cancelled => return,
-                        StreamEnd::Eof | StreamEnd::Broken => {}
-                    }
-                    // A clean end is the server polling us back, not a failure;
-                    // the retry delay paces the reconnects.
-                    if frames > 0 || matches!(end, StreamEnd::Eof) {
-                        attempts = 0;
-                    }
-                }
-                Resume::Retry => {}
-                Resume::Refused(_) | Resume::Handled => return,
-            }
-            attempts += 1;
-            if attempts > MAX_RESUME_ATTEMPTS {
-                return;
-            }
-            tokio::time::sleep(retry_delay(sse::snapshot(&cursor).retry)).await;
-        }
-    }
-
-    /// `DELETE` with the session id, bounded by [`DELETE_TIMEOUT`]; any answer
-    /// (including `405`) or failure is fine.
-    async fn delete_session(&self) {
-        if self.session.id().is_none() {
-            return;
-        }
-        let mut req = Request::delete(self.endpoint.clone())
-            .body(Full::new(Bytes::new()))
-            .expect("a DELETE to a validated URI");
-        self.with_legacy_version(&mut req);
-        let _ = tokio::time::timeout(DELETE_TIMEOUT, self.exchange(req)).await;
-    }
 }
 
 /// The server's `retry:` value, or the default, capped.
@@ -840,10 +442,33 @@ fn redirect_target(response: &HttpResponse, base: &Uri) -> Option<Uri> {
 struct HttpSink {
     shared: Arc<Shared>,
     permits: Arc<Semaphore>,
-    /// The runtime the transport was opened on: POSTs started from a caller's
-    /// task ([`FrameSink::try_send_now`]) run there too.
+    /// Where exchanges a caller stopped driving go on ([`Exchange`]); `None` when
+    /// the transport was opened outside a runtime (every POST is then spawned
+    /// from the writer).
+    detach: Option<Arc<dyn Detach>>,
+    /// The runtime the transport was opened on.
     runtime: Option<tokio::runtime::Handle>,
     _guard: Arc<Guard>,
+}
+
+/// Runs POSTs in tasks of their own on the transport's runtime: the rest of an
+/// exchange its caller stopped driving, and requests sent from the writer.
+struct Background {
+    shared: Arc<Shared>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Detach for Background {
+    fn detach(&self, rest: BoxFuture<'static, Option<Bytes>>) {
+        drop(self.runtime.spawn(deliver_rest(self.shared.clone(), rest)));
+    }
+}
+
+/// Runs a POST's future and delivers the JSON body it ends with through the source.
+async fn deliver_rest(shared: Arc<Shared>, rest: impl Future<Output = Option<Bytes>>) {
+    if let Some(frame) = rest.await {
+        shared.deliver(InboundEvent::Frame(frame)).await;
+    }
 }
 
 /// Runs one request's POST in its own task (until the transport ends).
@@ -853,13 +478,7 @@ fn spawn_post(
     frame: OutboundFrame,
     permit: OwnedSemaphorePermit,
 ) {
-    let post = async move {
-        let work = task.work.clone();
-        tokio::select! {
-            _ = work.cancelled() => {}
-            _ = task.post(frame, permit) => {}
-        }
-    };
+    let post = deliver_rest(task.clone(), task.post_until_end(frame, permit));
     match runtime {
         Some(runtime) => drop(runtime.spawn(post)),
         None => drop(tokio::spawn(post)),
@@ -920,13 +539,16 @@ impl FrameSink for HttpSink {
         }
         // Only a request, and only with a free in-flight slot, starts its POST here:
         // notifications and replies go through `send`, which keeps them in order.
-        if frame.request.is_none() || self.runtime.is_none() {
+        let Some(detach) = self.detach.as_ref().filter(|_| frame.request.is_some()) else {
             return TrySend::WouldBlock(frame);
-        }
+        };
         match self.permits.clone().try_acquire_owned() {
             Ok(permit) => {
-                spawn_post(self.runtime.as_ref(), shared.clone(), frame, permit);
-                TrySend::Sent
+                // The caller drives the POST and routes its reply: no task is
+                // spawned and no other task is woken on the way (when the caller
+                // stops early, `Background` runs the rest).
+                let post = shared.clone().post_until_end(frame, permit);
+                TrySend::Exchange(Exchange::new(Box::pin(post), detach.clone()))
             }
             Err(tokio::sync::TryAcquireError::NoPermits) => TrySend::WouldBlock(frame),
             Err(tokio::sync::TryAcquireError::Closed) => TrySend::Failed(shared.terminal_error()),

@@ -1,0 +1,238 @@
+//! The inbound side: every frame classified and routed (replies to their request,
+//! server requests answered or handed to the host, noise counted), and the
+//! reader task.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use secrecy::SecretString;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::diagnostics::DiagnosticEvent;
+use crate::error::{Detail, Error, ErrorKind, MAX_SUPPORTED_VERSIONS, Result};
+use crate::jsonrpc::{self, Inbound, RpcError};
+use crate::transport::{FrameMeta, FrameSource, InboundEvent};
+
+use super::{Shared, lock};
+use crate::session::inputs::INPUT_METHODS;
+
+impl Shared {
+    /// Handles one inbound frame. Returns the terminal error when the frame ends the
+    /// session.
+    pub(crate) async fn on_frame(self: &Arc<Self>, frame: &[u8]) -> Result<()> {
+        // A reply to a `tools/call` is read straight into the members a tool
+        // result reads.
+        // (A result before its id: read so when any `tools/call` is pending; the
+        // id read later must agree, or the frame is read again whole.)
+        let mut tool_call = |id: Option<&Value>| match id {
+            Some(id) => id
+                .as_u64()
+                .is_some_and(|id| lock(&self.pending).get(&id).is_some_and(|c| c.tool_call)),
+            None => lock(&self.pending).values().any(|c| c.tool_call),
+        };
+        match jsonrpc::classify_with(frame, &mut tool_call)? {
+            Inbound::Noise => {
+                self.noise.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Inbound::Notification { method } => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                // A server cancelling its own input request (legacy).
+                if method == "notifications/cancelled"
+                    && self.inputs.legacy_running()
+                    && let Some(id) = crate::session::inputs::cancelled_request(frame)
+                {
+                    self.inputs.cancel_legacy(&id);
+                }
+                Ok(())
+            }
+            Inbound::Response { id, outcome } => {
+                let Some(id) = id.as_u64() else {
+                    return Ok(());
+                };
+                let outcome = outcome.map_err(|error| {
+                    let quiet = lock(&self.pending).get(&id).is_some_and(|c| c.quiet);
+                    self.remote_error(error, quiet)
+                });
+                self.settle(id, outcome);
+                Ok(())
+            }
+            Inbound::NullIdError(error) => {
+                // While the probe waits (the only request then), an error with
+                // `id: null` is a legacy server's answer to it from one that
+                // could not read its id (TypeScript v1's HTTP 400 -32000, a
+                // stdio server's -32600): expected, like the probe's own errors.
+                let probing = lock(&self.pending).values().any(|c| c.quiet);
+                if !probing {
+                    self.emit_remote_error(error);
+                }
+                Ok(())
+            }
+            Inbound::Request { id, method } => {
+                if self.wire.get().is_modern() {
+                    // 2026-07-28: a server sends no requests and a client writes
+                    // no responses, not even an error: dropped, and reported.
+                    if self.diagnostics.is_enabled() {
+                        self.diagnostics
+                            .emit(DiagnosticEvent::ServerRequestDropped {
+                                server: self.server.clone(),
+                                method: SecretString::from(method),
+                            });
+                    }
+                    return Ok(());
+                }
+                if let Some(input) = INPUT_METHODS.iter().find(|m| **m == method)
+                    && self.inputs.declares(input)
+                {
+                    let params = jsonrpc::request_params(frame).map_or(Value::Null, Value::Object);
+                    self.inputs.answer_legacy(self, id, input, params);
+                    return Ok(());
+                }
+                let reply = if method == "ping" {
+                    jsonrpc::ping_reply(&id)
+                } else {
+                    jsonrpc::method_not_found_reply(&id)
+                };
+                self.send_reply(&reply).await
+            }
+        }
+    }
+
+    /// Queues a reply to a server request, bounded like any frame; a reply the
+    /// queue does not take within `requestTimeoutMs` ends the session (a blocked
+    /// reply must not hang the reader).
+    pub(crate) async fn send_reply(&self, reply: &Value) -> Result<()> {
+        let frame = self.encode(reply)?;
+        let deadline = Instant::now() + self.limits.request_timeout();
+        let meta = FrameMeta {
+            protocol_version: self.wire.get().version(),
+            ..FrameMeta::default()
+        };
+        self.enqueue(frame, meta, deadline).await.map_err(|error| {
+            if error.kind() == ErrorKind::Timeout {
+                Error::closed("reply to a server request blocked: outbound queue full")
+            } else {
+                error
+            }
+        })
+    }
+
+    /// Reports a tool dropped from the catalog (its name is server text: private).
+    pub(crate) fn tool_dropped(&self, tool: &str, reason: &'static str) {
+        if self.diagnostics.is_enabled() {
+            self.diagnostics.emit(DiagnosticEvent::ToolDropped {
+                server: self.server.clone(),
+                tool: SecretString::from(tool.to_owned()),
+                reason,
+            });
+        }
+    }
+
+    fn emit_remote_error(&self, error: RpcError) {
+        if self.diagnostics.is_enabled() {
+            self.diagnostics.emit(DiagnosticEvent::RemoteError {
+                server: self.server.clone(),
+                code: error.code,
+                message: SecretString::from(error.message),
+                data: error.data.map(|d| SecretString::from(d.to_string())),
+            });
+        }
+    }
+
+    /// The public error for a JSON-RPC error reply: the body goes to the
+    /// diagnostics observer; the error keeps the code (and, for -32022, the
+    /// well-formed versions of `data.supported`), and the 2026-07-28 codes get a
+    /// kind of their own.
+    fn remote_error(&self, error: RpcError, quiet: bool) -> Error {
+        let code = error.code;
+        let supported = if code == jsonrpc::UNSUPPORTED_PROTOCOL_VERSION {
+            supported_versions(error.data.as_ref())
+        } else {
+            Vec::new()
+        };
+        if !quiet {
+            self.emit_remote_error(error);
+        }
+        let server = &self.server;
+        let (kind, message) = match code {
+            jsonrpc::UNSUPPORTED_PROTOCOL_VERSION => (
+                ErrorKind::UnsupportedProtocolVersion,
+                format!(
+                    "server \"{server}\" does not support the protocol version sent (JSON-RPC error {code})"
+                ),
+            ),
+            jsonrpc::MISSING_REQUIRED_CLIENT_CAPABILITY => (
+                ErrorKind::MissingCapability,
+                format!(
+                    "server \"{server}\" requires a client capability this client did not declare (JSON-RPC error {code})"
+                ),
+            ),
+            jsonrpc::HEADER_MISMATCH => (
+                ErrorKind::HeaderMismatch,
+                format!("server \"{server}\" refused the request headers (JSON-RPC error {code})"),
+            ),
+            _ => (
+                ErrorKind::RemoteError,
+                format!("server \"{server}\" answered with JSON-RPC error {code}"),
+            ),
+        };
+        Error::new(kind, message).with_detail(Detail::Remote { code, supported })
+    }
+}
+
+/// The version strings of a -32022 error's `data.supported`: strings of at most
+/// 32 visible ASCII characters, at most [`MAX_SUPPORTED_VERSIONS`] of them
+/// (server-authored, so bounded before anything keeps them).
+pub(super) fn supported_versions(data: Option<&Value>) -> Vec<String> {
+    let Some(Value::Array(list)) = data.and_then(|d| d.get("supported")) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(Value::as_str)
+        .filter(|v| !v.is_empty() && v.len() <= 32 && v.bytes().all(|b| (0x21..=0x7e).contains(&b)))
+        .take(MAX_SUPPORTED_VERSIONS)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Reads inbound events until the session ends.
+pub(crate) async fn run_reader(shared: Arc<Shared>, mut source: Box<dyn FrameSource>) {
+    // One waiter on `ended` for the whole loop (not one per select).
+    let ended = shared.ended.clone();
+    let ended = ended.cancelled();
+    tokio::pin!(ended);
+    loop {
+        // A frame at hand is taken without building `next()`'s future.
+        let at_hand = match shared.terminal() {
+            Some(_) => return,
+            None => source.try_next(),
+        };
+        let event = match at_hand {
+            Some(event) => event,
+            None => tokio::select! {
+                biased;
+                _ = &mut ended => return,
+                event = source.next() => event,
+            },
+        };
+        match event {
+            InboundEvent::Frame(frame) => {
+                if let Err(error) = shared.on_frame(&frame).await {
+                    shared.terminate(error);
+                    return;
+                }
+            }
+            InboundEvent::Closed(error) => {
+                shared.terminate(error);
+                return;
+            }
+            InboundEvent::StateLost { refused, stale } => {
+                if let Err(error) = shared.session_expired(refused, stale) {
+                    shared.terminate(error);
+                    return;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,457 @@
+//! One request: its state shared by the caller, the pending map, the writer and
+//! the transport, the caller's wait for the reply (driving its exchange when the
+//! medium hands it back), and what abandoning it owes the server.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
+
+use futures_util::future::BoxFuture;
+use futures_util::task::AtomicWaker;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::jsonrpc::ResultBody;
+use crate::observe;
+use crate::transport::{
+    CallHeaders, Exchange, FrameMeta, Medium, OutboundFrame, RequestControl, RequestHandle,
+};
+
+use super::{NotificationFrame, Queued, Shared, lock, notification_meta};
+use crate::session::era::Wire;
+
+/// Request states, advanced with compare-and-swap by the writer and the caller.
+pub(super) const QUEUED: u8 = 0;
+pub(super) const WRITTEN: u8 = 1;
+pub(super) const ABANDONED: u8 = 2;
+pub(super) const SETTLED: u8 = 3;
+
+/// One request's state, shared by its caller, the pending map, the writer and the
+/// transport's [`RequestHandle`]: a single allocation per request, in place of a
+/// reply channel, a state cell, a cancellation token and a failure callback.
+pub(crate) struct RequestCtl {
+    pub(super) id: u64,
+    /// The reply's result is read as a `tools/call` result.
+    pub(super) tool_call: bool,
+    /// Abandoning it after it was written sends `notifications/cancelled` (never
+    /// for `initialize`).
+    pub(super) cancellable: bool,
+    /// What it was written for (a stateless request on HTTP is cancelled by
+    /// cutting its exchange, not by a notification).
+    pub(super) wire: Wire,
+    /// A JSON-RPC error answering it is expected and not reported to the
+    /// diagnostics observer (the probe: a legacy server's error is its answer),
+    /// nor is an error with `id: null` that arrives while it waits.
+    pub(super) quiet: bool,
+    /// `QUEUED`, `WRITTEN`, `ABANDONED` or `SETTLED`.
+    pub(super) state: AtomicU8,
+    /// The outcome, stored once by whoever settles the request.
+    pub(super) outcome: Mutex<Option<Result<ResultBody>>>,
+    /// The caller waiting for `outcome`.
+    pub(super) waker: AtomicWaker,
+    /// Set before anyone waits in [`RequestCtl::done`], so that settling wakes
+    /// `done_waiters` only when someone may be waiting.
+    pub(super) watched: AtomicBool,
+    pub(super) done_waiters: Notify,
+    /// For [`RequestCtl::fail`] (a transport failing just this request).
+    pub(super) shared: Weak<Shared>,
+}
+
+impl RequestCtl {
+    /// Settled or abandoned: nothing more is expected for this request.
+    pub(crate) fn is_done(&self) -> bool {
+        matches!(self.state.load(Ordering::Acquire), ABANDONED | SETTLED)
+    }
+
+    /// Resolves once [`RequestCtl::is_done`].
+    pub(crate) async fn done(&self) {
+        self.watched.store(true, Ordering::SeqCst);
+        loop {
+            let notified = self.done_waiters.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            // SeqCst, paired with the stores in `complete` and the guard's swap.
+            if matches!(self.state.load(Ordering::SeqCst), ABANDONED | SETTLED) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Fails this request only.
+    pub(crate) fn fail(&self, error: Error) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.settle(self.id, Err(error));
+        }
+    }
+
+    fn wake_done_waiters(&self) {
+        if self.watched.load(Ordering::SeqCst) {
+            self.done_waiters.notify_waiters();
+        }
+    }
+
+    /// Stores the outcome and wakes the caller. Called once, by whoever removed the
+    /// request from the pending map.
+    pub(super) fn complete(&self, outcome: Result<ResultBody>) {
+        *lock(&self.outcome) = Some(outcome);
+        self.state.store(SETTLED, Ordering::SeqCst);
+        self.wake_done_waiters();
+        self.waker.wake();
+    }
+}
+
+impl RequestControl for RequestCtl {
+    fn is_done(&self) -> bool {
+        RequestCtl::is_done(self)
+    }
+
+    fn is_abandoned(&self) -> bool {
+        self.state.load(Ordering::Acquire) == ABANDONED
+    }
+
+    fn done(&self) -> BoxFuture<'_, ()> {
+        Box::pin(RequestCtl::done(self))
+    }
+
+    fn fail(&self, error: Error) {
+        RequestCtl::fail(self, error)
+    }
+}
+
+/// The caller's wait for [`RequestCtl::complete`].
+pub(super) struct Reply<'a>(&'a RequestCtl);
+
+impl Future for Reply<'_> {
+    type Output = Result<ResultBody>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let control = self.0;
+        if control.state.load(Ordering::Acquire) != SETTLED {
+            control.waker.register(cx.waker());
+            if control.state.load(Ordering::Acquire) != SETTLED {
+                return Poll::Pending;
+            }
+        }
+        match lock(&control.outcome).take() {
+            Some(outcome) => Poll::Ready(outcome),
+            // `complete` stores the outcome before `SETTLED`, and only this future
+            // takes it (once): unreachable. Not a panic in release builds.
+            None => {
+                debug_assert!(false, "a settled request without its outcome");
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// Hashes the engine's own request ids (sequential `u64`s) with one multiply
+/// (Fibonacci hashing), so the high bits the table probes with differ for
+/// consecutive ids. Only ids this engine chose are ever stored; a server's reply
+/// id is only looked up.
+#[derive(Default, Clone, Copy)]
+pub(super) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = (self.0 ^ id).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+pub(super) type PendingMap = HashMap<u64, Arc<RequestCtl>, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// `notifications/cancelled` parameters (keys in `serde_json::Map` order).
+#[derive(Serialize)]
+pub(super) struct CancelledParams {
+    reason: &'static str,
+    #[serde(rename = "requestId")]
+    request_id: u64,
+}
+
+/// How [`Shared::request_body`] sends a request.
+#[derive(Debug)]
+pub(crate) struct RequestOptions {
+    /// What it is written for.
+    pub(crate) wire: Wire,
+    /// Abandoning it after it was written sends `notifications/cancelled`.
+    pub(crate) cancellable: bool,
+    /// Read its result as a `tools/call` result when the reader can
+    /// ([`jsonrpc::classify_with`]).
+    pub(crate) tool_call: bool,
+    /// `Mcp-Name` and `Mcp-Param-*` (HTTP, stateless).
+    pub(crate) call: Option<Arc<CallHeaders>>,
+    /// Keep a JSON-RPC error answering it from the diagnostics observer.
+    pub(crate) quiet: bool,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        RequestOptions {
+            wire: Wire::Legacy(None),
+            cancellable: true,
+            tool_call: false,
+            call: None,
+            quiet: false,
+        }
+    }
+}
+
+impl Shared {
+    /// Sends a request written for `wire` and waits for its reply until
+    /// `deadline`. `params` must already hold what `wire` requires (a modern
+    /// request's `_meta`).
+    ///
+    /// `cancellable`: send `notifications/cancelled` if the request is abandoned
+    /// after the writer took it (never for `initialize`).
+    pub(crate) async fn request<P: Serialize>(
+        self: &Arc<Self>,
+        method: &'static str,
+        params: P,
+        wire: Wire,
+        deadline: Instant,
+        cancellable: bool,
+    ) -> Result<Value> {
+        let options = RequestOptions {
+            wire,
+            cancellable,
+            ..RequestOptions::default()
+        };
+        self.request_body(method, params, deadline, options)
+            .await
+            .map(ResultBody::into_value)
+    }
+
+    /// [`Shared::request`] with every option, the result as the reader built it.
+    pub(crate) async fn request_body<P: Serialize>(
+        self: &Arc<Self>,
+        method: &'static str,
+        params: P,
+        deadline: Instant,
+        options: RequestOptions,
+    ) -> Result<ResultBody> {
+        if let Some(error) = self.terminal() {
+            return Err(error.clone());
+        }
+        let RequestOptions {
+            wire,
+            cancellable,
+            tool_call,
+            call,
+            quiet,
+        } = options;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        observe::request_sent(id);
+        let frame = self.encode_request(id, method, &params)?;
+        drop(params);
+        let meta = FrameMeta {
+            method: Some(method),
+            protocol_version: wire.version(),
+            stateless: wire.is_modern(),
+            completes_handshake: false,
+            call,
+        };
+        let control = Arc::new(RequestCtl {
+            id,
+            tool_call,
+            cancellable,
+            wire,
+            quiet,
+            state: AtomicU8::new(QUEUED),
+            outcome: Mutex::new(None),
+            waker: AtomicWaker::new(),
+            watched: AtomicBool::new(false),
+            done_waiters: Notify::new(),
+            shared: Arc::downgrade(self),
+        });
+        let alone = {
+            let mut pending = lock(&self.pending);
+            // Checked under the lock `terminate` drains with, so no request can be
+            // registered after the drain and then wait forever.
+            if let Some(error) = self.terminal() {
+                return Err(error.clone());
+            }
+            pending.insert(id, control.clone());
+            pending.len() == 1
+        };
+        let guard = RequestGuard {
+            shared: self,
+            control: &control,
+        };
+        let frame = OutboundFrame {
+            bytes: frame,
+            meta,
+            request: Some(RequestHandle::new(control.clone())),
+        };
+        let held = if wire.is_modern() {
+            Some(frame) // the legacy session machinery is not on the modern path
+        } else {
+            self.hold_for_reinit(frame, &control)
+        };
+        let submitted = match held {
+            // Held back: sent with the new session once the re-initialise is done.
+            None => Ok(None),
+            Some(frame) => {
+                self.submit(frame, Some(control.clone()), alone, deadline)
+                    .await
+            }
+        };
+        let outcome = match submitted {
+            Err(error) if error.kind() == ErrorKind::Timeout => Err(Error::timeout(format!(
+                "{method} to server \"{}\" timed out waiting for the outbound queue",
+                self.server
+            ))),
+            Err(error) => Err(error),
+            Ok(None) => self.wait_reply(&control, method, deadline).await,
+            Ok(Some(exchange)) => {
+                self.drive_and_wait(exchange, &control, method, deadline)
+                    .await
+            }
+        };
+        drop(guard);
+        outcome
+    }
+
+    /// Waits for a request's reply until `deadline`, which moves on by the time the
+    /// host handler spent answering legacy server requests meanwhile (a person
+    /// filling a form is not the server being slow).
+    async fn wait_reply(
+        &self,
+        control: &RequestCtl,
+        method: &str,
+        mut deadline: Instant,
+    ) -> Result<ResultBody> {
+        let paused_at_start = self.inputs.clock.total();
+        let mut extended = std::time::Duration::ZERO;
+        loop {
+            if let Ok(outcome) = tokio::time::timeout_at(deadline, Reply(control)).await {
+                return outcome;
+            }
+            let paused = self.inputs.clock.total().saturating_sub(paused_at_start);
+            if paused > extended {
+                deadline += paused - extended;
+                extended = paused;
+                continue;
+            }
+            return Err(Error::timeout(format!(
+                "{method} to server \"{}\" timed out",
+                self.server
+            )));
+        }
+    }
+
+    /// [`Shared::wait_reply`] while driving the request's exchange from this task:
+    /// the frame it ends with is routed here, exactly as the reader would route it
+    /// (a frame that ends the session ends it). The reply may also arrive another
+    /// way (an event stream); then the exchange's rest is detached.
+    async fn drive_and_wait(
+        self: &Arc<Self>,
+        mut exchange: Exchange,
+        control: &RequestCtl,
+        method: &str,
+        deadline: Instant,
+    ) -> Result<ResultBody> {
+        let reply = self.wait_reply(control, method, deadline);
+        tokio::pin!(reply);
+        tokio::select! {
+            biased;
+            outcome = &mut reply => return outcome,
+            frame = exchange.run() => {
+                if let Some(frame) = frame
+                    && let Err(error) = self.on_frame(&frame).await
+                {
+                    self.terminate(error);
+                }
+            }
+        }
+        reply.await
+    }
+
+    /// Completes a pending request; a reply for an unknown id is dropped.
+    pub(super) fn settle(&self, id: u64, outcome: Result<ResultBody>) {
+        let Some(pending) = lock(&self.pending).remove(&id) else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        pending.complete(outcome);
+    }
+
+    /// Queues one best-effort `notifications/cancelled` for a request written for
+    /// `wire`. A stateless request on HTTP gets none: cutting its exchange (the
+    /// transport does, once the request is abandoned) is its cancellation.
+    pub(super) fn send_cancelled(&self, id: u64, wire: Wire) {
+        if wire.is_modern() && self.medium == Medium::Exchanges {
+            return;
+        }
+        let frame = match self.encode(&NotificationFrame {
+            jsonrpc: "2.0",
+            method: "notifications/cancelled",
+            params: Some(CancelledParams {
+                reason: "request abandoned by the client",
+                request_id: id,
+            }),
+        }) {
+            Ok(frame) => frame,
+            Err(_) => return,
+        };
+        // Best effort: a full queue drops the notification rather than delaying the
+        // deadline it reports.
+        self.backlog.fetch_add(1, Ordering::AcqRel);
+        let queued = self.queue.try_send(Queued::Cancel(OutboundFrame {
+            bytes: frame,
+            meta: notification_meta("notifications/cancelled", wire),
+            request: None,
+        }));
+        if queued.is_err() {
+            self.backlog.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Settles a request's fate when its caller stops waiting (reply, timeout, drop).
+pub(super) struct RequestGuard<'a> {
+    shared: &'a Arc<Shared>,
+    control: &'a Arc<RequestCtl>,
+}
+
+impl Drop for RequestGuard<'_> {
+    fn drop(&mut self) {
+        let control = self.control;
+        // Whoever removes the pending entry decides its fate: if the reader (or a
+        // per-request transport failure) removed it first, the request was
+        // answered and must never be cancelled.
+        // (A settled entry is already gone: skip the lock.)
+        if control.state.load(Ordering::Acquire) == SETTLED {
+            return;
+        }
+        let unanswered = lock(&self.shared.pending).remove(&control.id).is_some();
+        let previous = control.state.swap(ABANDONED, Ordering::SeqCst);
+        if previous == SETTLED {
+            control.state.store(SETTLED, Ordering::Release);
+        } else {
+            control.wake_done_waiters();
+            if unanswered
+                && previous == WRITTEN
+                && control.cancellable
+                && self.shared.terminal().is_none()
+            {
+                self.shared.send_cancelled(control.id, control.wire);
+            }
+        }
+    }
+}

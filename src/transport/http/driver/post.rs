@@ -1,0 +1,195 @@
+//! One POST: its headers, its status, and the JSON body or event stream answering
+//! it. A JSON body answering a request is returned to whoever drives the POST
+//! (the caller's task, or a background task that delivers it).
+
+use std::sync::{Arc, PoisonError};
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::Full;
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::super::SETTLED_STREAM_GRACE;
+use super::super::body::{self, BodyError};
+use super::super::headers;
+use super::super::session::SentSessionId;
+use super::{Shared, content_type};
+use crate::error::{Detail, Error};
+use crate::transport::{InboundEvent, OutboundFrame};
+
+impl Shared {
+    /// Runs one POST to completion (or until its request settled and the grace
+    /// period passed, or the request timeout for frames without a request).
+    /// Returns the JSON body answering a request, for whoever drives the POST to
+    /// route (see [`Shared::post_exchange`]).
+    pub(super) async fn post(
+        self: Arc<Self>,
+        frame: OutboundFrame,
+        permit: OwnedSemaphorePermit,
+    ) -> Option<Bytes> {
+        match frame.request.clone() {
+            Some(handle) => {
+                let stateless = frame.meta.stateless;
+                tokio::select! {
+                    body = self.post_exchange(frame, permit) => body,
+                    _ = async {
+                        handle.done().await;
+                        // 2026-07-28: cutting an abandoned request's exchange is
+                        // its cancellation (no notification is sent).
+                        if !(stateless && handle.is_abandoned()) {
+                            tokio::time::sleep(SETTLED_STREAM_GRACE).await;
+                        }
+                    } => None,
+                }
+            }
+            None => {
+                let _ =
+                    tokio::time::timeout(self.request_timeout, self.post_exchange(frame, permit))
+                        .await;
+                None
+            }
+        }
+    }
+
+    /// [`Shared::post`] until the transport ends.
+    pub(super) async fn post_until_end(
+        self: Arc<Self>,
+        frame: OutboundFrame,
+        permit: OwnedSemaphorePermit,
+    ) -> Option<Bytes> {
+        let work = self.work.clone();
+        tokio::select! {
+            _ = work.cancelled() => None,
+            body = self.post(frame, permit) => body,
+        }
+    }
+
+    /// The permit (one of `queueCapacity`) is held until the response head arrives:
+    /// a response stream that stays open does not block later POSTs (such as the
+    /// reply to a server request that arrived on that very stream).
+    ///
+    /// A request answered with a JSON body returns that body (one frame, bounded
+    /// by `maxFrameBytes`) instead of delivering it: the task driving the POST
+    /// routes it. Everything else (event streams, errors, session expiry) goes
+    /// through the source.
+    async fn post_exchange(
+        self: &Arc<Self>,
+        frame: OutboundFrame,
+        permit: OwnedSemaphorePermit,
+    ) -> Option<Bytes> {
+        let mut req = Request::post(self.endpoint.clone())
+            .body(Full::new(frame.bytes.clone()))
+            .expect("a POST to a validated URI");
+        if let Err(error) = headers::apply(&mut req, &frame.meta) {
+            match &frame.request {
+                Some(handle) => handle.fail(error),
+                None => self.terminate(error),
+            }
+            return None;
+        }
+        if frame.meta.completes_handshake {
+            self.remember_legacy_version(&frame.meta);
+        }
+        let response = self.exchange(req).await;
+        drop(permit);
+        let response = match response {
+            Ok(response) => response,
+            Err(error) => {
+                let error = self.classify(&error);
+                self.terminate(error);
+                return None;
+            }
+        };
+        let status = response.status();
+        let sent = response
+            .extensions()
+            .get::<SentSessionId>()
+            .and_then(|s| s.0.clone());
+        if !status.is_success() {
+            match status.as_u16() {
+                401 | 403 => self.terminate(self.unauthorized(status)),
+                404 if sent.is_some() => {
+                    // A 404 for a session already forgotten (another POST's 404
+                    // expired it) is stale: the engine re-sends the frame with
+                    // the new session rather than counting a second expiry.
+                    let stale = !self.expire_session(sent.as_ref().expect("checked"));
+                    self.deliver(InboundEvent::StateLost {
+                        refused: frame,
+                        stale,
+                    })
+                    .await;
+                }
+                400 | 404 if frame.meta.stateless && frame.request.is_some() => {
+                    // 2026-07-28: the body may be the JSON-RPC error answering the
+                    // request (-32022, -32601, ...): read (capped) and routed; a
+                    // request it did not settle fails with the status.
+                    self.error_body(response, &frame).await;
+                }
+                _ => {
+                    if let Some(handle) = &frame.request {
+                        handle.fail(self.status_error(status));
+                    }
+                }
+            }
+            return None;
+        }
+        if frame.meta.completes_handshake && frame.meta.protocol_version.is_some() {
+            let opened = self.start_standalone();
+            *self
+                .standalone_opening
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(opened);
+        }
+        if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
+            // Success for a notification or a reply; a request answered this way
+            // will never get its reply, so fail it now instead of at its deadline.
+            if let Some(handle) = &frame.request {
+                handle.fail(
+                    Error::invalid_response(format!(
+                        "server \"{}\" answered a request with HTTP {} and no reply",
+                        self.server,
+                        status.as_u16()
+                    ))
+                    .with_detail(Detail::Status(status.as_u16())),
+                );
+            }
+            return None;
+        }
+        // A notification or a reply is answered 202 with no body; a server that
+        // sends a body anyway (e.g. `{"jsonrpc":"2.0","result":{}}` to
+        // `notifications/initialized`) is answering nothing of ours: ignore it.
+        frame.request.as_ref()?;
+        match content_type(&response).as_deref() {
+            Some("text/event-stream") => {
+                self.follow_post_stream(response.into_body(), &frame).await;
+            }
+            Some("application/json") | None => {
+                if body::declared_too_large(&response, self.max_frame) {
+                    self.terminate(self.too_large());
+                    return None;
+                }
+                match body::collect_bounded(response.into_body(), self.max_frame).await {
+                    Ok(bytes) => {
+                        if !bytes.iter().all(u8::is_ascii_whitespace) {
+                            return Some(bytes);
+                        }
+                    }
+                    Err(BodyError::TooLarge) => self.terminate(self.too_large()),
+                    Err(BodyError::Broken(error)) => {
+                        let error = self.classify(&error);
+                        self.terminate(error);
+                    }
+                }
+            }
+            Some(_) => {
+                if let Some(handle) = &frame.request {
+                    handle.fail(Error::protocol(format!(
+                        "server \"{}\" answered with an unsupported content type",
+                        self.server
+                    )));
+                }
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,287 @@
+//! Event streams: reading one within its bounds, resuming a request's stream
+//! with `Last-Event-ID`, the standalone GET stream, and the closing `DELETE`.
+
+use std::sync::{Arc, PoisonError};
+
+use bytes::Bytes;
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures_util::StreamExt;
+use http::Request;
+use http::header::HeaderValue;
+use http_body_util::{BodyExt, Full};
+use tokio::sync::oneshot;
+
+use super::super::session::SentSessionId;
+use super::super::sse::{self, BoundedSse, SSE_FRAMING_ALLOWANCE, SharedCursor, SseByteError};
+use super::super::{DELETE_TIMEOUT, MAX_RESUME_ATTEMPTS, ResponseBody};
+use super::{LAST_EVENT_ID, Resume, Shared, StreamEnd, content_type, retry_delay};
+use crate::error::{Error, ErrorKind};
+use crate::transport::{InboundEvent, OutboundFrame, RequestHandle};
+
+impl Shared {
+    /// Reads one event stream, delivering each event's data as a frame.
+    async fn read_events(&self, body: ResponseBody, cursor: &SharedCursor) -> (StreamEnd, usize) {
+        let limit = self.max_frame.saturating_add(SSE_FRAMING_ALLOWANCE);
+        let bytes = BoundedSse::new(body.into_data_stream(), limit, cursor.clone());
+        let mut events = std::pin::pin!(bytes.eventsource());
+        let mut frames = 0;
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = self.work.cancelled() => return (StreamEnd::Cancelled, frames),
+                next = events.next() => next,
+            };
+            match next {
+                None => return (StreamEnd::Eof, frames),
+                Some(Ok(event)) => {
+                    if event.data.is_empty() {
+                        continue;
+                    }
+                    if event.data.len() > self.max_frame {
+                        return (StreamEnd::TooLarge, frames);
+                    }
+                    if !self
+                        .deliver(InboundEvent::Frame(Bytes::from(event.data)))
+                        .await
+                    {
+                        return (StreamEnd::Cancelled, frames);
+                    }
+                    frames += 1;
+                }
+                Some(Err(EventStreamError::Transport(SseByteError::TooLarge))) => {
+                    return (StreamEnd::TooLarge, frames);
+                }
+                Some(Err(EventStreamError::Transport(SseByteError::Body))) => {
+                    return (StreamEnd::Broken, frames);
+                }
+                Some(Err(_)) => return (StreamEnd::Malformed, frames),
+            }
+        }
+    }
+
+    /// Reads the event stream answering a POST; resumes it with `GET` +
+    /// `Last-Event-ID` while its request is unsettled.
+    pub(super) async fn follow_post_stream(
+        self: &Arc<Self>,
+        body: ResponseBody,
+        frame: &OutboundFrame,
+    ) {
+        let cursor = SharedCursor::default();
+        let mut body = Some(body);
+        let mut attempts = 0u32;
+        loop {
+            if let Some(body) = body.take() {
+                let (end, frames) = self.read_events(body, &cursor).await;
+                match end {
+                    StreamEnd::TooLarge => return self.terminate(self.too_large()),
+                    StreamEnd::Malformed => return self.terminate(self.malformed_stream()),
+                    StreamEnd::Cancelled => return,
+                    StreamEnd::Eof | StreamEnd::Broken => {}
+                }
+                // Progress, or a server closing the stream on purpose (2025-11-25
+                // polling): not a failed attempt. The engine's request deadline
+                // bounds the total.
+                if frames > 0 || matches!(end, StreamEnd::Eof) {
+                    attempts = 0;
+                }
+            }
+            // A notification's or a reply's stream: nothing to wait for.
+            let Some(handle) = &frame.request else { return };
+            if !self.settle(handle).await {
+                return;
+            }
+            if handle.is_done() {
+                return;
+            }
+            let state = sse::snapshot(&cursor);
+            // 2026-07-28 has no resumption: a broken stream loses its request.
+            let last_id = state.last_event_id.filter(|_| !frame.meta.stateless);
+            let Some(last_id) = last_id else {
+                return handle.fail(Error::closed(format!(
+                    "server \"{}\" ended the response stream before replying",
+                    self.server
+                )));
+            };
+            attempts += 1;
+            if attempts > MAX_RESUME_ATTEMPTS {
+                return handle.fail(Error::closed(format!(
+                    "server \"{}\" ended the response stream before replying; resuming failed",
+                    self.server
+                )));
+            }
+            let delay = retry_delay(state.retry);
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = handle.done() => return,
+            }
+            match self.resume(Some(&last_id), Some(frame)).await {
+                Resume::Stream(next) => body = Some(next),
+                Resume::Retry => {}
+                Resume::Refused(error) => return handle.fail(error),
+                Resume::Handled => return,
+            }
+        }
+    }
+
+    /// Waits until every frame delivered so far was routed (or the request settled).
+    pub(super) async fn settle(&self, handle: &RequestHandle) -> bool {
+        tokio::select! {
+            routed = self.barrier() => routed,
+            _ = handle.done() => true,
+        }
+    }
+
+    /// `GET` with `Accept: text/event-stream` (and `Last-Event-ID` when given).
+    /// `frame` is the request whose stream is resumed (`None`: the standalone stream).
+    async fn resume(&self, last_id: Option<&str>, frame: Option<&OutboundFrame>) -> Resume {
+        let mut req = Request::get(self.endpoint.clone())
+            .body(Full::new(Bytes::new()))
+            .expect("a GET to a validated URI");
+        self.with_legacy_version(&mut req);
+        if let Some(id) = last_id {
+            match HeaderValue::from_str(id) {
+                Ok(value) => {
+                    req.headers_mut().insert(LAST_EVENT_ID.clone(), value);
+                }
+                Err(_) => {
+                    return Resume::Refused(Error::closed(format!(
+                        "server \"{}\" sent an event id that cannot be replayed",
+                        self.server
+                    )));
+                }
+            }
+        }
+        let response = match self.exchange(req).await {
+            Ok(response) => response,
+            Err(error) => {
+                let error = self.classify(&error);
+                return match error.kind() {
+                    ErrorKind::ConnectionClosed => Resume::Retry,
+                    ErrorKind::EgressDenied if frame.is_none() => Resume::Refused(error),
+                    _ => {
+                        self.terminate(error);
+                        Resume::Handled
+                    }
+                };
+            }
+        };
+        let status = response.status();
+        if status.is_success() {
+            return if content_type(&response).as_deref() == Some("text/event-stream") {
+                Resume::Stream(response.into_body())
+            } else {
+                Resume::Refused(Error::protocol(format!(
+                    "server \"{}\" did not answer GET with an event stream",
+                    self.server
+                )))
+            };
+        }
+        let sent = response
+            .extensions()
+            .get::<SentSessionId>()
+            .and_then(|s| s.0.clone());
+        match (status.as_u16(), frame) {
+            (401 | 403, _) => {
+                self.terminate(self.unauthorized(status));
+                Resume::Handled
+            }
+            (404, Some(frame)) if sent.is_some() => {
+                // The session is gone while a reply was streaming: the request
+                // cannot be completed; the engine re-initialises.
+                if let Some(handle) = &frame.request {
+                    handle.fail(Error::closed(format!(
+                        "server \"{}\" ended the HTTP session before replying",
+                        self.server
+                    )));
+                }
+                if !self.expire_session(sent.as_ref().expect("checked")) {
+                    return Resume::Refused(self.stale_session_error());
+                }
+                self.deliver(InboundEvent::StateLost {
+                    refused: frame.clone(),
+                    stale: false,
+                })
+                .await;
+                Resume::Handled
+            }
+            _ => Resume::Refused(self.status_error(status)),
+        }
+    }
+
+    /// Opens the standalone stream in a task of its own; the receiver resolves
+    /// once the first GET is answered (or refused, or the task ends).
+    pub(super) fn start_standalone(self: &Arc<Self>) -> oneshot::Receiver<()> {
+        let (opened_tx, opened) = oneshot::channel();
+        let token = self.work.child_token();
+        if let Some(old) = self
+            .standalone
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(token.clone())
+        {
+            old.cancel();
+        }
+        let shared = self.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = token.cancelled() => {}
+                _ = shared.standalone_stream(opened_tx) => {}
+            }
+        });
+        opened
+    }
+
+    /// The optional server-to-client stream. A server that does not offer one
+    /// (`400`, `404`, `405`, or anything but an event stream) is left alone quietly;
+    /// a broken or ended stream is reopened after the retry delay, with
+    /// `Last-Event-ID` when the server gave ids, up to `MAX_RESUME_ATTEMPTS` times in a
+    /// row without a delivered message.
+    async fn standalone_stream(&self, opened: oneshot::Sender<()>) {
+        let mut opened = Some(opened);
+        let cursor = SharedCursor::default();
+        let mut attempts = 0u32;
+        loop {
+            let last_id = sse::snapshot(&cursor).last_event_id;
+            let resumed = self.resume(last_id.as_deref(), None).await;
+            if let Some(opened) = opened.take() {
+                let _ = opened.send(());
+            }
+            match resumed {
+                Resume::Stream(body) => {
+                    let (end, frames) = self.read_events(body, &cursor).await;
+                    match end {
+                        StreamEnd::TooLarge => return self.terminate(self.too_large()),
+                        StreamEnd::Malformed => return self.terminate(self.malformed_stream()),
+                        StreamEnd::Cancelled => return,
+                        StreamEnd::Eof | StreamEnd::Broken => {}
+                    }
+                    // A clean end is the server polling us back, not a failure;
+                    // the retry delay paces the reconnects.
+                    if frames > 0 || matches!(end, StreamEnd::Eof) {
+                        attempts = 0;
+                    }
+                }
+                Resume::Retry => {}
+                Resume::Refused(_) | Resume::Handled => return,
+            }
+            attempts += 1;
+            if attempts > MAX_RESUME_ATTEMPTS {
+                return;
+            }
+            tokio::time::sleep(retry_delay(sse::snapshot(&cursor).retry)).await;
+        }
+    }
+
+    /// `DELETE` with the session id, bounded by [`DELETE_TIMEOUT`]; any answer
+    /// (including `405`) or failure is fine.
+    pub(super) async fn delete_session(&self) {
+        if self.session.id().is_none() {
+            return;
+        }
+        let mut req = Request::delete(self.endpoint.clone())
+            .body(Full::new(Bytes::new()))
+            .expect("a DELETE to a validated URI");
+        self.with_legacy_version(&mut req);
+        let _ = tokio::time::timeout(DELETE_TIMEOUT, self.exchange(req)).await;
+    }
+}
