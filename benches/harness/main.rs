@@ -6,7 +6,7 @@
 //! cargo bench --bench harness -- --quick      # smoke (1 short round, under 30 s)
 //! cargo bench --bench harness -- --callgrind  # instructions per call (valgrind)
 //! cargo bench --bench harness -- --eras       # 2026-07-28 against legacy, same run
-//! cargo bench --bench harness -- --curve      # the cost curve (about 6 minutes)
+//! cargo bench --bench harness -- --curve      # the cost curve (about 4 minutes)
 //! ```
 //!
 //! Every measured client runs in its own process (this binary, re-executed with a
