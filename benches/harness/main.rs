@@ -5,6 +5,8 @@
 //! cargo bench --bench harness                 # full run (3 rounds, about 3 minutes)
 //! cargo bench --bench harness -- --quick      # smoke (1 short round, under 30 s)
 //! cargo bench --bench harness -- --callgrind  # instructions per call (valgrind)
+//! cargo bench --bench harness -- --eras       # 2026-07-28 against legacy, same run
+//! cargo bench --bench harness -- --curve      # the cost curve (about 4 minutes)
 //! ```
 //!
 //! Every measured client runs in its own process (this binary, re-executed with a
@@ -17,13 +19,20 @@
 //! `--only SUBSTRING` (scenario or client names), `--rt current|multi` (the
 //! clients' tokio runtime; default `multi`), `--json PATH` (raw results),
 //! `--callgrind [CALLS]` (instructions per stdio call, sequential and 64 in flight,
-//! from runs of `CALLS` and `CALLS / 10` calls; default 4000). The `client` role
-//! also takes `--calls N` (stop after N calls, spread over `--inflight` tasks).
+//! from runs of `CALLS` and `CALLS / 10` calls; default 4000), `--era
+//! legacy|modern` (the era of the table; default legacy), `--eras` (every
+//! scenario and connect in both eras, `auto` too, see `eras.rs`), `--curve` (the
+//! cost curve, see `curve.rs`). The `client` role also takes `--calls N` (stop
+//! after N calls, spread over `--inflight` tasks); every role takes the server's
+//! shape (`--tools N`, `--result-bytes N`, `--legacy-only`, see `server.rs`).
 
 mod clients;
+mod curve;
+mod eras;
+mod runner;
 mod server;
+mod table;
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -31,7 +40,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use clients::{ServerTarget, Until};
+use clients::{ServerTarget, Setup, Until};
+use server::Shape;
 
 /// The in-flight count of the concurrent scenarios.
 pub const MAX_INFLIGHT: usize = 64;
@@ -63,6 +73,36 @@ impl ClientKind {
             "rmcp" => ClientKind::Rmcp,
             _ => return None,
         })
+    }
+}
+
+/// The era a client speaks (`--era`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EraChoice {
+    Legacy,
+    Modern,
+    /// smthrs-mcp's default: probe with `server/discover`, fall back.
+    Auto,
+}
+
+impl EraChoice {
+    /// `--era`'s spelling of each, in declaration order.
+    const NAMES: [&'static str; 3] = ["legacy", "modern", "auto"];
+
+    fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// `legacy`, `modern` (or `2026-07-28`), `auto`.
+    fn parse(text: &str) -> Option<EraChoice> {
+        let text = if text == server::MODERN {
+            "modern"
+        } else {
+            text
+        };
+        [EraChoice::Legacy, EraChoice::Modern, EraChoice::Auto]
+            .into_iter()
+            .find(|era| era.name() == text)
     }
 }
 
@@ -113,6 +153,11 @@ struct Options {
     http_base: Option<String>,
     flood: Option<u64>,
     timeout_ms: u64,
+    era: EraChoice,
+    shape: Shape,
+    eras: bool,
+    curve: bool,
+    servers: usize,
 }
 
 fn parse_options() -> Options {
@@ -134,6 +179,11 @@ fn parse_options() -> Options {
         http_base: None,
         flood: None,
         timeout_ms: 10_000,
+        era: EraChoice::Legacy,
+        shape: Shape::default(),
+        eras: false,
+        curve: false,
+        servers: 1,
     };
     let mut args = std::env::args().skip(1).peekable();
     while let Some(arg) = args.next() {
@@ -180,6 +230,18 @@ fn parse_options() -> Options {
             "--http-base" => options.http_base = Some(value("--http-base")),
             "--flood" => options.flood = Some(number(&arg, value(&arg))),
             "--timeout-ms" => options.timeout_ms = number(&arg, value(&arg)),
+            "--era" => {
+                options.era = EraChoice::parse(&value("--era"))
+                    .unwrap_or_else(|| usage("--era legacy|modern|auto"))
+            }
+            "--tools" => options.shape.tools = number(&arg, value(&arg)) as usize,
+            "--result-bytes" => {
+                options.shape.result_bytes = Some(number(&arg, value(&arg)) as usize)
+            }
+            "--legacy-only" => options.shape.legacy_only = true,
+            "--eras" => options.eras = true,
+            "--curve" => options.curve = true,
+            "--servers" => options.servers = number(&arg, value(&arg)) as usize,
             role if !role.starts_with('-') && options.role.is_none() => {
                 options.role = Some(role.to_string())
             }
@@ -194,7 +256,8 @@ fn usage(message: &str) -> ! {
     eprintln!("harness: {message}");
     eprintln!(
         "usage: cargo bench --bench harness -- [--quick] [--rounds N] [--duration-ms MS] \
-         [--only NAME] [--rt current|multi] [--json PATH] [--callgrind [CALLS]]"
+         [--only NAME] [--rt current|multi] [--json PATH] [--callgrind [CALLS]] \
+         [--era legacy|modern] [--eras] [--curve]"
     );
     std::process::exit(2)
 }
@@ -202,11 +265,17 @@ fn usage(message: &str) -> ! {
 fn main() {
     let options = parse_options();
     match options.role.as_deref() {
-        None => orchestrate(&options),
-        Some("serve-stdio") => server::serve_stdio(options.flood),
-        Some("serve-http") => server::serve_http(),
+        None if options.callgrind.is_some() => {
+            callgrind(&options, options.callgrind.unwrap_or(4000))
+        }
+        None if options.eras => eras::orchestrate(&options),
+        None if options.curve => curve::orchestrate(&options),
+        None => table::orchestrate(&options),
+        Some("serve-stdio") => server::serve_stdio(options.flood, options.shape),
+        Some("serve-http") => server::serve_http(options.shape),
         Some("client") => role_client(&options),
         Some("connect") => role_connect(&options),
+        Some("servers") => role_servers(&options),
         Some("flood") => role_flood(&options),
         Some("idle") => role_idle(&options),
         Some(other) => usage(&format!("unknown role {other}")),
@@ -237,6 +306,7 @@ fn peak_rss_kib() -> u64 {
 
 fn target(options: &Options, flood: Option<u64>) -> ServerTarget {
     let mut stdio_args = vec!["serve-stdio".to_string()];
+    stdio_args.extend(options.shape.args());
     if let Some(bytes) = flood {
         stdio_args.push("--flood".into());
         stdio_args.push(bytes.to_string());
@@ -245,6 +315,14 @@ fn target(options: &Options, flood: Option<u64>) -> ServerTarget {
         exe: std::env::current_exe().expect("the harness binary"),
         stdio_args,
         http_base: options.http_base.clone(),
+    }
+}
+
+fn setup(options: &Options) -> Setup {
+    Setup {
+        era: options.era,
+        shape: options.shape,
+        inflight: options.inflight,
     }
 }
 
@@ -257,15 +335,21 @@ fn fail(what: &str, error: impl std::fmt::Display) -> ! {
     std::process::exit(1)
 }
 
+/// The `--client` a role needs.
+fn client_kind(options: &Options, role: &str) -> ClientKind {
+    let Some(kind) = options.client else {
+        usage(&format!("{role} needs --client"))
+    };
+    kind
+}
+
 /// `client`: connect, warm up, then either a timed run or a fixed call count.
 fn role_client(options: &Options) {
-    let kind = options
-        .client
-        .unwrap_or_else(|| usage("client needs --client"));
+    let kind = client_kind(options, "client");
     let server = target(options, None);
     let rt = runtime(options.rt.as_deref().unwrap_or("multi"));
     let outcome = rt.block_on(async {
-        let mut connected = clients::connect(kind, options.transport, &server)
+        let mut connected = clients::connect(kind, options.transport, &server, &setup(options))
             .await
             .unwrap_or_else(|e| fail("connect", e));
         if let Some(calls) = options.calls {
@@ -299,16 +383,14 @@ fn role_client(options: &Options) {
 
 /// `connect`: spawn (stdio) + handshake + `tools/list`, `--iters` times.
 fn role_connect(options: &Options) {
-    let kind = options
-        .client
-        .unwrap_or_else(|| usage("connect needs --client"));
+    let kind = client_kind(options, "connect");
     let server = target(options, None);
     let rt = runtime(options.rt.as_deref().unwrap_or("multi"));
     let samples = rt.block_on(async {
         let mut samples = Vec::with_capacity(options.iters);
         for _ in 0..options.iters {
             let started = Instant::now();
-            let connected = clients::connect(kind, options.transport, &server)
+            let connected = clients::connect(kind, options.transport, &server, &setup(options))
                 .await
                 .unwrap_or_else(|e| fail("connect", e));
             samples.push(started.elapsed().as_secs_f64() * 1e6);
@@ -324,18 +406,37 @@ fn role_connect(options: &Options) {
 
 /// `flood`: connect to a server that answers `initialize` with 512 MiB and no newline.
 fn role_flood(options: &Options) {
-    let kind = options
-        .client
-        .unwrap_or_else(|| usage("flood needs --client"));
+    let kind = client_kind(options, "flood");
     let server = target(options, Some(options.flood.unwrap_or(FLOOD_BYTES)));
     let rt = runtime(options.rt.as_deref().unwrap_or("multi"));
     let limit = Duration::from_millis(options.timeout_ms);
-    let (outcome, elapsed) = rt.block_on(clients::flood(kind, &server, limit));
+    let (outcome, elapsed) = rt.block_on(clients::flood(kind, &server, &setup(options), limit));
     // A client that hung keeps its tasks; the process exits without waiting.
     let rss = peak_rss_kib();
     report(json!({"outcome": outcome, "ms": elapsed.as_secs_f64() * 1e3, "rss_kib": rss}));
     let _ = std::io::stdout().flush();
     std::process::exit(0);
+}
+
+/// `servers`: `--servers N` stdio servers connected at once from this process, as
+/// the CLI's `tools` does: all connects in parallel, every catalog read, all
+/// closed; the time to done and this process's peak RSS.
+fn role_servers(options: &Options) {
+    let kind = client_kind(options, "servers");
+    let server = target(options, None);
+    let rt = runtime(options.rt.as_deref().unwrap_or("multi"));
+    let started = Instant::now();
+    let tools = rt
+        .block_on(clients::connect_many(
+            kind,
+            &server,
+            &setup(options),
+            options.servers,
+        ))
+        .unwrap_or_else(|e| fail("servers", e));
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    drop(rt);
+    report(json!({"ms": ms, "tools": tools, "rss_kib": peak_rss_kib()}));
 }
 
 /// `idle`: the footprint of this binary with a runtime and nothing else.
@@ -408,10 +509,11 @@ struct HttpServer {
 }
 
 impl HttpServer {
-    fn start() -> HttpServer {
+    fn start(shape: Shape) -> HttpServer {
         let exe = std::env::current_exe().expect("the harness binary");
         let mut child = Command::new(exe)
             .arg("serve-http")
+            .args(shape.args())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -498,6 +600,27 @@ fn command_line() -> String {
     }
 }
 
+/// The lines every report starts with: the machine, the load at the start and
+/// now, and the command with `what` it ran.
+fn report_header(options: &Options, load_at_start: &str, what: &str) -> String {
+    let machine = machine_line(options);
+    let (now, command) = (load_average(), command_line());
+    format!(
+        "machine: {machine}\nload average at start: {load_at_start}; at end: {now}\ncommand: {command} ({what})\n"
+    )
+}
+
+/// Prints the report and the failures, if any.
+fn print_report(out: &str, failures: &[String]) {
+    print!("{out}");
+    if !failures.is_empty() {
+        println!("\nFAILURES:");
+        for failure in failures {
+            println!("- {failure}");
+        }
+    }
+}
+
 fn machine_line(options: &Options) -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
@@ -533,360 +656,6 @@ fn machine_line(options: &Options) -> String {
     )
 }
 
-fn orchestrate(options: &Options) {
-    if let Some(calls) = options.callgrind {
-        return callgrind(options, calls);
-    }
-    let quick = options.quick;
-    let rounds = options.rounds.unwrap_or(if quick { 1 } else { 3 });
-    let duration_ms = options
-        .duration_ms
-        .unwrap_or(if quick { 150 } else { 1500 });
-    let warmup_ms = options.warmup_ms.unwrap_or(if quick { 30 } else { 300 });
-    let connect_iters = if quick { 3 } else { 15 };
-    let rmcp_flood_limit_ms: u64 = if quick { 2_000 } else { 5_000 };
-    let started = Instant::now();
-    let load_at_start = load_average();
-    eprintln!("harness: {rounds} round(s), {duration_ms} ms per run; load average {load_at_start}");
-    let http = HttpServer::start();
-    // Every scenario on the default multi-thread runtime (what `#[tokio::main]`
-    // gives); stdio also on a current-thread runtime, where the runtime adds least
-    // and the clients' own costs show most. `--rt` runs everything on one.
-    let default_rt = options.rt.is_none();
-    let rt = options.rt.clone().unwrap_or_else(|| "multi".into());
-    let mut scenarios = Vec::new();
-    for transport in [Transport::Stdio, Transport::Http, Transport::Sse] {
-        for inflight in [1, MAX_INFLIGHT] {
-            scenarios.push(Scenario {
-                transport,
-                inflight,
-                rt: rt.clone(),
-                tagged: default_rt && transport == Transport::Stdio,
-            });
-        }
-        if default_rt && transport == Transport::Stdio {
-            for inflight in [1, MAX_INFLIGHT] {
-                scenarios.push(Scenario {
-                    transport,
-                    inflight,
-                    rt: "current".into(),
-                    tagged: true,
-                });
-            }
-        }
-    }
-    let common = |client: ClientKind, transport: Transport, rt: &str| -> Vec<String> {
-        vec![
-            "--client".into(),
-            client.name().into(),
-            "--transport".into(),
-            transport.name().into(),
-            "--rt".into(),
-            rt.to_string(),
-            "--http-base".into(),
-            http.base.clone(),
-        ]
-    };
-    let mut failures: Vec<String> = Vec::new();
-    // (scenario, client) -> rates, rss
-    let mut rates: BTreeMap<(usize, ClientKind), Vec<f64>> = BTreeMap::new();
-    let mut rss: BTreeMap<(usize, ClientKind), Vec<f64>> = BTreeMap::new();
-    let mut connects: BTreeMap<(Transport, ClientKind), Vec<f64>> = BTreeMap::new();
-    let mut connect_rss: BTreeMap<(Transport, ClientKind), Vec<f64>> = BTreeMap::new();
-    let limit = Duration::from_millis(duration_ms + warmup_ms + 20_000);
-    for round in 0..rounds {
-        eprintln!("harness: round {}/{rounds}", round + 1);
-        for (index, scenario) in scenarios.iter().enumerate() {
-            for client in ClientKind::ALL {
-                if !wanted(options, &[&scenario.name(), client.name()]) {
-                    continue;
-                }
-                let mut args = vec!["client".to_string()];
-                args.extend(common(client, scenario.transport, &scenario.rt));
-                args.extend([
-                    "--inflight".into(),
-                    scenario.inflight.to_string(),
-                    "--duration-ms".into(),
-                    duration_ms.to_string(),
-                    "--warmup-ms".into(),
-                    warmup_ms.to_string(),
-                ]);
-                match run_role(&args, limit) {
-                    Ok(value) => {
-                        let rate = value["rate"].as_f64().unwrap_or(f64::NAN);
-                        let kib = value["rss_kib"].as_f64().unwrap_or(f64::NAN);
-                        eprintln!(
-                            "  {:<24} {:<11} {:>10.0} calls/s  {:>6.1} MiB",
-                            scenario.name(),
-                            client.name(),
-                            rate,
-                            kib / 1024.0
-                        );
-                        rates.entry((index, client)).or_default().push(rate);
-                        rss.entry((index, client)).or_default().push(kib);
-                    }
-                    Err(error) => {
-                        eprintln!("  {} {}: FAILED {error}", scenario.name(), client.name());
-                        failures.push(format!("{} {}: {error}", scenario.name(), client.name()));
-                    }
-                }
-            }
-        }
-        for transport in [Transport::Stdio, Transport::Http] {
-            let name = format!("{} connect", transport.name());
-            for client in ClientKind::ALL {
-                if !wanted(options, &[&name, client.name()]) {
-                    continue;
-                }
-                let mut args = vec!["connect".to_string()];
-                args.extend(common(client, transport, &rt));
-                args.extend(["--iters".into(), connect_iters.to_string()]);
-                match run_role(&args, Duration::from_secs(120)) {
-                    Ok(value) => {
-                        let us = value["median_us"].as_f64().unwrap_or(f64::NAN);
-                        eprintln!("  {name:<24} {:<11} {:>10.0} us", client.name(), us);
-                        connects.entry((transport, client)).or_default().push(us);
-                        connect_rss
-                            .entry((transport, client))
-                            .or_default()
-                            .push(value["rss_kib"].as_f64().unwrap_or(f64::NAN));
-                    }
-                    Err(error) => {
-                        eprintln!("  {name} {}: FAILED {error}", client.name());
-                        failures.push(format!("{name} {}: {error}", client.name()));
-                    }
-                }
-            }
-        }
-    }
-    // The flood: once (its outcome is not a throughput figure).
-    let mut floods: Vec<(ClientKind, Value)> = Vec::new();
-    for client in [ClientKind::Ours, ClientKind::Rmcp] {
-        if !wanted(options, &["stdio flood", client.name()]) {
-            continue;
-        }
-        let timeout_ms = if client == ClientKind::Ours {
-            10_000
-        } else {
-            rmcp_flood_limit_ms
-        };
-        let mut args = vec!["flood".to_string()];
-        args.extend(common(client, Transport::Stdio, &rt));
-        args.extend(["--timeout-ms".into(), timeout_ms.to_string()]);
-        match run_role(&args, Duration::from_millis(timeout_ms + 30_000)) {
-            Ok(value) => {
-                eprintln!("  stdio flood {:<11} {value}", client.name());
-                floods.push((client, value));
-            }
-            Err(error) => {
-                eprintln!("  stdio flood {}: FAILED {error}", client.name());
-                failures.push(format!("stdio flood {}: {error}", client.name()));
-            }
-        }
-    }
-    let idle = run_role(
-        &["idle".to_string(), "--rt".into(), rt.clone()],
-        Duration::from_secs(10),
-    )
-    .ok()
-    .and_then(|v| v["rss_kib"].as_f64());
-    drop(http);
-
-    // ---- the report
-    let mut out = String::new();
-    out += &format!("machine: {}\n", machine_line(options));
-    out += &format!(
-        "load average at start: {load_at_start}; at end: {}\n",
-        load_average()
-    );
-    out += &format!(
-        "command: {} ({rounds} round(s) x {duration_ms} ms per run after {warmup_ms} ms warm-up; medians; {:.0} s in all)\n\n",
-        command_line(),
-        started.elapsed().as_secs_f64()
-    );
-    out += "| scenario | raw calls/s | smthrs-mcp calls/s | rmcp calls/s | ours / raw | ours / rmcp | peak RSS MiB raw / ours / rmcp |\n";
-    out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
-    let mut results = Vec::new();
-    let mut worst_rss: f64 = 0.0;
-    for (index, scenario) in scenarios.iter().enumerate() {
-        let get = |client| rates.get(&(index, client)).map(|v| median(v));
-        let mem = |client| {
-            rss.get(&(index, client))
-                .map(|v| v.iter().cloned().fold(0.0, f64::max) / 1024.0)
-        };
-        let (raw, ours, rmcp) = (
-            get(ClientKind::Raw),
-            get(ClientKind::Ours),
-            get(ClientKind::Rmcp),
-        );
-        if raw.is_none() && ours.is_none() && rmcp.is_none() {
-            continue;
-        }
-        if let Some(m) = mem(ClientKind::Ours) {
-            worst_rss = worst_rss.max(m);
-        }
-        out += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} / {} / {} |\n",
-            scenario.name(),
-            fmt_rate(raw),
-            fmt_rate(ours),
-            fmt_rate(rmcp),
-            fmt_ratio(ours, raw),
-            fmt_ratio(ours, rmcp),
-            fmt_mem(mem(ClientKind::Raw)),
-            fmt_mem(mem(ClientKind::Ours)),
-            fmt_mem(mem(ClientKind::Rmcp)),
-        );
-        results.push(json!({
-            "scenario": scenario.name(),
-            "raw": rates.get(&(index, ClientKind::Raw)),
-            "ours": rates.get(&(index, ClientKind::Ours)),
-            "rmcp": rates.get(&(index, ClientKind::Rmcp)),
-            "rss_kib": {
-                "raw": rss.get(&(index, ClientKind::Raw)),
-                "ours": rss.get(&(index, ClientKind::Ours)),
-                "rmcp": rss.get(&(index, ClientKind::Rmcp)),
-            },
-        }));
-    }
-    out += "\n| connect (spawn + initialize + tools/list) | raw ms | smthrs-mcp ms | rmcp ms | ours / raw | ours / rmcp |\n";
-    out += "| --- | ---: | ---: | ---: | ---: | ---: |\n";
-    for transport in [Transport::Stdio, Transport::Http] {
-        let get = |client| connects.get(&(transport, client)).map(|v| median(v) / 1e3);
-        let (raw, ours, rmcp) = (
-            get(ClientKind::Raw),
-            get(ClientKind::Ours),
-            get(ClientKind::Rmcp),
-        );
-        if raw.is_none() && ours.is_none() && rmcp.is_none() {
-            continue;
-        }
-        // Lower is better: the ratios are time ratios.
-        out += &format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
-            transport.name(),
-            fmt_ms(raw),
-            fmt_ms(ours),
-            fmt_ms(rmcp),
-            fmt_ratio(ours, raw),
-            fmt_ratio(ours, rmcp),
-        );
-    }
-    if !floods.is_empty() {
-        out += "\n| 512 MiB without a newline (stdio, maxFrameBytes 1 MiB) | outcome | time ms | peak RSS MiB |\n";
-        out += "| --- | --- | ---: | ---: |\n";
-        for (client, value) in &floods {
-            out += &format!(
-                "| {} | {} | {:.0} | {:.1} |\n",
-                client.name(),
-                value["outcome"].as_str().unwrap_or("?"),
-                value["ms"].as_f64().unwrap_or(f64::NAN),
-                value["rss_kib"].as_f64().unwrap_or(f64::NAN) / 1024.0
-            );
-        }
-    }
-    if let Some(idle) = idle {
-        out += &format!(
-            "\nidle harness process (runtime only): {:.1} MiB peak RSS; smthrs-mcp's worst throughput-run peak: {:.1} MiB\n",
-            idle / 1024.0,
-            worst_rss
-        );
-    }
-    // ---- the issue's targets, checked on this run's medians
-    let mut checks: Vec<(String, String, bool)> = Vec::new();
-    for (index, scenario) in scenarios.iter().enumerate() {
-        let get = |client| rates.get(&(index, client)).map(|v| median(v));
-        let (Some(raw), Some(ours), Some(rmcp)) = (
-            get(ClientKind::Raw),
-            get(ClientKind::Ours),
-            get(ClientKind::Rmcp),
-        ) else {
-            continue;
-        };
-        let (vs_raw, vs_rmcp) = match (scenario.transport, scenario.inflight) {
-            (Transport::Stdio, 1) => (0.8, 2.0),
-            (Transport::Stdio, _) => (0.7, 2.0),
-            (_, 1) => (0.8, 2.5),
-            (_, _) => (0.5, 2.5),
-        };
-        checks.push((
-            format!("{}: ours / raw >= {vs_raw}", scenario.name()),
-            format!("{:.2}x", ours / raw),
-            ours / raw >= vs_raw,
-        ));
-        checks.push((
-            format!("{}: ours / rmcp >= {vs_rmcp}", scenario.name()),
-            format!("{:.2}x", ours / rmcp),
-            ours / rmcp >= vs_rmcp,
-        ));
-    }
-    if worst_rss > 0.0 {
-        checks.push((
-            "smthrs-mcp peak RSS <= 16 MiB in every throughput run".into(),
-            format!("{worst_rss:.1} MiB"),
-            worst_rss <= 16.0,
-        ));
-    }
-    if let Some((_, value)) = floods.iter().find(|(c, _)| *c == ClientKind::Ours) {
-        let mib = value["rss_kib"].as_f64().unwrap_or(f64::NAN) / 1024.0;
-        let ms = value["ms"].as_f64().unwrap_or(f64::NAN);
-        let outcome = value["outcome"].as_str().unwrap_or("?");
-        checks.push((
-            "flood: protocol_error within 2 s".into(),
-            format!("{outcome} in {ms:.0} ms"),
-            outcome == "protocol_error" && ms <= 2000.0,
-        ));
-        checks.push((
-            "flood: peak RSS <= 3 x maxFrameBytes + 16 MiB (19 MiB)".into(),
-            format!("{mib:.1} MiB"),
-            mib <= 19.0,
-        ));
-    }
-    let connect = |client| connects.get(&(Transport::Stdio, client)).map(|v| median(v));
-    if let (Some(raw), Some(ours)) = (connect(ClientKind::Raw), connect(ClientKind::Ours)) {
-        checks.push((
-            "stdio connect <= 1.2 x raw spawn + handshake".into(),
-            format!("{:.2}x", ours / raw),
-            ours / raw <= 1.2,
-        ));
-    }
-    if !checks.is_empty() {
-        out += "\n| target | this run | met |\n| --- | ---: | --- |\n";
-        for (target, value, met) in &checks {
-            out += &format!(
-                "| {target} | {value} | {} |\n",
-                if *met { "yes" } else { "**no**" }
-            );
-        }
-    }
-    print!("{out}");
-    if !failures.is_empty() {
-        println!("\nFAILURES:");
-        for failure in &failures {
-            println!("- {failure}");
-        }
-    }
-    if let Some(path) = &options.json {
-        let document = json!({
-            "machine": machine_line(options),
-            "rounds": rounds,
-            "duration_ms": duration_ms,
-            "throughput": results,
-            "connect_us": connects.iter().map(|((t, c), v)| json!({"transport": t.name(), "client": c.name(), "samples": v})).collect::<Vec<_>>(),
-            "connect_rss_kib": connect_rss.iter().map(|((t, c), v)| json!({"transport": t.name(), "client": c.name(), "samples": v})).collect::<Vec<_>>(),
-            "flood": floods.iter().map(|(c, v)| json!({"client": c.name(), "result": v})).collect::<Vec<_>>(),
-            "failures": failures,
-        });
-        let _ = std::fs::write(
-            path,
-            serde_json::to_string_pretty(&document).unwrap_or_default(),
-        );
-    }
-    if !failures.is_empty() {
-        std::process::exit(1);
-    }
-}
-
 fn fmt_rate(rate: Option<f64>) -> String {
     rate.map_or_else(|| "-".into(), |r| format!("{r:.0}"))
 }
@@ -916,9 +685,19 @@ fn fmt_ratio(a: Option<f64>, b: Option<f64>) -> String {
 fn callgrind(options: &Options, calls: u64) {
     let exe = std::env::current_exe().expect("the harness binary");
     let small = (calls / 10).max(1);
+    // `--transport http-json|http-sse`: the client process against the HTTP echo
+    // server (not traced), which runs for the whole measurement.
+    let http = (options.transport != Transport::Stdio).then(|| HttpServer::start(Shape::default()));
+    let target = Target {
+        transport: options.transport,
+        base: http.as_ref().map(|h| h.base.clone()),
+        era: options.era,
+    };
     let mut out = String::new();
     out += &format!(
-        "instructions per stdio call (callgrind, ({calls} - {small}) calls, client process only, tokio current_thread)\n\n"
+        "instructions per {} call (callgrind, ({calls} - {small}) calls, client process only, tokio current_thread, era {})\n\n",
+        options.transport.name(),
+        options.era.name()
     );
     out += &format!("| client | sequential | {MAX_INFLIGHT} in flight |\n| --- | ---: | ---: |\n");
     let mut failed = false;
@@ -930,7 +709,7 @@ fn callgrind(options: &Options, calls: u64) {
         for inflight in [1, MAX_INFLIGHT] {
             let mut counts = Vec::new();
             for n in [small, calls] {
-                match callgrind_run(&exe, client, inflight, n) {
+                match callgrind_run(&exe, client, &target, inflight, n) {
                     Ok(count) => counts.push(count),
                     Err(stderr) => {
                         eprintln!(
@@ -960,11 +739,20 @@ fn callgrind(options: &Options, calls: u64) {
     }
 }
 
+/// What a callgrind run's client talks to.
+struct Target {
+    transport: Transport,
+    /// The HTTP echo server's base URL.
+    base: Option<String>,
+    era: EraChoice,
+}
+
 /// One client process under callgrind making `calls` calls with `inflight` in
 /// flight; the instructions it executed, or valgrind's stderr.
 fn callgrind_run(
     exe: &std::path::Path,
     client: ClientKind,
+    target: &Target,
     inflight: usize,
     calls: u64,
 ) -> Result<u64, String> {
@@ -982,11 +770,19 @@ fn callgrind_run(
             "--client",
             client.name(),
             "--transport",
-            "stdio",
+            target.transport.name(),
             "--rt",
             "current",
-            "--inflight",
+            "--era",
+            target.era.name(),
         ])
+        .args(
+            target
+                .base
+                .iter()
+                .flat_map(|base| ["--http-base", base.as_str()]),
+        )
+        .arg("--inflight")
         .arg(inflight.to_string())
         .arg("--calls")
         .arg(calls.to_string())

@@ -9,12 +9,29 @@
 //! server flushes only when no further request is already buffered (so a pipelined
 //! client gets its replies batched, as from any buffered server).
 //!
-//! `serve-stdio --flood BYTES` answers `initialize` with BYTES of `a` and no
+//! It is dual-era: it answers the legacy `initialize` (2025-06-18) and the
+//! 2026-07-28 `server/discover` (`supportedVersions: ["2026-07-28"]`, as Python
+//! `mcp` 2.x announces), and a request whose `params` carry `_meta` is answered
+//! the modern way (results with `resultType`, `tools/list` with `ttlMs` and
+//! `cacheScope`). Over HTTP a request with `MCP-Protocol-Version: 2026-07-28`
+//! must carry `Mcp-Method` equal to its method and, for `tools/call`, `Mcp-Name`
+//! equal to the tool's name, else it gets 400 and -32020, as a modern server
+//! answers.
+//!
+//! Options ([`Shape`]), for the cost curve: `--tools N` offers N tools in one
+//! `tools/list` page (`echo` last, after N - 1 generated ones of about 350 bytes
+//! each), `--result-bytes N` answers every call with an N-byte text (precomputed:
+//! the server's cost stays flat), `--legacy-only` answers `server/discover` as a
+//! legacy server does (stdio: -32601; HTTP: 400 with -32000, as the TypeScript
+//! SDK 1.x does).
+//!
+//! `serve-stdio --flood BYTES` answers the first request with BYTES of `a` and no
 //! newline instead, then keeps its stdout open until stdin closes.
 
 use std::borrow::Cow;
 use std::convert::Infallible;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
@@ -25,8 +42,103 @@ use hyper_util::server::conn::auto;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-/// The one tool the server offers.
-const TOOLS_LIST: &str = r#"{"tools":[{"name":"echo","description":"Echoes its text argument","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}]}"#;
+/// The tool every client calls.
+const ECHO_TOOL: &str = r#"{"name":"echo","description":"Echoes its text argument","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}"#;
+
+/// The 2026-07-28 revision.
+pub const MODERN: &str = "2026-07-28";
+
+/// What the server offers and answers: the command line's `--tools`,
+/// `--result-bytes` and `--legacy-only`, the same for every role that spawns or
+/// starts a server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Shape {
+    /// Tools in the catalog (0 means the default, 1: `echo` alone).
+    pub tools: usize,
+    /// Every call answered with a text of this many bytes instead of the echo.
+    pub result_bytes: Option<usize>,
+    /// Answer `server/discover` as a legacy server.
+    pub legacy_only: bool,
+}
+
+impl Shape {
+    /// The options that give this shape, for a child's command line.
+    pub fn args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.tools > 1 {
+            args.extend(["--tools".to_string(), self.tools.to_string()]);
+        }
+        if let Some(bytes) = self.result_bytes {
+            args.extend(["--result-bytes".to_string(), bytes.to_string()]);
+        }
+        if self.legacy_only {
+            args.push("--legacy-only".into());
+        }
+        args
+    }
+}
+
+/// Everything a shape makes the server say, built once per process.
+struct Canned {
+    shape: Shape,
+    tools_legacy: Box<RawValue>,
+    tools_modern: Box<RawValue>,
+    /// The call result with the fixed text (`--result-bytes`), legacy and modern.
+    fixed: Option<[Box<RawValue>; 2]>,
+}
+
+static CANNED: OnceLock<Canned> = OnceLock::new();
+
+/// Sets the shape this process serves (once, before serving).
+pub fn configure(shape: Shape) {
+    let _ = CANNED.set(Canned::new(shape));
+}
+
+fn canned() -> &'static Canned {
+    CANNED.get_or_init(|| Canned::new(Shape::default()))
+}
+
+impl Canned {
+    fn new(shape: Shape) -> Canned {
+        let mut tools = String::with_capacity(shape.tools.max(1) * 360);
+        for i in 1..shape.tools.max(1) {
+            tools += &format!(
+                r#"{{"name":"tool_{i:05}","description":"Synthetic tool {i} of the benchmark catalog: takes a query and a limit and returns nothing useful.","inputSchema":{{"type":"object","properties":{{"query":{{"type":"string","description":"What to look for"}},"limit":{{"type":"integer","minimum":1,"maximum":100}}}},"required":["query"]}}}},"#
+            );
+        }
+        tools += ECHO_TOOL;
+        let boxed = |text: String| RawValue::from_string(text).expect("valid canned JSON");
+        let fixed = shape.result_bytes.map(|bytes| {
+            let text: String = "abcdefghijklmnopqrstuvwxyz0123456789 "
+                .chars()
+                .cycle()
+                .take(bytes)
+                .collect();
+            [None, Some("complete")].map(|result_type| {
+                let result = CallResult {
+                    content: [TextContent {
+                        kind: "text",
+                        text: &text,
+                    }],
+                    is_error: false,
+                    result_type,
+                };
+                boxed(serde_json::to_string(&result).expect("a call result serializes"))
+            })
+        });
+        Canned {
+            shape,
+            tools_legacy: boxed(format!(r#"{{"tools":[{tools}]}}"#)),
+            tools_modern: boxed(format!(
+                r#"{{"tools":[{tools}],"resultType":"complete","ttlMs":0,"cacheScope":"public"}}"#
+            )),
+            fixed,
+        }
+    }
+}
+
+/// The `server/discover` result.
+const DISCOVER: &str = r#"{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"bench-echo","version":"1.0.0"}}}"#;
 
 /// The session id the HTTP server hands out (constant: the server keeps no state).
 pub const SESSION_ID: &str = "bench-session-1";
@@ -43,8 +155,19 @@ struct Envelope<'a> {
 
 #[derive(Deserialize)]
 struct CallParams<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     arguments: Option<EchoArgs<'a>>,
+}
+
+/// Any other request's `params`: only whether `_meta` is there.
+#[derive(Deserialize)]
+struct MetaParams<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -78,6 +201,8 @@ struct CallResult<'a> {
     content: [TextContent<'a>; 1],
     #[serde(rename = "isError")]
     is_error: bool,
+    #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
+    result_type: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -106,43 +231,90 @@ fn raw(text: &'static str) -> &'static RawValue {
 pub enum Answer {
     /// A reply was appended to the output buffer.
     Reply,
+    /// An error reply was appended that HTTP sends with status 400.
+    Refused,
     /// A notification, a reply or noise: nothing to write.
     Nothing,
-    /// `initialize` in flood mode.
+    /// The first request in flood mode.
     Flood,
 }
 
+/// The 2026-07-28 headers of an HTTP request (stdio: the default, none).
+#[derive(Default)]
+pub struct Headers<'a> {
+    /// `MCP-Protocol-Version: 2026-07-28` was sent.
+    pub modern: bool,
+    /// `Mcp-Method`.
+    pub method: Option<&'a str>,
+    /// `Mcp-Name`.
+    pub name: Option<&'a str>,
+    /// The request came over HTTP.
+    pub http: bool,
+}
+
 /// Answers one JSON-RPC message, appending the reply (without newline) to `out`.
-pub fn answer(message: &[u8], out: &mut Vec<u8>, flood: bool) -> Answer {
+pub fn answer(message: &[u8], out: &mut Vec<u8>, flood: bool, headers: &Headers<'_>) -> Answer {
     let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(message) else {
         return Answer::Nothing;
     };
     let (Some(id), Some(method)) = (envelope.id, envelope.method) else {
         return Answer::Nothing; // a notification or a reply
     };
+    if flood {
+        return Answer::Flood;
+    }
+    if headers.modern && headers.method != Some(&*method) {
+        return refuse(
+            out,
+            id,
+            r#"{"code":-32020,"message":"Mcp-Method does not match the body"}"#,
+        );
+    }
+    let canned = canned();
+    let modern = || {
+        envelope
+            .params
+            .and_then(|p| serde_json::from_str::<MetaParams<'_>>(p.get()).ok())
+            .is_some_and(|p| p.meta.is_some())
+    };
     let written = match &*method {
         "tools/call" => {
             let params = envelope
                 .params
                 .and_then(|p| serde_json::from_str::<CallParams<'_>>(p.get()).ok());
-            let text = params
-                .as_ref()
-                .and_then(|p| p.arguments.as_ref())
-                .and_then(|a| a.text.as_deref())
-                .unwrap_or("");
-            serde_json::to_writer(
-                &mut *out,
-                &Reply {
-                    jsonrpc: "2.0",
+            let params = params.as_ref();
+            if headers.modern && headers.name != params.and_then(|p| p.name.as_deref()) {
+                return refuse(
+                    out,
                     id,
-                    result: CallResult {
-                        content: [TextContent { kind: "text", text }],
-                        is_error: false,
-                    },
-                },
-            )
+                    r#"{"code":-32020,"message":"Mcp-Name does not match the body"}"#,
+                );
+            }
+            let modern = params.is_some_and(|p| p.meta.is_some());
+            if let Some(fixed) = &canned.fixed {
+                let result = &*fixed[usize::from(modern)];
+                reply(out, id, result)
+            } else {
+                let text = params
+                    .and_then(|p| p.arguments.as_ref())
+                    .and_then(|a| a.text.as_deref())
+                    .unwrap_or("");
+                let result = CallResult {
+                    content: [TextContent { kind: "text", text }],
+                    is_error: false,
+                    result_type: modern.then_some("complete"),
+                };
+                reply(out, id, result)
+            }
         }
-        "initialize" if flood => return Answer::Flood,
+        "server/discover" if canned.shape.legacy_only && headers.http => {
+            // The TypeScript SDK 1.x: a request before `initialize`, no session.
+            out.extend_from_slice(
+                br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}"#,
+            );
+            return Answer::Refused;
+        }
+        "server/discover" if !canned.shape.legacy_only => reply(out, id, raw(DISCOVER)),
         "initialize" => {
             let params = envelope
                 .params
@@ -151,43 +323,23 @@ pub fn answer(message: &[u8], out: &mut Vec<u8>, flood: bool) -> Answer {
                 .as_ref()
                 .and_then(|p| p.protocol_version.as_deref())
                 .unwrap_or("2025-06-18");
-            serde_json::to_writer(
-                &mut *out,
-                &Reply {
-                    jsonrpc: "2.0",
-                    id,
-                    result: InitResult {
-                        protocol_version: version,
-                        capabilities: raw(r#"{"tools":{}}"#),
-                        server_info: raw(r#"{"name":"bench-echo","version":"1.0.0"}"#),
-                    },
-                },
-            )
+            let result = InitResult {
+                protocol_version: version,
+                capabilities: raw(r#"{"tools":{}}"#),
+                server_info: raw(r#"{"name":"bench-echo","version":"1.0.0"}"#),
+            };
+            reply(out, id, result)
         }
-        "tools/list" => serde_json::to_writer(
-            &mut *out,
-            &Reply {
-                jsonrpc: "2.0",
-                id,
-                result: raw(TOOLS_LIST),
-            },
-        ),
-        "ping" => serde_json::to_writer(
-            &mut *out,
-            &Reply {
-                jsonrpc: "2.0",
-                id,
-                result: raw("{}"),
-            },
-        ),
-        _ => serde_json::to_writer(
-            &mut *out,
-            &ErrorReply {
-                jsonrpc: "2.0",
-                id,
-                error: raw(r#"{"code":-32601,"message":"Method not found"}"#),
-            },
-        ),
+        "tools/list" => {
+            let result = if modern() {
+                &*canned.tools_modern
+            } else {
+                &*canned.tools_legacy
+            };
+            reply(out, id, result)
+        }
+        "ping" => reply(out, id, raw("{}")),
+        _ => error_reply(out, id, r#"{"code":-32601,"message":"Method not found"}"#),
     };
     if written.is_ok() {
         Answer::Reply
@@ -196,8 +348,42 @@ pub fn answer(message: &[u8], out: &mut Vec<u8>, flood: bool) -> Answer {
     }
 }
 
+/// Appends a reply with this result.
+fn reply(out: &mut Vec<u8>, id: &RawValue, result: impl Serialize) -> serde_json::Result<()> {
+    serde_json::to_writer(
+        out,
+        &Reply {
+            jsonrpc: "2.0",
+            id,
+            result,
+        },
+    )
+}
+
+/// Appends an error reply.
+fn error_reply(out: &mut Vec<u8>, id: &RawValue, error: &'static str) -> serde_json::Result<()> {
+    let error = raw(error);
+    serde_json::to_writer(
+        out,
+        &ErrorReply {
+            jsonrpc: "2.0",
+            id,
+            error,
+        },
+    )
+}
+
+/// Appends an error reply that HTTP sends with status 400.
+fn refuse(out: &mut Vec<u8>, id: &RawValue, error: &'static str) -> Answer {
+    match error_reply(out, id, error) {
+        Ok(()) => Answer::Refused,
+        Err(_) => Answer::Nothing,
+    }
+}
+
 /// `serve-stdio [--flood BYTES]`: newline-delimited JSON-RPC on stdin/stdout.
-pub fn serve_stdio(flood_bytes: Option<u64>) {
+pub fn serve_stdio(flood_bytes: Option<u64>, shape: Shape) {
+    configure(shape);
     let stdin = io::stdin();
     let mut reader = BufReader::with_capacity(64 * 1024, stdin.lock());
     let stdout = io::stdout();
@@ -212,7 +398,12 @@ pub fn serve_stdio(flood_bytes: Option<u64>) {
         }
         let message = line.strip_suffix(b"\n").unwrap_or(&line);
         out.clear();
-        match answer(message, &mut out, flood_bytes.is_some()) {
+        match answer(
+            message,
+            &mut out,
+            flood_bytes.is_some(),
+            &Headers::default(),
+        ) {
             Answer::Flood => {
                 let _ = flood_stdout(&mut writer, flood_bytes.unwrap_or(0));
                 // Keep stdout open (a client waiting for a newline waits on)
@@ -221,7 +412,7 @@ pub fn serve_stdio(flood_bytes: Option<u64>) {
                 while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
                 return;
             }
-            Answer::Reply => {
+            Answer::Reply | Answer::Refused => {
                 out.push(b'\n');
                 if writer.write_all(&out).is_err() {
                     return;
@@ -249,7 +440,8 @@ fn flood_stdout(writer: &mut impl Write, bytes: u64) -> io::Result<()> {
 }
 
 /// `serve-http`: prints the bound port on stdout, serves until stdin closes.
-pub fn serve_http() {
+pub fn serve_http(shape: Shape) {
+    configure(shape);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -295,16 +487,26 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
         Method::DELETE => return Ok(empty(StatusCode::OK)),
         _ => return Ok(empty(StatusCode::METHOD_NOT_ALLOWED)),
     }
-    let Ok(body) = req.into_body().collect().await else {
+    let (parts, body) = req.into_parts();
+    let Ok(body) = body.collect().await else {
         return Ok(empty(StatusCode::BAD_REQUEST));
     };
     let body = body.to_bytes();
+    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    let headers = Headers {
+        modern: header("mcp-protocol-version") == Some(MODERN),
+        method: header("mcp-method"),
+        name: header("mcp-name"),
+        http: true,
+    };
     let initialize = body.windows(12).any(|w| w == b"\"initialize\"");
     let mut reply = Vec::with_capacity(256);
-    if answer(&body, &mut reply, false) != Answer::Reply {
-        return Ok(empty(StatusCode::ACCEPTED));
-    }
-    let (content_type, body) = if sse {
+    let status = match answer(&body, &mut reply, false, &headers) {
+        Answer::Reply => StatusCode::OK,
+        Answer::Refused => StatusCode::BAD_REQUEST,
+        Answer::Nothing | Answer::Flood => return Ok(empty(StatusCode::ACCEPTED)),
+    };
+    let (content_type, body) = if sse && status == StatusCode::OK {
         let mut event = Vec::with_capacity(reply.len() + 24);
         event.extend_from_slice(b"event: message\ndata: ");
         event.extend_from_slice(&reply);
@@ -314,6 +516,7 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
         ("application/json", reply)
     };
     let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(
         http::header::CONTENT_TYPE,
