@@ -85,16 +85,17 @@ use crate::param_headers::{self, ParamSpec};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tool {
     name: String,
-    title: Option<String>,
-    description: Option<String>,
-    input_schema: Map<String, Value>,
-    output_schema: Option<Map<String, Value>>,
-    annotations: Option<Value>,
     /// Its validated `x-mcp-header` annotations (2026-07-28 over HTTP only).
     param_specs: Vec<ParamSpec>,
     /// The object exactly as the server sent it (what a [`CatalogPin`](crate::pin::CatalogPin) digests).
+    /// The other members are read from it: they were validated when the tool was
+    /// built, and keeping one copy of each document halves a large catalog.
     as_sent: Map<String, Value>,
 }
+
+/// What [`Tool::input_schema`] would return for a tool built without one: never,
+/// since a tool is only built once its `inputSchema` is validated.
+static NO_SCHEMA: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
 
 impl Tool {
     /// The tool object exactly as the server sent it, every member included
@@ -116,28 +117,31 @@ impl Tool {
 
     /// The server's human-readable title, if it sent one (server-authored text).
     pub fn title(&self) -> Option<&str> {
-        self.title.as_deref()
+        self.as_sent.get("title").and_then(Value::as_str)
     }
 
     /// The server's description, if it sent one (server-authored text).
     pub fn description(&self) -> Option<&str> {
-        self.description.as_deref()
+        self.as_sent.get("description").and_then(Value::as_str)
     }
 
     /// The server's `inputSchema` document, carried by value. Its `type` is
     /// `"object"`.
     pub fn input_schema(&self) -> &Map<String, Value> {
-        &self.input_schema
+        self.as_sent
+            .get("inputSchema")
+            .and_then(Value::as_object)
+            .unwrap_or(&NO_SCHEMA)
     }
 
     /// The server's `outputSchema` document, if it sent one.
     pub fn output_schema(&self) -> Option<&Map<String, Value>> {
-        self.output_schema.as_ref()
+        self.as_sent.get("outputSchema").and_then(Value::as_object)
     }
 
     /// The server's `annotations` object, carried verbatim, if it sent one.
     pub fn annotations(&self) -> Option<&Value> {
-        self.annotations.as_ref()
+        self.as_sent.get("annotations")
     }
 }
 
@@ -308,7 +312,7 @@ impl CatalogBuilder {
                 page_names.insert(name.as_str());
             }
             if self.param_headers {
-                match param_headers::annotations(&tool.input_schema, &self.limits) {
+                match param_headers::annotations(tool.input_schema(), &self.limits) {
                     Ok(specs) => {
                         accepted.push(Tool {
                             param_specs: specs,
@@ -375,7 +379,7 @@ impl CatalogBuilder {
         }
         let description =
             optional_string(entry, "description").map_err(|()| "description is not a string")?;
-        let title = optional_string(entry, "title").map_err(|()| "title is not a string")?;
+        optional_string(entry, "title").map_err(|()| "title is not a string")?;
 
         let input_value = entry.get("inputSchema").ok_or("inputSchema is missing")?;
         let input_schema = input_value
@@ -384,16 +388,15 @@ impl CatalogBuilder {
         if input_schema.get("type").and_then(Value::as_str) != Some("object") {
             return Err("inputSchema.type is not exactly \"object\"");
         }
-        let output_schema = match entry.get("outputSchema") {
-            None => None,
-            Some(Value::Object(schema)) => Some(schema),
-            Some(_) => return Err("outputSchema is not an object"),
-        };
-        let annotations = match entry.get("annotations") {
-            None => None,
-            Some(annotations @ Value::Object(_)) => Some(annotations),
-            Some(_) => return Err("annotations is not an object"),
-        };
+        if entry
+            .get("outputSchema")
+            .is_some_and(|schema| !schema.is_object())
+        {
+            return Err("outputSchema is not an object");
+        }
+        if entry.get("annotations").is_some_and(|a| !a.is_object()) {
+            return Err("annotations is not an object");
+        }
 
         let description_bytes = description.map_or(0, str::len);
         let over = match self.max_tool_document_bytes.checked_sub(description_bytes) {
@@ -404,13 +407,9 @@ impl CatalogBuilder {
             return Err("description plus inputSchema exceed maxToolDocumentBytes");
         }
 
+        // The members were checked above; the tool keeps the entry alone.
         Ok(Tool {
             name: name.clone(),
-            title: title.map(str::to_owned),
-            description: description.map(str::to_owned),
-            input_schema: input_schema.clone(),
-            output_schema: output_schema.cloned(),
-            annotations: annotations.cloned(),
             param_specs: Vec::new(),
             as_sent: entry.clone(),
         })

@@ -53,7 +53,12 @@ pub(crate) async fn collect_bounded(
             None if buffer.is_empty() => first = Some(data),
             None => buffer.extend_from_slice(&data),
             Some(previous) => {
-                buffer.reserve(previous.len() + data.len());
+                // Room for the declared length at once (never past `max`): the
+                // buffer then grows once, not by doubling through every size.
+                let remaining = usize::try_from(http_body::Body::size_hint(&body).lower())
+                    .unwrap_or(usize::MAX);
+                let wanted = remaining.saturating_add(total);
+                buffer.reserve(wanted.min(max).max(previous.len() + data.len()));
                 buffer.extend_from_slice(&previous);
                 buffer.extend_from_slice(&data);
             }
