@@ -19,6 +19,35 @@ use crate::error::{Error, ErrorKind};
 use crate::transport::{InboundEvent, OutboundFrame, RequestHandle};
 
 impl Shared {
+    /// Reads one event stream of a request or of the standalone GET; false when
+    /// that ended the transport (too large, malformed) or the transport is ending.
+    /// Progress, or a server closing the stream on purpose (2025-11-25 polling),
+    /// is not a failed attempt: `attempts` starts again.
+    async fn read_stream(
+        &self,
+        body: ResponseBody,
+        cursor: &SharedCursor,
+        attempts: &mut u32,
+    ) -> bool {
+        let (end, frames) = self.read_events(body, cursor).await;
+        match end {
+            StreamEnd::TooLarge => {
+                self.terminate(self.too_large());
+                return false;
+            }
+            StreamEnd::Malformed => {
+                self.terminate(self.malformed_stream());
+                return false;
+            }
+            StreamEnd::Cancelled => return false,
+            StreamEnd::Eof | StreamEnd::Broken => {}
+        }
+        if frames > 0 || matches!(end, StreamEnd::Eof) {
+            *attempts = 0;
+        }
+        true
+    }
+
     /// Reads one event stream, delivering each event's data as a frame.
     async fn read_events(&self, body: ResponseBody, cursor: &SharedCursor) -> (StreamEnd, usize) {
         let limit = self.max_frame.saturating_add(SSE_FRAMING_ALLOWANCE);
@@ -70,20 +99,11 @@ impl Shared {
         let mut body = Some(body);
         let mut attempts = 0u32;
         loop {
-            if let Some(body) = body.take() {
-                let (end, frames) = self.read_events(body, &cursor).await;
-                match end {
-                    StreamEnd::TooLarge => return self.terminate(self.too_large()),
-                    StreamEnd::Malformed => return self.terminate(self.malformed_stream()),
-                    StreamEnd::Cancelled => return,
-                    StreamEnd::Eof | StreamEnd::Broken => {}
-                }
-                // Progress, or a server closing the stream on purpose (2025-11-25
-                // polling): not a failed attempt. The engine's request deadline
-                // bounds the total.
-                if frames > 0 || matches!(end, StreamEnd::Eof) {
-                    attempts = 0;
-                }
+            // The engine's request deadline bounds the attempts in total.
+            if let Some(body) = body.take()
+                && !self.read_stream(body, &cursor, &mut attempts).await
+            {
+                return;
             }
             // A notification's or a reply's stream: nothing to wait for.
             let Some(handle) = &frame.request else { return };
@@ -247,18 +267,10 @@ impl Shared {
                 let _ = opened.send(());
             }
             match resumed {
+                // The retry delay paces the reconnects.
                 Resume::Stream(body) => {
-                    let (end, frames) = self.read_events(body, &cursor).await;
-                    match end {
-                        StreamEnd::TooLarge => return self.terminate(self.too_large()),
-                        StreamEnd::Malformed => return self.terminate(self.malformed_stream()),
-                        StreamEnd::Cancelled => return,
-                        StreamEnd::Eof | StreamEnd::Broken => {}
-                    }
-                    // A clean end is the server polling us back, not a failure;
-                    // the retry delay paces the reconnects.
-                    if frames > 0 || matches!(end, StreamEnd::Eof) {
-                        attempts = 0;
+                    if !self.read_stream(body, &cursor, &mut attempts).await {
+                        return;
                     }
                 }
                 Resume::Retry => {}
