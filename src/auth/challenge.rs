@@ -176,7 +176,7 @@ impl Cursor<'_> {
 
 /// Parses the values of one or more `WWW-Authenticate` fields into challenges.
 ///
-/// Never panics; bounded as the [module docs](self) say.
+/// Never panics; bounded as the `auth::challenge` module docs say.
 pub fn parse_challenges<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Vec<Challenge> {
     let mut joined = Vec::new();
     for value in values {

@@ -269,7 +269,7 @@ pub fn effects() -> Effects {
 
 /// The result shape a flow returns, as a JSON Schema document: an object with
 /// `content` (an array of content blocks), `isError` (a boolean) and optional
-/// `structuredContent` (an object), i.e. a serialized [`ToolResult`].
+/// `structuredContent` (an object), i.e. a serialized [`ToolResult`](crate::ToolResult).
 ///
 /// Serializes as the bare document. Every projected MCP flow has the same shape; a
 /// tool's own `outputSchema` is not merged in.

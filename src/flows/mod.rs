@@ -30,7 +30,7 @@
 //! A `tools/call` that comes back with `isError: true` is a *successful* invocation:
 //! the [`ToolResult`] arrives in `Ok`. Only a failure of the session itself (the
 //! server would not start, the pipe closed, a reply could not be parsed, a timeout)
-//! becomes an [`Error`] of kind [`ErrorKind::FlowFailed`], carrying the session
+//! becomes an [`Error`] of kind [`ErrorKind::FlowFailed`](crate::ErrorKind::FlowFailed), carrying the session
 //! error's public message unchanged (which never holds remote bodies or process
 //! details). The session error's own kind (`timeout`, `connection_closed`, ...) is
 //! not kept; a caller that must tell them apart calls

@@ -78,7 +78,7 @@ pub enum ProjectionErrorKind {
 
 /// A projection or composition failure: a configuration problem, not a connection
 /// failure. Converts into [`crate::Error`] with kind
-/// [`InvalidConfig`](ErrorKind::InvalidConfig).
+/// [`InvalidConfig`](crate::ErrorKind::InvalidConfig).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectionError {
     kind: ProjectionErrorKind,

@@ -51,7 +51,7 @@ fn reserve_tail(tail: &mut String, additional: usize, cap: usize) {
 /// occurrence survives cleaning is redacted, so an escape sequence in front of a value
 /// cannot shorten it out of the exact-value rule's reach, nor one planted inside it
 /// (an occurrence in the line as written may be interrupted by escape sequences and
-/// control characters; see the [module docs](self)). Only then is
+/// control characters; see the `redact` module docs). Only then is
 /// it appended to the tail, joined to the previous line by one space, and the tail is
 /// cut from the front to at most `max_bytes` bytes, on a character boundary.
 ///

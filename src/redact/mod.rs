@@ -90,14 +90,14 @@
 //! and control and bidi characters. The whole occurrence, interruptions included,
 //! is then replaced, wherever it ends up after cleaning: that line becomes
 //! `[REDACTED]`, in the tail and in [`Redactor::redact_line`] alike. This is done for
-//! values of at most [`MAX_GAPPED_VALUE_BYTES`] (its cost grows with the value's
+//! values of at most [`MAX_GAPPED_VALUE_BYTES`](exact::MAX_GAPPED_VALUE_BYTES) (its cost grows with the value's
 //! length), and only on lines holding such bytes. A value split by text a reader
 //! sees (a space, a letter, a line end) is still beyond the exact-value rule.
 //!
 //! # Example
 //!
 //! ```
-//! use smthrs_mcp::redact::{Redactor, StderrCollector};
+//! use smthrs_mcp::fuzzing::{Redactor, StderrCollector};
 //!
 //! let redactor = Redactor::new(["correct-horse-battery"]);
 //! assert_eq!(
@@ -127,7 +127,6 @@ mod patterns;
 mod redactor;
 
 pub use collector::StderrCollector;
-pub use exact::MAX_GAPPED_VALUE_BYTES;
 pub use redactor::Redactor;
 
 /// Lines longer than this many bytes (not counting the line terminator) are withheld

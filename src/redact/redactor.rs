@@ -14,7 +14,7 @@ use super::patterns::{
     PEM_END, find_high_entropy, find_pem_blocks, find_pem_marker, find_token_shapes, find_userinfo,
 };
 
-/// Replaces credentials in single lines of text. See the [module docs](self) for
+/// Replaces credentials in single lines of text. See the `redact` module docs for
 /// what is recognized.
 ///
 /// Cheap to clone: the exact values are shared. Its `Debug` output shows only how many
@@ -114,7 +114,7 @@ impl Redactor {
     /// The line is taken on its own: a line in the middle of a multi-line PEM block is
     /// only caught if it looks random enough (use [`StderrCollector`] for streams).
     /// An exact value interrupted by escape sequences or hidden characters is replaced
-    /// with its interruptions (see the [module docs](self)).
+    /// with its interruptions (see the `redact` module docs).
     /// Runs in time linear in the line's length (times the number of exact values,
     /// and `1 + len / 64` for a value of `len` bytes on a line holding escapes or
     /// control characters).

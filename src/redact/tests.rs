@@ -1,5 +1,5 @@
 use super::clean::{clean_line, clean_tracking};
-use super::exact::{Gapped, hidden_bytes};
+use super::exact::{Gapped, MAX_GAPPED_VALUE_BYTES, hidden_bytes};
 use super::*;
 
 const CORPUS: &str = include_str!("../../testdata/redaction/corpus.txt");
