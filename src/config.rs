@@ -104,26 +104,38 @@ pub use oauth::OAuthEntry;
 pub const MAX_SERVER_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The limit options an HTTP entry accepts (the HTTP table: no `queueCapacity`, no
-/// `maxStderrBytes`).
-pub const HTTP_OPTION_NAMES: [&str; 17] = [
-    "handshakeTimeoutMs",
-    "requestTimeoutMs",
-    "maxFrameBytes",
-    "maxOutboundFrameBytes",
-    "maxTools",
-    "maxToolNameBytes",
-    "maxCatalogPages",
-    "maxToolDocumentBytes",
-    "probeTimeoutMs",
-    "maxInputRounds",
-    "maxRequestStateBytes",
-    "maxParamHeaders",
-    "maxParamHeaderBytes",
-    "inputTimeoutMs",
-    "maxElicitationMessageBytes",
-    "maxElicitationFields",
-    "maxSamplingMessages",
-];
+/// `maxStderrBytes`), in the order of [`OPTION_NAMES`].
+pub const HTTP_OPTION_NAMES: [&str; 17] = http_option_names();
+
+/// [`OPTION_NAMES`] without the two that only a child process has.
+const fn http_option_names() -> [&'static str; 17] {
+    const fn same(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut at = 0;
+        while at < a.len() {
+            if a[at] != b[at] {
+                return false;
+            }
+            at += 1;
+        }
+        true
+    }
+    let mut names = [""; 17];
+    let (mut from, mut to) = (0, 0);
+    while from < OPTION_NAMES.len() {
+        let name = OPTION_NAMES[from];
+        if !same(name, "queueCapacity") && !same(name, "maxStderrBytes") {
+            names[to] = name;
+            to += 1;
+        }
+        from += 1;
+    }
+    assert!(to == names.len(), "every HTTP option name is set");
+    names
+}
 
 /// The most `roots` an entry may list.
 pub const MAX_ROOTS: usize = 64;
@@ -191,15 +203,15 @@ pub struct StdioEntry {
 
 impl std::fmt::Debug for StdioEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StdioEntry")
-            .field("command", &self.command)
-            .field("args", &format_args!("<{} withheld>", self.args.len()))
-            .field(
-                "env",
-                &self.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
-            )
-            .field("cwd", &self.cwd)
-            .finish()
+        let command = ("command", &self.command as &dyn std::fmt::Debug);
+        crate::redact::debug_command(
+            f,
+            "StdioEntry",
+            command,
+            self.args.len(),
+            &self.env,
+            &self.cwd,
+        )
     }
 }
 
@@ -447,7 +459,10 @@ struct Fault {
     message: String,
 }
 
-fn type_name(value: &Value) -> &'static str {
+/// Names a JSON value's type for error texts (`a string`, `null`, ...). Also used
+/// by the CLI's demo server; not part of the API.
+#[doc(hidden)]
+pub fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

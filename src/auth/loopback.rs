@@ -215,6 +215,21 @@ mod tests {
     use crate::auth::policy::AddressPolicy;
     use crate::layer::EgressGrants;
 
+    /// The request the chain would make for server `srv`.
+    fn authorization_request<'a>(
+        authorizer: &'a LoopbackAuthorizer,
+        state: &'a SecretString,
+        http: &'a AuthHttp,
+    ) -> AuthorizationRequest<'a> {
+        AuthorizationRequest {
+            url: SecretString::from("http://127.0.0.1/authorize"),
+            state,
+            redirect_uri: authorizer.redirect_uri(),
+            server: "srv",
+            http,
+        }
+    }
+
     fn http() -> AuthHttp {
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
@@ -250,13 +265,7 @@ mod tests {
         );
         let http = http();
         let state = SecretString::from("expected-state");
-        let request = AuthorizationRequest {
-            url: SecretString::from("http://127.0.0.1/authorize"),
-            state: &state,
-            redirect_uri: authorizer.redirect_uri(),
-            server: "srv",
-            http: &http,
-        };
+        let request = authorization_request(&authorizer, &state, &http);
         let browser = async {
             assert_eq!(
                 get(port, "/callback?state=wrong&code=c").await.unwrap(),
@@ -288,13 +297,7 @@ mod tests {
         );
         // One-shot: the listener is closed, a second request is refused.
         assert!(TcpStream::connect(("127.0.0.1", port)).await.is_err());
-        let again = AuthorizationRequest {
-            url: SecretString::from("http://127.0.0.1/authorize"),
-            state: &state,
-            redirect_uri: authorizer.redirect_uri(),
-            server: "srv",
-            http: &http,
-        };
+        let again = authorization_request(&authorizer, &state, &http);
         let err = authorizer.authorize(again).await.unwrap_err();
         assert!(err.message().contains("already used"));
     }
@@ -308,13 +311,7 @@ mod tests {
             .show_url(|_, _| {});
         let http = http();
         let state = SecretString::from("s");
-        let request = AuthorizationRequest {
-            url: SecretString::from("http://127.0.0.1/authorize"),
-            state: &state,
-            redirect_uri: authorizer.redirect_uri(),
-            server: "srv",
-            http: &http,
-        };
+        let request = authorization_request(&authorizer, &state, &http);
         let err = authorizer.authorize(request).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Timeout);
         assert!(err.message().contains("srv"));
@@ -329,13 +326,7 @@ mod tests {
         let port = authorizer.port().unwrap();
         let http = http();
         let state = SecretString::from("s");
-        let request = AuthorizationRequest {
-            url: SecretString::from("http://127.0.0.1/authorize"),
-            state: &state,
-            redirect_uri: authorizer.redirect_uri(),
-            server: "srv",
-            http: &http,
-        };
+        let request = authorization_request(&authorizer, &state, &http);
         let browser = async {
             // A head that never ends within the bound (every byte is read: no reset).
             let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();

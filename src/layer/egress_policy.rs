@@ -428,22 +428,9 @@ impl<S> EgressPolicy<S> {
     pub fn grants(&self) -> &EgressGrants {
         &self.grants
     }
-
-    /// The wrapped service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The wrapped service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
 }
+
+inner_accessors!(EgressPolicy);
 
 impl<S, B> Service<Request<B>> for EgressPolicy<S>
 where

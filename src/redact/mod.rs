@@ -125,9 +125,11 @@ mod exact;
 mod keyed;
 mod patterns;
 mod redactor;
+mod withheld;
 
 pub use collector::StderrCollector;
 pub use redactor::Redactor;
+pub(crate) use withheld::debug_command;
 
 /// Lines longer than this many bytes (not counting the line terminator) are withheld
 /// whole, and at most this much of a partial line is ever buffered.

@@ -23,6 +23,7 @@
 
 use serde_json::json;
 use serde_json::{Map, Value};
+use smthrs_mcp::config::type_name;
 use std::io::{self, BufRead, BufWriter, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -508,18 +509,6 @@ fn only_keys(arguments: &Map<String, Value>, allowed: &[&str], usage: &str) -> R
     {
         Some(key) => Err(format!("unexpected argument `{key}`; {usage}.")),
         None => Ok(()),
-    }
-}
-
-/// Names a JSON value's type for error texts.
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
