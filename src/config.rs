@@ -358,11 +358,7 @@ impl fmt::Display for Echo<'_> {
         if s.len() <= MAX_ECHO_BYTES {
             return write!(f, "{s:?}");
         }
-        let mut end = MAX_ECHO_BYTES;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        write!(f, "{:?}...", &s[..end])
+        write!(f, "{:?}...", crate::error::truncate(s, MAX_ECHO_BYTES))
     }
 }
 

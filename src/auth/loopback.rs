@@ -139,72 +139,66 @@ async fn read_target(stream: &mut TcpStream) -> Option<String> {
         .then(|| target.to_owned())
 }
 
-impl Authorizer for LoopbackAuthorizer {
-    fn redirect_uri(&self) -> &str {
-        &self.redirect_uri
-    }
+impl_authorizer!(LoopbackAuthorizer);
 
-    fn authorize<'a>(
-        &'a self,
-        request: AuthorizationRequest<'a>,
-    ) -> BoxFuture<'a, Result<SecretString>> {
-        Box::pin(async move {
-            let listener = self
-                .listener
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take()
-                .ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::Unauthorized,
-                        "the login listener was already used (one authorization per login)",
-                    )
-                })?;
-            (self.show)(request.server(), request.url().expose_secret());
-            let wait = async {
-                for _ in 0..MAX_REQUESTS {
-                    let Ok((mut stream, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let target =
-                        tokio::time::timeout(Duration::from_secs(10), read_target(&mut stream))
-                            .await
-                            .ok()
-                            .flatten();
-                    let Some(target) = target else {
-                        respond(&mut stream, "400 Bad Request", PAGE_BAD).await;
-                        continue;
-                    };
-                    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-                    if path != "/callback" {
-                        respond(&mut stream, "404 Not Found", PAGE_BAD).await;
-                        continue;
-                    }
-                    let state = url::form_urlencoded::parse(query.as_bytes())
-                        .find(|(k, _)| k == "state")
-                        .map(|(_, v)| v.into_owned());
-                    if !state.is_some_and(|s| request.state_matches(&s)) {
-                        respond(&mut stream, "400 Bad Request", PAGE_BAD).await;
-                        continue;
-                    }
-                    respond(&mut stream, "200 OK", PAGE_OK).await;
-                    return Ok(SecretString::from(query.to_owned()));
-                }
-                Err(Error::new(
+impl LoopbackAuthorizer {
+    /// [`Authorizer::authorize`]: shows the URL and waits for the one callback.
+    async fn run(&self, request: AuthorizationRequest<'_>) -> Result<SecretString> {
+        let listener = self
+            .listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| {
+                Error::new(
                     ErrorKind::Unauthorized,
-                    "the login listener received too many requests that were not the authorization's redirect",
-                ))
-            };
-            let outcome = tokio::time::timeout(self.deadline, wait).await;
-            drop(listener);
-            match outcome {
-                Ok(result) => result,
-                Err(_) => Err(Error::timeout(format!(
-                    "server \"{}\": the authorization was not completed before the deadline",
-                    request.server()
-                ))),
+                    "the login listener was already used (one authorization per login)",
+                )
+            })?;
+        (self.show)(request.server(), request.url().expose_secret());
+        let wait = async {
+            for _ in 0..MAX_REQUESTS {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let target =
+                    tokio::time::timeout(Duration::from_secs(10), read_target(&mut stream))
+                        .await
+                        .ok()
+                        .flatten();
+                let Some(target) = target else {
+                    respond(&mut stream, "400 Bad Request", PAGE_BAD).await;
+                    continue;
+                };
+                let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+                if path != "/callback" {
+                    respond(&mut stream, "404 Not Found", PAGE_BAD).await;
+                    continue;
+                }
+                let state = url::form_urlencoded::parse(query.as_bytes())
+                    .find(|(k, _)| k == "state")
+                    .map(|(_, v)| v.into_owned());
+                if !state.is_some_and(|s| request.state_matches(&s)) {
+                    respond(&mut stream, "400 Bad Request", PAGE_BAD).await;
+                    continue;
+                }
+                respond(&mut stream, "200 OK", PAGE_OK).await;
+                return Ok(SecretString::from(query.to_owned()));
             }
-        })
+            Err(Error::new(
+                ErrorKind::Unauthorized,
+                "the login listener received too many requests that were not the authorization's redirect",
+            ))
+        };
+        let outcome = tokio::time::timeout(self.deadline, wait).await;
+        drop(listener);
+        match outcome {
+            Ok(result) => result,
+            Err(_) => Err(Error::timeout(format!(
+                "server \"{}\": the authorization was not completed before the deadline",
+                request.server()
+            ))),
+        }
     }
 }
 

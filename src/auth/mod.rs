@@ -58,6 +58,26 @@
 use std::fmt;
 use std::sync::Arc;
 
+/// Implements [`Authorizer`] for a type with a `redirect_uri: String` field and an
+/// inherent `async fn run(&self, AuthorizationRequest<'_>) -> Result<SecretString>`.
+/// The names are those imported where it is used.
+macro_rules! impl_authorizer {
+    ($type:ident) => {
+        impl Authorizer for $type {
+            fn redirect_uri(&self) -> &str {
+                &self.redirect_uri
+            }
+
+            fn authorize<'a>(
+                &'a self,
+                request: AuthorizationRequest<'a>,
+            ) -> BoxFuture<'a, Result<SecretString>> {
+                Box::pin(self.run(request))
+            }
+        }
+    };
+}
+
 pub mod authorize;
 pub(crate) mod chain;
 pub(crate) mod challenge;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, truncate};
 use crate::session::{Client, ToolResult};
 
 use super::BoxFuture;
@@ -275,15 +275,4 @@ impl<'a> IntoIterator for &'a FlowCatalog {
     fn into_iter(self) -> Self::IntoIter {
         self.flows.iter()
     }
-}
-
-pub(crate) fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }

@@ -60,7 +60,7 @@ use http::{Method, Request};
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, truncate};
 use crate::layer::BoxError;
 
 const GET: u8 = 1;
@@ -363,17 +363,6 @@ fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     let head = text.get(..prefix.len())?;
     head.eq_ignore_ascii_case(prefix)
         .then(|| &text[prefix.len()..])
-}
-
-fn truncate(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// Layer that applies an [`EgressPolicy`]. Configuration only; cheap to clone.

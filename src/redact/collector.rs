@@ -11,35 +11,30 @@ use super::{MAX_STDERR_LINE_BYTES, WITHHELD_LINE};
 // The collector
 // ---------------------------------------------------------------------------------
 
-/// Grows `buffer` so it can take `additional` more bytes, never beyond `cap` capacity
-/// (callers ensure `len + additional <= cap`), amortized by doubling.
-fn reserve_within(buffer: &mut Vec<u8>, additional: usize, cap: usize) {
-    let needed = buffer.len() + additional;
-    if needed <= buffer.capacity() {
-        return;
+/// How many bytes to reserve so that a buffer of `len` bytes and `capacity` can take
+/// `additional` more, never beyond `cap` capacity (callers ensure
+/// `len + additional <= cap`), amortized by doubling. `None`: it already can.
+fn growth(len: usize, capacity: usize, additional: usize, cap: usize) -> Option<usize> {
+    let needed = len + additional;
+    if needed <= capacity {
+        return None;
     }
-    let target = buffer
-        .capacity()
-        .saturating_mul(2)
-        .max(64)
-        .min(cap)
-        .max(needed);
-    buffer.reserve_exact(target - buffer.len());
+    let target = capacity.saturating_mul(2).max(64).min(cap).max(needed);
+    Some(target - len)
 }
 
-/// [`reserve_within`] for the tail.
-fn reserve_tail(tail: &mut String, additional: usize, cap: usize) {
-    let needed = tail.len() + additional;
-    if needed <= tail.capacity() {
-        return;
+/// Grows `buffer` per [`growth`].
+fn reserve_within(buffer: &mut Vec<u8>, additional: usize, cap: usize) {
+    if let Some(more) = growth(buffer.len(), buffer.capacity(), additional, cap) {
+        buffer.reserve_exact(more);
     }
-    let target = tail
-        .capacity()
-        .saturating_mul(2)
-        .max(64)
-        .min(cap)
-        .max(needed);
-    tail.reserve_exact(target - tail.len());
+}
+
+/// Grows the tail per [`growth`].
+fn reserve_tail(tail: &mut String, additional: usize, cap: usize) {
+    if let Some(more) = growth(tail.len(), tail.capacity(), additional, cap) {
+        tail.reserve_exact(more);
+    }
 }
 
 /// Drains a child's raw stderr into a bounded tail of redacted text.
