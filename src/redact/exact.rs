@@ -2,76 +2,118 @@
 //! included, as written and interrupted by hidden bytes. Separate because it is the
 //! one rule with per-value state built in advance and its own cost model.
 
+use aho_corasick::{AhoCorasick, MatchKind};
+
 use super::clean::{is_bidi_control, skip_escape};
 use super::redactor::{ceil_char_boundary, floor_char_boundary};
 
-/// An exact value and its Knuth-Morris-Pratt failure table, so that one linear pass
-/// finds every occurrence, overlapping ones included (`abca` in `abcabca` occurs twice;
-/// a non-overlapping search would leave `bca` behind).
-pub(super) struct ExactValue {
-    value: Box<str>,
-    /// `fail[i]`: the length of the longest proper prefix of `value[..=i]` that is also
-    /// a suffix of it.
-    fail: Box<[usize]>,
-    /// The matcher for occurrences interrupted by hidden bytes, for values of at
-    /// most [`MAX_GAPPED_VALUE_BYTES`].
-    pub(super) gapped: Option<Gapped>,
+/// The exact values, matched together: one Aho-Corasick automaton finds every
+/// occurrence of every value in one pass, overlapping ones included (`abca` in
+/// `abcabca` occurs twice; a non-overlapping search would leave `bca` behind). Lines
+/// with hidden bytes use [`Gapped`] for the values of at most
+/// [`MAX_GAPPED_VALUE_BYTES`], and a second automaton for the longer ones.
+pub(super) struct ExactValues {
+    /// Every value, for lines without hidden bytes.
+    all: Matcher,
+    /// The values longer than [`MAX_GAPPED_VALUE_BYTES`], for lines with hidden bytes.
+    long: Matcher,
+    /// One per value of at most [`MAX_GAPPED_VALUE_BYTES`].
+    gapped: Box<[Gapped]>,
+    /// How many values there are (what `Debug` shows).
+    count: usize,
 }
 
-impl ExactValue {
-    /// `value` is at least [`MIN_EXACT_VALUE_BYTES`] long (never empty).
-    pub(super) fn new(value: &str) -> Self {
-        let needle = value.as_bytes();
-        let mut fail = vec![0; needle.len()];
-        let mut matched = 0;
-        for at in 1..needle.len() {
-            while matched > 0 && needle[at] != needle[matched] {
-                matched = fail[matched - 1];
-            }
-            if needle[at] == needle[matched] {
-                matched += 1;
-            }
-            fail[at] = matched;
+/// An automaton over some of the values.
+enum Matcher {
+    /// There are no such values.
+    None,
+    Values(AhoCorasick),
+    /// The automaton could not be built (beyond its size limits): every byte of a
+    /// line counts as covered, so nothing of a value can be kept.
+    Everything,
+}
+
+impl Matcher {
+    fn new<'a>(values: impl Iterator<Item = &'a str>) -> Self {
+        let values: Vec<&str> = values.collect();
+        if values.is_empty() {
+            return Matcher::None;
         }
-        Self {
-            value: value.into(),
-            fail: fail.into(),
-            gapped: (needle.len() <= MAX_GAPPED_VALUE_BYTES).then(|| Gapped::new(needle)),
+        match AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            .build(&values)
+        {
+            Ok(automaton) => Matcher::Values(automaton),
+            Err(_) => Matcher::Everything,
         }
     }
 
-    /// Appends the union of this value's occurrences in `text` to `ranges`, as sorted,
-    /// disjoint byte ranges (ranges already there are left alone).
-    pub(super) fn cover(&self, text: &[u8], ranges: &mut Vec<(usize, usize)>) {
-        let needle = self.value.as_bytes();
-        let Some(&first) = needle.first() else {
-            return;
-        };
-        let own = ranges.len();
-        let (mut at, mut matched) = (0, 0);
-        while at < text.len() {
-            if matched == 0 {
-                // Nothing to extend: skip to the next possible first byte.
-                match memchr::memchr(first, &text[at..]) {
-                    Some(offset) => at += offset,
-                    None => return,
+    /// Appends the union of the occurrences in `text` to `ranges`, as sorted,
+    /// disjoint byte ranges (ranges already there are left alone), so that what is
+    /// kept stays bounded by the line, however many occurrences overlap.
+    fn cover(&self, text: &str, ranges: &mut Vec<(usize, usize)>) {
+        match self {
+            Matcher::None => {}
+            Matcher::Values(automaton) => {
+                let own = ranges.len();
+                // Occurrences come in the order of their ends: one reaches back over
+                // every kept range it overlaps or touches.
+                for found in automaton.find_overlapping_iter(text) {
+                    let (mut start, end) = (found.start(), found.end());
+                    while ranges.len() > own
+                        && let Some(&(last_start, last_end)) = ranges.last()
+                        && start <= last_end
+                    {
+                        start = start.min(last_start);
+                        ranges.pop();
+                    }
+                    ranges.push((start, end));
                 }
             }
-            let byte = text[at];
-            while matched > 0 && needle[matched] != byte {
-                matched = self.fail[matched - 1];
-            }
-            if needle[matched] == byte {
-                matched += 1;
-            }
-            at += 1;
-            if matched == needle.len() {
-                let start = at - needle.len();
-                match ranges[own..].last_mut() {
-                    Some(last) if start <= last.1 => last.1 = at,
-                    _ => ranges.push((start, at)),
+            Matcher::Everything if !text.is_empty() => ranges.push((0, text.len())),
+            Matcher::Everything => {}
+        }
+    }
+}
+
+impl ExactValues {
+    /// `values` are at least [`MIN_EXACT_VALUE_BYTES`](super::MIN_EXACT_VALUE_BYTES)
+    /// long (never empty).
+    pub(super) fn new(values: &[Box<str>]) -> Self {
+        let long = |value: &&Box<str>| value.len() > MAX_GAPPED_VALUE_BYTES;
+        Self {
+            all: Matcher::new(values.iter().map(|value| &**value)),
+            long: Matcher::new(values.iter().filter(long).map(|value| &**value)),
+            gapped: values
+                .iter()
+                .filter(|value| !long(value))
+                .map(|value| Gapped::new(value.as_bytes()))
+                .collect(),
+            count: values.len(),
+        }
+    }
+
+    /// How many values there are.
+    pub(super) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Appends the occurrences of the values in `text` to `ranges`, as sorted,
+    /// disjoint runs (one for all the values as written, one per value across hidden
+    /// bytes). `hidden`: the bytes that may interrupt one ([`hidden_bytes`]).
+    pub(super) fn cover(
+        &self,
+        text: &str,
+        hidden: Option<&[bool]>,
+        ranges: &mut Vec<(usize, usize)>,
+    ) {
+        match hidden {
+            None => self.all.cover(text, ranges),
+            Some(hidden) => {
+                for gapped in self.gapped.iter() {
+                    gapped.cover(text, hidden, ranges);
                 }
-                matched = self.fail[matched - 1];
+                self.long.cover(text, ranges);
             }
         }
     }

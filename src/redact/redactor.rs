@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::MIN_EXACT_VALUE_BYTES;
 use super::REDACTED;
 use super::clean::clean_line;
-use super::exact::{ExactValue, hidden_bytes};
+use super::exact::{ExactValues, hidden_bytes};
 use super::keyed::find_keyed_values;
 use super::patterns::{
     PEM_END, find_high_entropy, find_pem_blocks, find_pem_marker, find_token_shapes, find_userinfo,
@@ -21,7 +21,7 @@ use super::patterns::{
 /// exact values it holds, never the values.
 #[derive(Clone)]
 pub struct Redactor {
-    exact: Arc<[ExactValue]>,
+    exact: Arc<ExactValues>,
 }
 
 impl fmt::Debug for Redactor {
@@ -76,7 +76,7 @@ impl Redactor {
         exact.sort_unstable();
         exact.dedup();
         Self {
-            exact: exact.iter().map(|value| ExactValue::new(value)).collect(),
+            exact: Arc::new(ExactValues::new(&exact)),
         }
     }
 
@@ -86,18 +86,15 @@ impl Redactor {
     /// When `text` holds escape sequences or hidden characters (see
     /// [`hidden_bytes`]), an occurrence may also be interrupted by any of their
     /// bytes: `correct-horse-\x1b[battery` is an occurrence of
-    /// `correct-horse-battery` (the range then covers the interruption too). Linear
-    /// in the length of `text` for each value, times `1 + len / 64` for the values of
-    /// at most [`MAX_GAPPED_VALUE_BYTES`] when there are such bytes.
+    /// `correct-horse-battery` (the range then covers the interruption too). One pass
+    /// over `text` for all the values (an Aho-Corasick automaton; its time grows with
+    /// the occurrences, overlapping ones included); when there are such bytes, one
+    /// per value of at most `MAX_GAPPED_VALUE_BYTES` instead, each `1 + len / 64`
+    /// words per byte.
     pub(super) fn exact_ranges(&self, text: &str) -> Vec<(usize, usize)> {
         let mut ranges = Vec::new();
         let hidden = hidden_bytes(text);
-        for value in self.exact.iter() {
-            match (&hidden, &value.gapped) {
-                (Some(hidden), Some(gapped)) => gapped.cover(text, hidden, &mut ranges),
-                _ => value.cover(text.as_bytes(), &mut ranges),
-            }
-        }
+        self.exact.cover(text, hidden.as_deref(), &mut ranges);
         ranges.sort_unstable_by_key(|&(start, _)| start);
         let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
         for (start, end) in ranges {

@@ -1032,3 +1032,14 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn overlapping_occurrences_of_many_values_stay_one_range() {
+    // 50 values that all occur at almost every position of a line of `a`s: what
+    // the matcher keeps is the union, one range, not one per occurrence.
+    let values: Vec<String> = (4..54).map(|len| "a".repeat(len)).collect();
+    let redactor = Redactor::new(&values);
+    let line = "a".repeat(MAX_STDERR_LINE_BYTES);
+    assert_eq!(redactor.exact_ranges(&line), [(0, line.len())]);
+    assert_eq!(redactor.redact_line(&format!("x {line} y")), "x [REDACTED] y");
+}
