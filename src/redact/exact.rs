@@ -80,10 +80,11 @@ impl ExactValues {
     /// `values` are at least [`MIN_EXACT_VALUE_BYTES`](super::MIN_EXACT_VALUE_BYTES)
     /// long (never empty).
     pub(super) fn new(values: &[Box<str>]) -> Self {
-        let long = |value: &&Box<str>| value.len() > MAX_GAPPED_VALUE_BYTES;
+        let values: Vec<&str> = values.iter().map(|value| &**value).collect();
+        let long = |value: &&str| value.len() > MAX_GAPPED_VALUE_BYTES;
         Self {
-            all: Matcher::new(values.iter().map(|value| &**value)),
-            long: Matcher::new(values.iter().filter(long).map(|value| &**value)),
+            all: Matcher::new(values.iter().copied()),
+            long: Matcher::new(values.iter().copied().filter(long)),
             gapped: values
                 .iter()
                 .filter(|value| !long(value))

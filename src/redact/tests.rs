@@ -1041,5 +1041,8 @@ fn overlapping_occurrences_of_many_values_stay_one_range() {
     let redactor = Redactor::new(&values);
     let line = "a".repeat(MAX_STDERR_LINE_BYTES);
     assert_eq!(redactor.exact_ranges(&line), [(0, line.len())]);
-    assert_eq!(redactor.redact_line(&format!("x {line} y")), "x [REDACTED] y");
+    assert_eq!(
+        redactor.redact_line(&format!("x {line} y")),
+        "x [REDACTED] y"
+    );
 }
