@@ -2,6 +2,7 @@
 //! headers and the `Bearer`/`Basic` schemes: the rule that reads a word as a key and
 //! finds its value, with the exceptions that keep ordinary logs readable.
 
+use super::patterns::run_end;
 use super::redactor::Span;
 
 /// Longer words are not taken for keys (this keeps key matching cheap).
@@ -407,9 +408,7 @@ pub(super) fn find_keyed_values(bytes: &[u8], spans: &mut Vec<Span>) {
             continue;
         }
         let start = at;
-        while at < bytes.len() && is_key_byte(bytes[at]) {
-            at += 1;
-        }
+        at = run_end(bytes, at, is_key_byte);
         let word = &bytes[start..at];
         let bearer = word.eq_ignore_ascii_case(b"bearer");
         if bearer || word.eq_ignore_ascii_case(b"basic") {

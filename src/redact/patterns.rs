@@ -157,11 +157,16 @@ const TOKEN_PREFIXES: &[(&[u8], usize, bool)] = &[
     (b"dop_v1_", 60, false),
 ];
 
-fn token_run_end(bytes: &[u8], mut at: usize) -> usize {
-    while at < bytes.len() && is_token_byte(bytes[at]) {
+/// The end of the run of `part` bytes that starts at `at`.
+pub(super) fn run_end(bytes: &[u8], mut at: usize, part: impl Fn(u8) -> bool) -> usize {
+    while at < bytes.len() && part(bytes[at]) {
         at += 1;
     }
     at
+}
+
+fn token_run_end(bytes: &[u8], at: usize) -> usize {
+    run_end(bytes, at, is_token_byte)
 }
 
 /// `eyJ<header>.eyJ<payload>.<signature>` starting at `at`: its end.
@@ -279,9 +284,7 @@ pub(super) fn find_high_entropy(bytes: &[u8], spans: &mut Vec<Span>) {
             continue;
         }
         let start = at;
-        while at < bytes.len() && is_entropy_byte(bytes[at]) {
-            at += 1;
-        }
+        at = run_end(bytes, at, is_entropy_byte);
         let run_end = at;
         while at < bytes.len() && bytes[at] == b'=' {
             at += 1;

@@ -203,23 +203,16 @@ impl Chain {
         &self,
         f: impl FnOnce(&dyn TokenStore, &str) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let store = self.config.store.clone();
-        let key = self.key.clone();
-        tokio::task::spawn_blocking(move || {
-            let _lock = store.lock(&key)?;
-            f(&*store, &key)
+        self.unlocked(move |store, key| {
+            let _lock = store.lock(key)?;
+            f(store, key)
         })
         .await
-        .map_err(|_| Error::new(ErrorKind::InvalidConfig, "the token store task failed"))?
     }
 
     /// Takes the store lock (blocking, on the blocking pool); dropping it releases.
     async fn store_lock(&self) -> Result<super::store::StoreLock> {
-        let store = self.config.store.clone();
-        let key = self.key.clone();
-        tokio::task::spawn_blocking(move || store.lock(&key))
-            .await
-            .map_err(|_| Error::new(ErrorKind::InvalidConfig, "the token store task failed"))?
+        self.unlocked(|store, key| store.lock(key)).await
     }
 
     /// A store operation for a caller that holds the lock.
