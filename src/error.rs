@@ -251,6 +251,19 @@ impl std::error::Error for Error {}
 /// Shorthand for results in this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The longest prefix of `text` of at most `max` bytes that ends on a character
+/// boundary: how untrusted text is cut before a message quotes it.
+pub(crate) fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ pub mod limits;
 pub mod observe;
 pub(crate) mod param_headers;
 pub mod pin;
-pub mod redact;
+pub(crate) mod redact;
 pub mod session;
 pub mod transport;
 
@@ -102,4 +102,26 @@ pub mod fuzzing {
             }
         }
     }
+
+    /// The longest stderr line kept (`redact::MAX_STDERR_LINE_BYTES`).
+    pub use crate::redact::MAX_STDERR_LINE_BYTES;
+    /// The text that replaces a redacted span (`redact::REDACTED`).
+    pub use crate::redact::REDACTED;
+    /// The stderr redactor (`redact::Redactor`), for the `redaction` target.
+    pub use crate::redact::Redactor;
+    /// The bounded, redacted stderr tail (`redact::StderrCollector`).
+    pub use crate::redact::StderrCollector;
+    /// What an over-long stderr line becomes (`redact::WITHHELD_LINE`).
+    pub use crate::redact::WITHHELD_LINE;
+
+    /// The `WWW-Authenticate` parser and its bounds (`auth::challenge`), for the
+    /// `www_authenticate` target.
+    pub use crate::auth::challenge::{
+        MAX_CHALLENGES, MAX_HEADER_BYTES, MAX_PARAMS, parse_challenges, render_challenges,
+    };
+    /// The OAuth metadata decoders and their bounds (`auth::metadata`).
+    pub use crate::auth::metadata::{
+        MAX_AUTHORIZATION_SERVERS, MAX_LIST_ENTRIES, decode_authorization_server_metadata,
+        decode_protected_resource_metadata,
+    };
 }

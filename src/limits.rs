@@ -359,27 +359,16 @@ mod tests {
 
     #[test]
     fn validate_names_zero_and_oversized_fields() {
-        let limits = Limits {
+        let refused = |limits: Limits| limits.validate().unwrap_err().message().to_owned();
+        let zero = Limits {
             max_catalog_pages: 0,
             ..Limits::default()
         };
-        assert!(
-            limits
-                .validate()
-                .unwrap_err()
-                .message()
-                .contains("maxCatalogPages")
-        );
-        let limits = Limits {
+        assert!(refused(zero).contains("maxCatalogPages"));
+        let oversized = Limits {
             queue_capacity: MAX_SAFE_INTEGER + 1,
             ..Limits::default()
         };
-        assert!(
-            limits
-                .validate()
-                .unwrap_err()
-                .message()
-                .contains("queueCapacity")
-        );
+        assert!(refused(oversized).contains("queueCapacity"));
     }
 }

@@ -144,7 +144,7 @@ impl CatalogDiff {
     }
 
     /// `tools added: a, b; removed: c; changed: d` (names escaped, at most
-    /// [`MAX_NAMED`] per list).
+    /// 16 per list).
     pub fn describe(&self) -> String {
         let list = |what: &str, names: &[String]| {
             if names.is_empty() {

@@ -41,7 +41,7 @@
 //!   its tail never more than `max_bytes`;
 //! - `Debug` of the redactor and the collector shows no secret.
 
-use smthrs_mcp::redact::{
+use smthrs_mcp::fuzzing::{
     MAX_STDERR_LINE_BYTES, REDACTED, Redactor, StderrCollector, WITHHELD_LINE,
 };
 

@@ -12,12 +12,10 @@
 //! - a decoded PRM document has a resource and 1..=`MAX_AUTHORIZATION_SERVERS`
 //!   servers; decoded lists respect `MAX_LIST_ENTRIES`.
 
-use smthrs_mcp::auth::challenge::{
-    MAX_CHALLENGES, MAX_PARAMS, parse_challenges, render_challenges,
-};
-use smthrs_mcp::auth::metadata::{
-    MAX_AUTHORIZATION_SERVERS, MAX_LIST_ENTRIES, decode_authorization_server_metadata,
-    decode_protected_resource_metadata,
+use smthrs_mcp::fuzzing::{
+    MAX_AUTHORIZATION_SERVERS, MAX_CHALLENGES, MAX_HEADER_BYTES, MAX_LIST_ENTRIES, MAX_PARAMS,
+    decode_authorization_server_metadata, decode_protected_resource_metadata, parse_challenges,
+    render_challenges,
 };
 
 /// Runs the properties on one input.
@@ -32,7 +30,7 @@ pub fn check(data: &[u8]) {
         }
     }
     let rendered = render_challenges(&parsed);
-    if rendered.len() <= smthrs_mcp::auth::challenge::MAX_HEADER_BYTES {
+    if rendered.len() <= MAX_HEADER_BYTES {
         let again = parse_challenges([rendered.as_bytes()]);
         assert_eq!(
             again, parsed,

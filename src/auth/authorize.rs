@@ -110,60 +110,54 @@ impl Default for HeadlessAuthorizer {
     }
 }
 
-impl Authorizer for HeadlessAuthorizer {
-    fn redirect_uri(&self) -> &str {
-        &self.redirect_uri
-    }
+impl_authorizer!(HeadlessAuthorizer);
 
-    fn authorize<'a>(
-        &'a self,
-        request: AuthorizationRequest<'a>,
-    ) -> BoxFuture<'a, Result<SecretString>> {
-        Box::pin(async move {
-            let url = Url::parse(request.url.expose_secret())
-                .map_err(|_| unauthorized("the authorization URL is not valid"))?;
-            let fetched = request
-                .http
-                .send(
-                    Method::GET,
-                    &url,
-                    HeaderMap::new(),
-                    bytes::Bytes::new(),
-                    16 * 1024,
-                    "authorization endpoint",
-                )
-                .await?;
-            if !fetched.status.is_redirection() {
-                return Err(unauthorized(&format!(
-                    "server \"{}\": the authorization endpoint answered HTTP {} instead of redirecting",
-                    request.server,
-                    fetched.status.as_u16()
-                )));
-            }
-            let location = fetched
-                .headers
-                .get(http::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            let Some(rest) = location.strip_prefix(&self.redirect_uri) else {
+impl HeadlessAuthorizer {
+    /// [`Authorizer::authorize`]: fetches the URL and reads the redirect it answers with.
+    async fn run(&self, request: AuthorizationRequest<'_>) -> Result<SecretString> {
+        let url = Url::parse(request.url.expose_secret())
+            .map_err(|_| unauthorized("the authorization URL is not valid"))?;
+        let fetched = request
+            .http
+            .send(
+                Method::GET,
+                &url,
+                HeaderMap::new(),
+                bytes::Bytes::new(),
+                16 * 1024,
+                "authorization endpoint",
+            )
+            .await?;
+        if !fetched.status.is_redirection() {
+            return Err(unauthorized(&format!(
+                "server \"{}\": the authorization endpoint answered HTTP {} instead of redirecting",
+                request.server,
+                fetched.status.as_u16()
+            )));
+        }
+        let location = fetched
+            .headers
+            .get(http::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let Some(rest) = location.strip_prefix(&self.redirect_uri) else {
+            return Err(unauthorized(&format!(
+                "server \"{}\": the authorization endpoint redirected somewhere other than the redirect URI",
+                request.server
+            )));
+        };
+        let query = match rest.split_once('?') {
+            Some(("", q)) => q,
+            _ if rest.is_empty() => "",
+            _ => {
                 return Err(unauthorized(&format!(
                     "server \"{}\": the authorization endpoint redirected somewhere other than the redirect URI",
                     request.server
                 )));
-            };
-            let query = match rest.split_once('?') {
-                Some(("", q)) => q,
-                _ if rest.is_empty() => "",
-                _ => {
-                    return Err(unauthorized(&format!(
-                        "server \"{}\": the authorization endpoint redirected somewhere other than the redirect URI",
-                        request.server
-                    )));
-                }
-            };
-            let query = query.split('#').next().unwrap_or("");
-            Ok(SecretString::from(query))
-        })
+            }
+        };
+        let query = query.split('#').next().unwrap_or("");
+        Ok(SecretString::from(query))
     }
 }
 

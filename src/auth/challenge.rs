@@ -13,7 +13,7 @@
 //! is kept. Scheme and parameter names compare case-insensitively.
 //!
 //! ```
-//! use smthrs_mcp::auth::challenge::parse_challenges;
+//! # use smthrs_mcp::fuzzing::parse_challenges; // internal: reached the fuzz targets' way
 //!
 //! let header = r#"Bearer error="insufficient_scope", scope="mcp:read mcp:write", resource_metadata="https://mcp.example/.well-known/oauth-protected-resource""#;
 //! let challenges = parse_challenges([header.as_bytes()]);
@@ -176,7 +176,7 @@ impl Cursor<'_> {
 
 /// Parses the values of one or more `WWW-Authenticate` fields into challenges.
 ///
-/// Never panics; bounded as the [module docs](self) say.
+/// Never panics; bounded as the `auth::challenge` module docs say.
 pub fn parse_challenges<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Vec<Challenge> {
     let mut joined = Vec::new();
     for value in values {

@@ -333,6 +333,19 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    /// A `GET` of metadata at `url` with a body cap of `cap` bytes.
+    async fn get(http: &AuthHttp, url: &Url, cap: usize) -> Result<Fetched> {
+        http.send(
+            Method::GET,
+            url,
+            HeaderMap::new(),
+            Bytes::new(),
+            cap,
+            "metadata",
+        )
+        .await
+    }
+
     fn tls() -> rustls::ClientConfig {
         rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
@@ -376,33 +389,13 @@ mod tests {
         // The DNS path: a name that passes the URL check but resolves to loopback.
         if let Some(alias) = loopback_alias() {
             let url = Url::parse(&format!("https://{alias}:{port}/.well-known/x")).unwrap();
-            let err = http
-                .send(
-                    Method::GET,
-                    &url,
-                    HeaderMap::new(),
-                    Bytes::new(),
-                    1024,
-                    "metadata",
-                )
-                .await
-                .unwrap_err();
+            let err = get(&http, &url, 1024).await.unwrap_err();
             assert_eq!(err.kind(), ErrorKind::EgressDenied, "{alias}: {err}");
         }
         // The literal path: refused before any resolution.
         for host in ["127.0.0.1", "localhost", "[::ffff:127.0.0.1]"] {
             let url = Url::parse(&format!("https://{host}:{port}/x")).unwrap();
-            let err = http
-                .send(
-                    Method::GET,
-                    &url,
-                    HeaderMap::new(),
-                    Bytes::new(),
-                    1024,
-                    "metadata",
-                )
-                .await
-                .unwrap_err();
+            let err = get(&http, &url, 1024).await.unwrap_err();
             assert_eq!(err.kind(), ErrorKind::EgressDenied, "{host}: {err}");
         }
         assert_eq!(accepted.load(Ordering::SeqCst), 0);
@@ -437,42 +430,12 @@ mod tests {
             tls(),
         );
         let url = Url::parse(&format!("http://127.0.0.1:{port}/big")).unwrap();
-        let err = http
-            .send(
-                Method::GET,
-                &url,
-                HeaderMap::new(),
-                Bytes::new(),
-                1024,
-                "metadata",
-            )
-            .await
-            .unwrap_err();
+        let err = get(&http, &url, 1024).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::ProtocolError, "{err}");
-        let ok = http
-            .send(
-                Method::GET,
-                &url,
-                HeaderMap::new(),
-                Bytes::new(),
-                4096,
-                "metadata",
-            )
-            .await
-            .unwrap();
+        let ok = get(&http, &url, 4096).await.unwrap();
         assert_eq!(ok.body.len(), 2048);
         let url = Url::parse(&format!("http://127.0.0.1:{port}/redirect")).unwrap();
-        let fetched = http
-            .send(
-                Method::GET,
-                &url,
-                HeaderMap::new(),
-                Bytes::new(),
-                1024,
-                "metadata",
-            )
-            .await
-            .unwrap();
+        let fetched = get(&http, &url, 1024).await.unwrap();
         assert_eq!(fetched.status, StatusCode::FOUND);
         // Egress grants: another port is denied before sending.
         let denied = AuthHttp::new(
@@ -480,17 +443,7 @@ mod tests {
             http.policy().clone(),
             tls(),
         );
-        let err = denied
-            .send(
-                Method::GET,
-                &url,
-                HeaderMap::new(),
-                Bytes::new(),
-                1024,
-                "metadata",
-            )
-            .await
-            .unwrap_err();
+        let err = get(&denied, &url, 1024).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::EgressDenied);
         task.abort();
     }

@@ -139,72 +139,66 @@ async fn read_target(stream: &mut TcpStream) -> Option<String> {
         .then(|| target.to_owned())
 }
 
-impl Authorizer for LoopbackAuthorizer {
-    fn redirect_uri(&self) -> &str {
-        &self.redirect_uri
-    }
+impl_authorizer!(LoopbackAuthorizer);
 
-    fn authorize<'a>(
-        &'a self,
-        request: AuthorizationRequest<'a>,
-    ) -> BoxFuture<'a, Result<SecretString>> {
-        Box::pin(async move {
-            let listener = self
-                .listener
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take()
-                .ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::Unauthorized,
-                        "the login listener was already used (one authorization per login)",
-                    )
-                })?;
-            (self.show)(request.server(), request.url().expose_secret());
-            let wait = async {
-                for _ in 0..MAX_REQUESTS {
-                    let Ok((mut stream, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let target =
-                        tokio::time::timeout(Duration::from_secs(10), read_target(&mut stream))
-                            .await
-                            .ok()
-                            .flatten();
-                    let Some(target) = target else {
-                        respond(&mut stream, "400 Bad Request", PAGE_BAD).await;
-                        continue;
-                    };
-                    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-                    if path != "/callback" {
-                        respond(&mut stream, "404 Not Found", PAGE_BAD).await;
-                        continue;
-                    }
-                    let state = url::form_urlencoded::parse(query.as_bytes())
-                        .find(|(k, _)| k == "state")
-                        .map(|(_, v)| v.into_owned());
-                    if !state.is_some_and(|s| request.state_matches(&s)) {
-                        respond(&mut stream, "400 Bad Request", PAGE_BAD).await;
-                        continue;
-                    }
-                    respond(&mut stream, "200 OK", PAGE_OK).await;
-                    return Ok(SecretString::from(query.to_owned()));
-                }
-                Err(Error::new(
+impl LoopbackAuthorizer {
+    /// [`Authorizer::authorize`]: shows the URL and waits for the one callback.
+    async fn run(&self, request: AuthorizationRequest<'_>) -> Result<SecretString> {
+        let listener = self
+            .listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| {
+                Error::new(
                     ErrorKind::Unauthorized,
-                    "the login listener received too many requests that were not the authorization's redirect",
-                ))
-            };
-            let outcome = tokio::time::timeout(self.deadline, wait).await;
-            drop(listener);
-            match outcome {
-                Ok(result) => result,
-                Err(_) => Err(Error::timeout(format!(
-                    "server \"{}\": the authorization was not completed before the deadline",
-                    request.server()
-                ))),
+                    "the login listener was already used (one authorization per login)",
+                )
+            })?;
+        (self.show)(request.server(), request.url().expose_secret());
+        let wait = async {
+            for _ in 0..MAX_REQUESTS {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let target =
+                    tokio::time::timeout(Duration::from_secs(10), read_target(&mut stream))
+                        .await
+                        .ok()
+                        .flatten();
+                let Some(target) = target else {
+                    respond(&mut stream, "400 Bad Request", PAGE_BAD).await;
+                    continue;
+                };
+                let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+                if path != "/callback" {
+                    respond(&mut stream, "404 Not Found", PAGE_BAD).await;
+                    continue;
+                }
+                let state = url::form_urlencoded::parse(query.as_bytes())
+                    .find(|(k, _)| k == "state")
+                    .map(|(_, v)| v.into_owned());
+                if !state.is_some_and(|s| request.state_matches(&s)) {
+                    respond(&mut stream, "400 Bad Request", PAGE_BAD).await;
+                    continue;
+                }
+                respond(&mut stream, "200 OK", PAGE_OK).await;
+                return Ok(SecretString::from(query.to_owned()));
             }
-        })
+            Err(Error::new(
+                ErrorKind::Unauthorized,
+                "the login listener received too many requests that were not the authorization's redirect",
+            ))
+        };
+        let outcome = tokio::time::timeout(self.deadline, wait).await;
+        drop(listener);
+        match outcome {
+            Ok(result) => result,
+            Err(_) => Err(Error::timeout(format!(
+                "server \"{}\": the authorization was not completed before the deadline",
+                request.server()
+            ))),
+        }
     }
 }
 
@@ -214,6 +208,21 @@ mod tests {
     use crate::auth::http::AuthHttp;
     use crate::auth::policy::AddressPolicy;
     use crate::layer::EgressGrants;
+
+    /// The request the chain would make for server `srv`.
+    fn authorization_request<'a>(
+        authorizer: &'a LoopbackAuthorizer,
+        state: &'a SecretString,
+        http: &'a AuthHttp,
+    ) -> AuthorizationRequest<'a> {
+        AuthorizationRequest {
+            url: SecretString::from("http://127.0.0.1/authorize"),
+            state,
+            redirect_uri: authorizer.redirect_uri(),
+            server: "srv",
+            http,
+        }
+    }
 
     fn http() -> AuthHttp {
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
@@ -250,13 +259,7 @@ mod tests {
         );
         let http = http();
         let state = SecretString::from("expected-state");
-        let request = AuthorizationRequest {
-            url: SecretString::from("http://127.0.0.1/authorize"),
-            state: &state,
-            redirect_uri: authorizer.redirect_uri(),
-            server: "srv",
-            http: &http,
-        };
+        let request = authorization_request(&authorizer, &state, &http);
         let browser = async {
             assert_eq!(
                 get(port, "/callback?state=wrong&code=c").await.unwrap(),
@@ -288,13 +291,7 @@ mod tests {
         );
         // One-shot: the listener is closed, a second request is refused.
         assert!(TcpStream::connect(("127.0.0.1", port)).await.is_err());
-        let again = AuthorizationRequest {
-            url: SecretString::from("http://127.0.0.1/authorize"),
-            state: &state,
-            redirect_uri: authorizer.redirect_uri(),
-            server: "srv",
-            http: &http,
-        };
+        let again = authorization_request(&authorizer, &state, &http);
         let err = authorizer.authorize(again).await.unwrap_err();
         assert!(err.message().contains("already used"));
     }
@@ -308,13 +305,7 @@ mod tests {
             .show_url(|_, _| {});
         let http = http();
         let state = SecretString::from("s");
-        let request = AuthorizationRequest {
-            url: SecretString::from("http://127.0.0.1/authorize"),
-            state: &state,
-            redirect_uri: authorizer.redirect_uri(),
-            server: "srv",
-            http: &http,
-        };
+        let request = authorization_request(&authorizer, &state, &http);
         let err = authorizer.authorize(request).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Timeout);
         assert!(err.message().contains("srv"));
@@ -329,13 +320,7 @@ mod tests {
         let port = authorizer.port().unwrap();
         let http = http();
         let state = SecretString::from("s");
-        let request = AuthorizationRequest {
-            url: SecretString::from("http://127.0.0.1/authorize"),
-            state: &state,
-            redirect_uri: authorizer.redirect_uri(),
-            server: "srv",
-            http: &http,
-        };
+        let request = authorization_request(&authorizer, &state, &http);
         let browser = async {
             // A head that never ends within the bound (every byte is read: no reset).
             let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();

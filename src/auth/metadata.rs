@@ -9,9 +9,9 @@
 //! strings: `url::Url` would serialize `http://h:1` as `http://h:1/`, which breaks
 //! the exact comparisons the specification requires.
 //!
-//! ```
-//! use smthrs_mcp::auth::metadata::{authorization_server_metadata_urls, protected_resource_metadata_urls};
+//! (Internal: the example runs as the unit test `the_module_doc_example`.)
 //!
+//! ```text
 //! let mcp = url::Url::parse("https://mcp.example/tenant/mcp").unwrap();
 //! assert_eq!(protected_resource_metadata_urls(&mcp), [
 //!     "https://mcp.example/.well-known/oauth-protected-resource/tenant/mcp",
@@ -281,6 +281,26 @@ pub fn legacy_resource(mcp: &Url) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_module_doc_example() {
+        let mcp = url::Url::parse("https://mcp.example/tenant/mcp").unwrap();
+        assert_eq!(
+            protected_resource_metadata_urls(&mcp),
+            [
+                "https://mcp.example/.well-known/oauth-protected-resource/tenant/mcp",
+                "https://mcp.example/.well-known/oauth-protected-resource",
+            ]
+        );
+        assert_eq!(
+            authorization_server_metadata_urls("https://as.example/t1").unwrap(),
+            [
+                "https://as.example/.well-known/oauth-authorization-server/t1",
+                "https://as.example/.well-known/openid-configuration/t1",
+                "https://as.example/t1/.well-known/openid-configuration",
+            ]
+        );
+    }
 
     fn url(s: &str) -> Url {
         Url::parse(s).unwrap()

@@ -5,9 +5,9 @@
 //! [`HttpTransportBuilder::oauth`](crate::transport::http::HttpTransportBuilder::oauth))
 //! answers the server's `401` itself:
 //!
-//! 1. the `WWW-Authenticate` challenge ([`challenge`]) names the Protected Resource
+//! 1. the `WWW-Authenticate` challenge (`auth::challenge`) names the Protected Resource
 //!    Metadata, or the well-known URLs are tried (path-aware, then root);
-//! 2. the document's `resource` must identify the server ([`metadata`]);
+//! 2. the document's `resource` must identify the server (`auth::metadata`);
 //! 3. authorization server metadata is fetched in the specification's order
 //!    (RFC 8414, then OpenID Connect) and its `issuer` must equal the one asked for;
 //! 4. the client is registered: pre-registered credentials, a Client ID Metadata
@@ -58,14 +58,34 @@
 use std::fmt;
 use std::sync::Arc;
 
+/// Implements [`Authorizer`] for a type with a `redirect_uri: String` field and an
+/// inherent `async fn run(&self, AuthorizationRequest<'_>) -> Result<SecretString>`.
+/// The names are those imported where it is used.
+macro_rules! impl_authorizer {
+    ($type:ident) => {
+        impl Authorizer for $type {
+            fn redirect_uri(&self) -> &str {
+                &self.redirect_uri
+            }
+
+            fn authorize<'a>(
+                &'a self,
+                request: AuthorizationRequest<'a>,
+            ) -> BoxFuture<'a, Result<SecretString>> {
+                Box::pin(self.run(request))
+            }
+        }
+    };
+}
+
 pub mod authorize;
 pub(crate) mod chain;
-pub mod challenge;
+pub(crate) mod challenge;
 pub mod client_credentials;
 pub mod file_store;
 pub(crate) mod http;
 pub mod loopback;
-pub mod metadata;
+pub(crate) mod metadata;
 pub mod policy;
 pub mod registration;
 pub mod store;

@@ -252,6 +252,20 @@ mod tests {
         assert!(err.message().contains("oauth.clientId"));
     }
 
+    /// The plan for a server that supports dynamic registration, with `stored`
+    /// registered before and `redirect_uri` now.
+    fn replan(stored: &Registration, redirect_uri: &str) -> Plan {
+        plan(
+            "s",
+            &meta(false, true),
+            None,
+            None,
+            Some(stored),
+            Some(redirect_uri),
+        )
+        .unwrap()
+    }
+
     #[test]
     fn bound_credentials_are_not_presented_elsewhere() {
         let pre = PreRegisteredClient {
@@ -271,15 +285,7 @@ mod tests {
             kind: RegistrationKind::Dynamic,
         };
         assert!(matches!(
-            plan(
-                "s",
-                &meta(false, true),
-                None,
-                None,
-                Some(&old),
-                Some("http://127.0.0.1:1/callback")
-            )
-            .unwrap(),
+            replan(&old, "http://127.0.0.1:1/callback"),
             Plan::Register(_)
         ));
         let same = Registration {
@@ -287,28 +293,12 @@ mod tests {
             ..old
         };
         assert!(matches!(
-            plan(
-                "s",
-                &meta(false, true),
-                None,
-                None,
-                Some(&same),
-                Some("http://127.0.0.1:1/callback")
-            )
-            .unwrap(),
+            replan(&same, "http://127.0.0.1:1/callback"),
             Plan::Use(_)
         ));
         // Another redirect URI than the one registered: register again.
         assert!(matches!(
-            plan(
-                "s",
-                &meta(false, true),
-                None,
-                None,
-                Some(&same),
-                Some("http://127.0.0.1:2/callback")
-            )
-            .unwrap(),
+            replan(&same, "http://127.0.0.1:2/callback"),
             Plan::Register(_)
         ));
     }

@@ -5,7 +5,7 @@
 //! Every request carries `resource` (RFC 8707), the PRM string byte for byte. The
 //! client authentication method is chosen from what the registration and the
 //! server's metadata say ([`choose_auth_method`]). Responses are 200 JSON, capped
-//! at [`MAX_TOKEN_RESPONSE_BYTES`](super::http::MAX_TOKEN_RESPONSE_BYTES). Error
+//! at 64 KiB. Error
 //! messages name the standard OAuth error code at most, never the server's
 //! `error_description` or anything from the response body.
 

@@ -140,21 +140,6 @@ impl<S> BearerAuth<S> {
         Ok(BearerAuthLayer::new(token)?.layer(inner))
     }
 
-    /// The wrapped service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The wrapped service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-
     fn applies_to(&self, uri: &http::Uri) -> bool {
         match &self.origin {
             None => true,
@@ -162,6 +147,8 @@ impl<S> BearerAuth<S> {
         }
     }
 }
+
+inner_accessors!(BearerAuth);
 
 impl<S, B> Service<Request<B>> for BearerAuth<S>
 where

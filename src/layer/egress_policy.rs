@@ -60,7 +60,7 @@ use http::{Method, Request};
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, truncate};
 use crate::layer::BoxError;
 
 const GET: u8 = 1;
@@ -389,17 +389,6 @@ fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
         .then(|| &text[prefix.len()..])
 }
 
-fn truncate(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
 /// Layer that applies an [`EgressPolicy`]. Configuration only; cheap to clone.
 #[derive(Clone, Debug)]
 pub struct EgressPolicyLayer {
@@ -452,22 +441,9 @@ impl<S> EgressPolicy<S> {
     pub fn grants(&self) -> &EgressGrants {
         &self.grants
     }
-
-    /// The wrapped service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The wrapped service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
 }
+
+inner_accessors!(EgressPolicy);
 
 impl<S, B> Service<Request<B>> for EgressPolicy<S>
 where

@@ -19,6 +19,29 @@
 //!
 //! [tower-http]: https://docs.rs/tower-http
 
+/// `get_ref`, `get_mut` and `into_inner` for a middleware service whose wrapped
+/// service is its `inner` field (tower's accessors).
+macro_rules! inner_accessors {
+    ($service:ident) => {
+        impl<S> $service<S> {
+            /// The wrapped service.
+            pub fn get_ref(&self) -> &S {
+                &self.inner
+            }
+
+            /// The wrapped service, mutably.
+            pub fn get_mut(&mut self) -> &mut S {
+                &mut self.inner
+            }
+
+            /// Unwraps the inner service.
+            pub fn into_inner(self) -> S {
+                self.inner
+            }
+        }
+    };
+}
+
 pub mod bearer_auth;
 pub mod egress_policy;
 pub mod oauth;

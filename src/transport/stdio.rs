@@ -256,15 +256,14 @@ impl StdioCommand {
 impl fmt::Debug for StdioCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Arguments often carry credentials (`--api-key X`): count them only.
-        f.debug_struct("StdioCommand")
-            .field("program", &self.program)
-            .field("args", &format_args!("<{} withheld>", self.args.len()))
-            .field(
-                "env",
-                &self.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
-            )
-            .field("cwd", &self.cwd)
-            .finish()
+        crate::redact::debug_command(
+            f,
+            "StdioCommand",
+            ("program", &self.program),
+            self.args.len(),
+            &self.env,
+            &self.cwd,
+        )
     }
 }
 

@@ -1,0 +1,331 @@
+//! Grants: how the chain obtains tokens once it knows where to ask: a refresh
+//! single-flight across processes, the authorization-code flow with PKCE through
+//! the host's authorizer, and the client-credentials grant.
+
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use http::{HeaderMap, Method};
+use secrecy::{ExposeSecret, SecretString};
+use url::Url;
+
+use crate::auth::ClientCredentials;
+use crate::auth::authorize::{AuthorizationRequest, authorization_url, validate_callback};
+use crate::auth::http::MAX_TOKEN_RESPONSE_BYTES;
+use crate::auth::metadata::decode_registration;
+use crate::auth::registration::{self, Plan, Registration, RegistrationKind};
+use crate::auth::store::StoredTokens;
+use crate::auth::token::{self, AuthMethod, TokenEndpoint, TokenFailure, choose_auth_method};
+use crate::error::Result;
+
+use super::{Chain, Current, Discovered, State, prefixed, unauthorized, union};
+
+impl Chain {
+    /// Refreshes under the store lock, single-flight across processes: after
+    /// taking the lock the store is re-read, and a token another holder rotated
+    /// meanwhile is used instead of refreshing again. On `invalid_grant` the
+    /// tokens are cleared only if the stored refresh token is still the one sent.
+    pub(super) async fn refresh_locked(
+        &self,
+        state: &mut State,
+        found: Option<&Discovered>,
+    ) -> Result<Current> {
+        let server = self.server.to_string();
+        let held = state
+            .stored
+            .tokens
+            .clone()
+            .ok_or_else(|| self.login_needed("no refresh token"))?;
+        let ours = held
+            .tokens
+            .refresh_token
+            .clone()
+            .ok_or_else(|| self.login_needed("no refresh token"))?;
+        let registration = self
+            .registration_for(state, &held.issuer, &held.client_id)
+            .ok_or_else(|| self.login_needed("the client registration is gone"))?;
+        let supported =
+            found.and_then(|f| f.metadata.token_endpoint_auth_methods_supported.clone());
+        let http = self.http().await.clone();
+        // The whole exchange runs while the store lock is held.
+        let lock = self.store_lock().await?;
+        let stored = self.unlocked(|s, k| s.load(k)).await?.unwrap_or_default();
+        let now = token::now();
+        if let Some(t) = stored
+            .tokens
+            .as_ref()
+            .filter(|t| t.resource_matches_server(&self.mcp))
+            && t.tokens.refresh_token.as_ref().map(|r| r.expose_secret())
+                != Some(ours.expose_secret())
+            && !t.tokens.needs_refresh(now)
+        {
+            // Another holder rotated it meanwhile: use theirs.
+            drop(lock);
+            let t = t.clone();
+            state.stored = stored;
+            return self.set_current(state, &t.tokens);
+        }
+        let endpoint = TokenEndpoint {
+            server: &server,
+            url: &held.token_endpoint,
+            client_id: &registration.client_id,
+            client_secret: registration::secret(&registration),
+            method: choose_auth_method(
+                registration.token_endpoint_auth_method.as_deref(),
+                supported.as_deref(),
+                registration.client_secret.is_some(),
+            ),
+            resource: &held.resource,
+        };
+        let result = token::refresh(&http, &endpoint, &ours, &held.tokens.scopes).await;
+        let mut stored = stored;
+        let outcome = match result {
+            Ok(tokens) => {
+                let new = StoredTokens {
+                    tokens,
+                    ..held.clone()
+                };
+                stored.tokens = Some(new.clone());
+                let copy = stored.clone();
+                self.unlocked(move |s, k| s.save(k, &copy)).await?;
+                (Some(stored), Ok(new))
+            }
+            Err(TokenFailure::InvalidGrant) => {
+                if stored
+                    .tokens
+                    .as_ref()
+                    .and_then(|t| t.tokens.refresh_token.as_ref())
+                    .map(|r| r.expose_secret())
+                    == Some(ours.expose_secret())
+                {
+                    stored.tokens = None;
+                    let copy = stored.clone();
+                    self.unlocked(move |s, k| s.save(k, &copy)).await?;
+                }
+                (Some(stored), Err(TokenFailure::InvalidGrant))
+            }
+            Err(other) => (None, Err(other)),
+        };
+        drop(lock);
+        let (stored, result) = outcome;
+        if let Some(stored) = stored {
+            state.stored = stored;
+        }
+        match result {
+            Ok(t) => self.set_current(state, &t.tokens),
+            Err(e) => Err(e.into_error(&self.server)),
+        }
+    }
+
+    pub(super) async fn authorize(
+        &self,
+        state: &mut State,
+        found: &Discovered,
+        scopes: Vec<String>,
+    ) -> Result<Current> {
+        let server = self.server.to_string();
+        let meta = &found.metadata;
+        let token_url = meta.token_endpoint.clone().ok_or_else(|| {
+            unauthorized(format!(
+                "server \"{server}\": the authorization server has no token endpoint"
+            ))
+        })?;
+        if let Some(creds) = &self.config.client_credentials {
+            return self
+                .client_credentials(state, found, creds, &token_url, scopes)
+                .await;
+        }
+        let Some(authorizer) = self.config.authorizer.clone() else {
+            return Err(self.login_needed("a person must log in"));
+        };
+        if !meta.response_types_supported.is_empty()
+            && !meta.response_types_supported.iter().any(|t| t == "code")
+        {
+            return Err(unauthorized(format!(
+                "server \"{server}\": the authorization server does not offer the authorization code flow"
+            )));
+        }
+        if !meta
+            .code_challenge_methods_supported
+            .as_ref()
+            .is_some_and(|l| l.iter().any(|m| m == "S256"))
+        {
+            return Err(unauthorized(format!(
+                "server \"{server}\": the authorization server does not advertise PKCE S256; refusing to authorize"
+            )));
+        }
+        let auth_endpoint = meta.authorization_endpoint.clone().ok_or_else(|| {
+            unauthorized(format!(
+                "server \"{server}\": the authorization server has no authorization endpoint"
+            ))
+        })?;
+        let http = self.http().await.clone();
+        let auth_url = Url::parse(&auth_endpoint).map_err(|_| {
+            unauthorized(format!(
+                "server \"{server}\": the authorization endpoint is not a valid URL"
+            ))
+        })?;
+        http.policy()
+            .check_url(&auth_url, "authorization endpoint")?;
+        let redirect_uri = authorizer.redirect_uri().to_owned();
+        let scope_text = scopes.join(" ");
+        let (registration, new_registration) = match registration::plan(
+            &server,
+            meta,
+            self.config.pre_registered.as_ref(),
+            self.config.metadata_document.as_deref(),
+            state.stored.registration(&meta.issuer),
+            Some(&redirect_uri),
+        )? {
+            Plan::Use(r) => (r, None),
+            Plan::Register(endpoint) => {
+                let body = registration::registration_body(
+                    &self.config.client_name,
+                    &redirect_uri,
+                    Some(&scope_text),
+                );
+                let mut headers = HeaderMap::new();
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+                let fetched = http
+                    .send(
+                        Method::POST,
+                        &endpoint,
+                        headers,
+                        bytes::Bytes::from(body.to_string()),
+                        MAX_TOKEN_RESPONSE_BYTES,
+                        "registration endpoint",
+                    )
+                    .await?;
+                if !fetched.status.is_success() {
+                    return Err(unauthorized(format!(
+                        "server \"{server}\": the authorization server refused to register this client (HTTP {})",
+                        fetched.status.as_u16()
+                    )));
+                }
+                let raw = decode_registration(&fetched.body).map_err(|e| prefixed(&server, e))?;
+                let r = Registration {
+                    issuer: meta.issuer.clone(),
+                    client_id: raw.client_id,
+                    client_secret: raw
+                        .client_secret
+                        .filter(|s| !s.is_empty())
+                        .map(SecretString::from),
+                    token_endpoint_auth_method: raw.token_endpoint_auth_method,
+                    redirect_uris: vec![redirect_uri.clone()],
+                    kind: RegistrationKind::Dynamic,
+                };
+                (r.clone(), Some(r))
+            }
+        };
+        let (url, record) = authorization_url(
+            &auth_endpoint,
+            &registration.client_id,
+            &redirect_uri,
+            &found.resource,
+            &scopes,
+            &meta.issuer,
+            meta.authorization_response_iss_parameter_supported,
+        )?;
+        union(&mut state.requested, &scopes);
+        let query = authorizer
+            .authorize(AuthorizationRequest {
+                url,
+                state: &record.state,
+                redirect_uri: &redirect_uri,
+                server: &server,
+                http: &http,
+            })
+            .await?;
+        let code = validate_callback(&server, &record, query.expose_secret())?;
+        let endpoint = self.endpoint(
+            &token_url,
+            &registration,
+            meta.token_endpoint_auth_methods_supported.as_deref(),
+            &found.resource,
+        );
+        let tokens = token::exchange_code(
+            &http,
+            &endpoint,
+            code,
+            record.verifier,
+            &redirect_uri,
+            &scopes,
+        )
+        .await
+        .map_err(|e| e.into_error(&server))?;
+        let stored = StoredTokens {
+            issuer: meta.issuer.clone(),
+            resource: found.resource.clone(),
+            token_endpoint: token_url.clone(),
+            client_id: registration.client_id.clone(),
+            tokens,
+        };
+        self.save_tokens(state, stored, new_registration).await
+    }
+
+    pub(super) async fn client_credentials(
+        &self,
+        state: &mut State,
+        found: &Discovered,
+        creds: &ClientCredentials,
+        token_url: &str,
+        scopes: Vec<String>,
+    ) -> Result<Current> {
+        let server = self.server.to_string();
+        let http = self.http().await.clone();
+        let meta = &found.metadata;
+        let (secret, extra) = match creds {
+            ClientCredentials::Secret { client_secret, .. } => {
+                (Some(client_secret.clone()), Vec::new())
+            }
+            ClientCredentials::PrivateKeyJwt {
+                client_id,
+                private_key_pem,
+            } => {
+                let assertion = crate::auth::client_credentials::assertion(
+                    client_id,
+                    private_key_pem,
+                    &meta.issuer,
+                )?;
+                (
+                    None,
+                    vec![
+                        (
+                            "client_assertion_type",
+                            SecretString::from(crate::auth::client_credentials::ASSERTION_TYPE),
+                        ),
+                        ("client_assertion", assertion),
+                    ],
+                )
+            }
+        };
+        let method = if secret.is_some() {
+            choose_auth_method(
+                None,
+                meta.token_endpoint_auth_methods_supported.as_deref(),
+                true,
+            )
+        } else {
+            AuthMethod::None
+        };
+        let endpoint = TokenEndpoint {
+            server: &server,
+            url: token_url,
+            client_id: creds.client_id(),
+            client_secret: secret.map(|s| oauth2::ClientSecret::new(s.expose_secret().to_owned())),
+            method,
+            resource: &found.resource,
+        };
+        union(&mut state.requested, &scopes);
+        let tokens = token::client_credentials(&http, &endpoint, &scopes, &extra)
+            .await
+            .map_err(|e| e.into_error(&server))?;
+        let stored = StoredTokens {
+            issuer: meta.issuer.clone(),
+            resource: found.resource.clone(),
+            token_endpoint: token_url.to_owned(),
+            client_id: creds.client_id().to_owned(),
+            tokens,
+        };
+        self.save_tokens(state, stored, None).await
+    }
+}

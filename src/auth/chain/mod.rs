@@ -1,0 +1,417 @@
+//! The chain itself: what happens between a `401`/`403` from the MCP server and
+//! the token the request is retried with.
+//!
+//! One [`Chain`] per transport, shared by its connections. It keeps the current
+//! access token (read lock-free by every request), and runs at most one chain at a
+//! time (an async mutex: requests that meet a `401` while another runs wait, then
+//! retry with the token it got). Everything persistent goes through the
+//! [`TokenStore`] under its lock.
+//!
+//! The chain's steps each have a file: [`discovery`] finds the authorization server
+//! and how to register with it; [`grants`] obtains tokens (refresh, the
+//! authorization-code flow, client credentials). This file holds the state, the
+//! store and the entry points the transport calls.
+
+mod discovery;
+mod grants;
+
+use std::sync::{Arc, RwLock};
+
+use http::header::HeaderValue;
+use http::{HeaderMap, StatusCode};
+use secrecy::ExposeSecret;
+use tokio::sync::{Mutex, OnceCell};
+use url::Url;
+
+use super::OAuth;
+use super::challenge::BearerChallenge;
+use super::http::AuthHttp;
+use super::metadata::{
+    AuthorizationServerMetadata, ProtectedResourceMetadata, legacy_resource, resource_matches,
+};
+use super::policy::AddressPolicy;
+use super::registration::Registration;
+use super::store::{StoredAuth, StoredTokens, TokenStore};
+use super::token::{self, TokenSet};
+use crate::error::{Error, ErrorKind, Result};
+use crate::layer::EgressGrants;
+
+/// The token a request is sent with, and which generation it is.
+#[derive(Clone)]
+pub(crate) struct Current {
+    pub(crate) header: HeaderValue,
+    pub(crate) generation: u64,
+    expires_at: Option<u64>,
+    has_refresh: bool,
+}
+
+#[derive(Default)]
+struct State {
+    loaded: bool,
+    stored: StoredAuth,
+    /// Every scope requested so far (for the step-up union).
+    requested: Vec<String>,
+    /// The scopes of the current token.
+    granted: Vec<String>,
+    generation: u64,
+}
+
+/// What discovery found for the resource.
+struct Discovered {
+    resource: String,
+    metadata: AuthorizationServerMetadata,
+    prm: Option<ProtectedResourceMetadata>,
+}
+
+/// The OAuth chain of one transport.
+pub(crate) struct Chain {
+    server: Arc<str>,
+    mcp: Url,
+    config: OAuth,
+    key: String,
+    tls: rustls::ClientConfig,
+    http: OnceCell<AuthHttp>,
+    current: RwLock<Option<Current>>,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chain")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+fn unauthorized(message: String) -> Error {
+    Error::new(ErrorKind::Unauthorized, message)
+}
+
+fn prefixed(server: &str, e: Error) -> Error {
+    let message = format!("server \"{server}\": {}", e.message());
+    e.with_message(message)
+}
+
+fn union(into: &mut Vec<String>, more: &[String]) {
+    for s in more {
+        if !into.contains(s) {
+            into.push(s.clone());
+        }
+    }
+}
+
+impl Chain {
+    pub(crate) fn new(
+        server: Arc<str>,
+        mcp: Url,
+        config: OAuth,
+        tls: rustls::ClientConfig,
+    ) -> Self {
+        let key = config
+            .store_key
+            .clone()
+            .unwrap_or_else(|| server.to_string());
+        Chain {
+            server,
+            mcp,
+            config,
+            key,
+            tls,
+            http: OnceCell::new(),
+            current: RwLock::new(None),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The configured server name.
+    pub(crate) fn server_name(&self) -> &str {
+        &self.server
+    }
+
+    /// The origin the token is sent to: the MCP endpoint's.
+    pub(crate) fn mcp_url(&self) -> &Url {
+        &self.mcp
+    }
+
+    async fn http(&self) -> &AuthHttp {
+        self.http
+            .get_or_init(|| async {
+                let policy = AddressPolicy::for_server(&self.mcp).await;
+                let grants = self
+                    .config
+                    .grants
+                    .clone()
+                    .unwrap_or_else(|| default_grants(&self.mcp));
+                AuthHttp::new(grants, policy, self.tls.clone())
+            })
+            .await
+    }
+
+    fn current(&self) -> Option<Current> {
+        self.current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_current(&self, state: &mut State, tokens: &TokenSet) -> Result<Current> {
+        state.generation += 1;
+        state.granted = tokens.scopes.clone();
+        let mut header =
+            HeaderValue::from_str(&format!("Bearer {}", tokens.access_token.expose_secret()))
+                .map_err(|_| {
+                    unauthorized(format!(
+                        "server \"{}\": the access token is not a valid header value",
+                        self.server
+                    ))
+                })?;
+        header.set_sensitive(true);
+        let current = Current {
+            header,
+            generation: state.generation,
+            expires_at: tokens.expires_at,
+            has_refresh: tokens.refresh_token.is_some(),
+        };
+        *self
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(current.clone());
+        Ok(current)
+    }
+
+    fn clear_current(&self) {
+        *self
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
+    fn login_needed(&self, why: &str) -> Error {
+        let hint = match &self.config.login_hint {
+            Some(hint) => format!("; {hint}"),
+            None => String::new(),
+        };
+        unauthorized(format!(
+            "server \"{}\" requires authorization ({why}){hint}",
+            self.server
+        ))
+    }
+
+    // ----- the store, on the blocking pool -----
+
+    async fn with_store<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&dyn TokenStore, &str) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.unlocked(move |store, key| {
+            let _lock = store.lock(key)?;
+            f(store, key)
+        })
+        .await
+    }
+
+    /// Takes the store lock (blocking, on the blocking pool); dropping it releases.
+    async fn store_lock(&self) -> Result<super::store::StoreLock> {
+        self.unlocked(|store, key| store.lock(key)).await
+    }
+
+    /// A store operation for a caller that holds the lock.
+    async fn unlocked<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&dyn TokenStore, &str) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let store = self.config.store.clone();
+        let key = self.key.clone();
+        tokio::task::spawn_blocking(move || f(&*store, &key))
+            .await
+            .map_err(|_| Error::new(ErrorKind::InvalidConfig, "the token store task failed"))?
+    }
+
+    async fn load(&self, state: &mut State) -> Result<()> {
+        if state.loaded {
+            return Ok(());
+        }
+        let stored = self.with_store(|s, k| s.load(k)).await?.unwrap_or_default();
+        state.loaded = true;
+        if let Some(t) = stored
+            .tokens
+            .as_ref()
+            .filter(|t| t.resource_matches_server(&self.mcp))
+        {
+            state.requested = t.tokens.scopes.clone();
+            self.set_current(state, &t.tokens.clone())?;
+        }
+        state.stored = stored;
+        Ok(())
+    }
+
+    /// Stores `tokens` (read-modify-write under the store lock) and makes them current.
+    async fn save_tokens(
+        &self,
+        state: &mut State,
+        tokens: StoredTokens,
+        registration: Option<Registration>,
+    ) -> Result<Current> {
+        let current = self.set_current(state, &tokens.tokens)?;
+        let saved = self
+            .with_store(move |s, k| {
+                let mut stored = s.load(k)?.unwrap_or_default();
+                if let Some(r) = registration {
+                    stored.set_registration(r);
+                }
+                stored.tokens = Some(tokens);
+                s.save(k, &stored)?;
+                Ok(stored)
+            })
+            .await?;
+        state.stored = saved;
+        Ok(current)
+    }
+
+    // ----- what the layer calls -----
+
+    /// The token to send a request with, refreshing it first when it is about to
+    /// expire and a refresh token is held.
+    pub(crate) async fn token_for_request(&self) -> Result<Option<Current>> {
+        if let Some(c) = self.current() {
+            let fresh = c
+                .expires_at
+                .is_none_or(|at| at > token::now() + token::REFRESH_MARGIN.as_secs());
+            if fresh || !c.has_refresh {
+                return Ok(Some(c));
+            }
+        } else if self.state.try_lock().is_ok_and(|s| s.loaded) {
+            return Ok(None);
+        }
+        let mut state = self.state.lock().await;
+        self.load(&mut state).await?;
+        let Some(c) = self.current() else {
+            return Ok(None);
+        };
+        if c.expires_at
+            .is_some_and(|at| at <= token::now() + token::REFRESH_MARGIN.as_secs())
+            && c.has_refresh
+        {
+            match self.refresh_locked(&mut state, None).await {
+                Ok(c) => return Ok(Some(c)),
+                // The 401 that follows runs the whole chain.
+                Err(_) => {
+                    self.clear_current();
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(c))
+    }
+
+    /// Handles a `401` or `403` answering a request sent with `sent` (a
+    /// generation, `None` without a token). Returns the token to retry with.
+    pub(crate) async fn on_challenge(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        sent: Option<u64>,
+    ) -> Result<Current> {
+        let challenge = BearerChallenge::from_headers(headers);
+        let mut state = self.state.lock().await;
+        self.load(&mut state).await?;
+        // Another request already replaced the token this one was refused with.
+        if let Some(c) = self.current()
+            && Some(c.generation) != sent
+            && status == StatusCode::UNAUTHORIZED
+        {
+            return Ok(c);
+        }
+        let step_up = status == StatusCode::FORBIDDEN;
+        if step_up {
+            if challenge.error.as_deref() != Some("insufficient_scope") {
+                return Err(unauthorized(format!(
+                    "server \"{}\" refused the request: HTTP 403",
+                    self.server
+                )));
+            }
+            let wanted = challenge.scopes();
+            // One step-up per scope: asking again for scopes already asked for
+            // (granted or not) would loop.
+            if wanted.is_empty()
+                || wanted
+                    .iter()
+                    .all(|s| state.granted.contains(s) || state.requested.contains(s))
+            {
+                return Err(unauthorized(format!(
+                    "server \"{}\" refused the request for lack of scope (HTTP 403 insufficient_scope), and the scopes it names were already requested",
+                    self.server
+                )));
+            }
+        }
+        self.clear_current();
+        // Nobody can act and nothing can be refreshed: fail at once, without
+        // discovery.
+        let can_refresh = !step_up
+            && state
+                .stored
+                .tokens
+                .as_ref()
+                .is_some_and(|t| t.tokens.refresh_token.is_some());
+        if self.config.authorizer.is_none()
+            && self.config.client_credentials.is_none()
+            && !can_refresh
+        {
+            return Err(self.login_needed("a person must log in"));
+        }
+        let found = self.discover(&challenge).await?;
+        let issuer = found.metadata.issuer.clone();
+        // A refresh (same issuer and resource only) unless this is a step-up: a
+        // refresh cannot widen the scope.
+        if !step_up
+            && let Some(t) = &state.stored.tokens
+            && t.issuer == issuer
+            && t.resource == found.resource
+            && t.tokens.refresh_token.is_some()
+            && let Ok(c) = self.refresh_locked(&mut state, Some(&found)).await
+        {
+            return Ok(c);
+        }
+        let scopes = if step_up {
+            let mut s = state.requested.clone();
+            union(&mut s, &state.granted.clone());
+            union(&mut s, &challenge.scopes());
+            s
+        } else {
+            self.select_scopes(&challenge, &found)
+        };
+        self.authorize(&mut state, &found, scopes).await
+    }
+}
+
+impl StoredTokens {
+    /// True when these tokens were issued for a resource that identifies `mcp`.
+    pub(crate) fn resource_matches_server(&self, mcp: &Url) -> bool {
+        resource_matches(&self.resource, mcp) || self.resource == legacy_resource(mcp)
+    }
+}
+
+/// The grants the chain uses unless the host sets its own: `GET` and `POST` to
+/// any `https` origin (any port), plus `http` on loopback when the MCP server is
+/// itself on loopback. The address policy still applies on top.
+pub fn default_grants(mcp: &Url) -> EgressGrants {
+    let mut grants = EgressGrants::parse(["net:get|post:https://**:*"]).unwrap_or_default();
+    let loopback = match mcp.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    if loopback {
+        for g in [
+            "net:get|post:http://localhost:*",
+            "net:get|post:http://127.0.0.1:*",
+            "net:get|post:http://[::1]:*",
+        ] {
+            if let Ok(next) = grants.clone().with(g) {
+                grants = next;
+            }
+        }
+    }
+    grants
+}
