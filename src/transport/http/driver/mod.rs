@@ -12,6 +12,7 @@
 
 use std::error::Error as StdError;
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -79,6 +80,7 @@ pub(crate) fn open(params: OpenParams) -> Connection {
         legacy_version: Mutex::new(None),
         standalone_opening: Mutex::new(None),
         runtime: tokio::runtime::Handle::try_current().ok(),
+        streams: AtomicBool::new(false),
     });
     let guard = Arc::new(Guard(shared.clone()));
     Connection {
@@ -133,6 +135,10 @@ struct Shared {
     /// `None` when opened outside a runtime (every POST is then spawned from the
     /// writer).
     runtime: Option<tokio::runtime::Handle>,
+    /// The last request was answered with an event stream: the server streams
+    /// its replies, so the next request's POST runs in a task of its own (as the
+    /// reader receives the frames anyway) instead of being driven by its caller.
+    streams: AtomicBool,
 }
 
 /// Cancels every task once the sink, source and shutdown are all gone.
@@ -522,6 +528,10 @@ impl FrameSink for HttpSink {
             return TrySend::WouldBlock(frame);
         }
         match self.permits.clone().try_acquire_owned() {
+            Ok(permit) if shared.streams.load(Ordering::Relaxed) => {
+                spawn_post(shared.runtime.as_ref(), shared.clone(), frame, permit);
+                TrySend::Sent
+            }
             Ok(permit) => {
                 // The caller drives the POST and routes its reply: no task is
                 // spawned and no other task is woken on the way.

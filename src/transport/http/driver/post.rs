@@ -2,6 +2,7 @@
 //! it. A JSON body answering a request is returned to whoever drives the POST
 //! (the caller's task, or a background task that delivers it).
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
 use bytes::Bytes;
@@ -13,6 +14,7 @@ use super::super::SETTLED_STREAM_GRACE;
 use super::super::body::{self, BodyError};
 use super::super::headers;
 use super::super::session::SentSessionId;
+use super::super::ResponseBody;
 use super::{Shared, content_type};
 use crate::error::{Detail, Error};
 use crate::transport::{Detach, Exchange, InboundEvent, OutboundFrame, RequestHandle};
@@ -30,12 +32,12 @@ impl Shared {
         match frame.request.clone() {
             Some(handle) => {
                 let stateless = frame.meta.stateless;
-                self.until_settled(self.post_exchange(frame, permit), &handle, stateless)
+                self.until_settled(self.post_exchange(frame, permit, false), &handle, stateless)
                     .await
             }
             None => {
                 let _ =
-                    tokio::time::timeout(self.request_timeout, self.post_exchange(frame, permit))
+                    tokio::time::timeout(self.request_timeout, self.post_exchange(frame, permit, false))
                         .await;
                 None
             }
@@ -63,6 +65,34 @@ impl Shared {
         }
     }
 
+    /// Reads the event stream answering a driven request in a task of its own,
+    /// bounded as a spawned POST is ([`Shared::until_settled`], the transport's
+    /// end).
+    fn spawn_post_stream(self: &Arc<Self>, body: ResponseBody, frame: OutboundFrame) {
+        let Some(runtime) = self.runtime.clone() else {
+            return;
+        };
+        let task = self.clone();
+        drop(runtime.spawn(async move {
+            let work = task.work.clone();
+            let read = async {
+                task.follow_post_stream(body, &frame).await;
+                None
+            };
+            tokio::select! {
+                _ = work.cancelled() => {}
+                _ = async {
+                    match &frame.request {
+                        Some(handle) => {
+                            task.until_settled(read, handle, frame.meta.stateless).await
+                        }
+                        None => read.await,
+                    }
+                } => {}
+            }
+        }));
+    }
+
     /// A request's POST for its caller to drive ([`TrySend::Exchange`]): while the
     /// caller drives it, the caller waits for the reply itself, so the exchange
     /// needs no watch on the request; if the caller stops early, the rest runs in
@@ -79,7 +109,7 @@ impl Shared {
             let work = shared.work.clone();
             tokio::select! {
                 _ = work.cancelled() => None,
-                body = shared.post_exchange(frame, permit) => body,
+                body = shared.post_exchange(frame, permit, true) => body,
             }
         };
         let shared = self.clone();
@@ -129,10 +159,17 @@ impl Shared {
     /// by `maxFrameBytes`) instead of delivering it: the task driving the POST
     /// routes it. Everything else (event streams, errors, session expiry) goes
     /// through the source.
+    ///
+    /// `driven`: a caller drives this POST ([`Shared::driven`]). An event stream
+    /// answering it is then read by a task of its own: its frames go through the
+    /// source to the reader, and a caller reading them would add a hop between
+    /// threads per frame on a multi-thread runtime. Which kind of body answered
+    /// last is remembered ([`Shared::streams`]).
     async fn post_exchange(
         self: &Arc<Self>,
         frame: OutboundFrame,
         permit: OwnedSemaphorePermit,
+        driven: bool,
     ) -> Option<Bytes> {
         let mut req = Request::post(self.endpoint.clone())
             .body(Full::new(frame.bytes.clone()))
@@ -218,9 +255,15 @@ impl Shared {
         frame.request.as_ref()?;
         match content_type(&response).as_deref() {
             Some("text/event-stream") => {
-                self.follow_post_stream(response.into_body(), &frame).await;
+                self.streams.store(true, Ordering::Relaxed);
+                if driven && self.runtime.is_some() {
+                    self.spawn_post_stream(response.into_body(), frame);
+                } else {
+                    self.follow_post_stream(response.into_body(), &frame).await;
+                }
             }
             Some("application/json") | None => {
+                self.streams.store(false, Ordering::Relaxed);
                 if body::declared_too_large(&response, self.max_frame) {
                     self.terminate(self.too_large());
                     return None;
