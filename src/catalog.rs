@@ -16,7 +16,7 @@
 //!   as another, to the model choosing a tool or to the human approving a call, so
 //!   none of these rules is cosmetic. Lone UTF-16 surrogates cannot exist in a Rust
 //!   string: the frame parser ([`crate::json_bounds::parse_value`], or
-//!   [`crate::json_bounds::repair_lone_surrogates`]) turns each one into U+FFFD, so
+//!   `json_bounds::repair_lone_surrogates`) turns each one into U+FFFD, so
 //!   a name containing U+FFFD is refused. That also refuses a name in which the
 //!   server sent a literal U+FFFD or invalid UTF-8, which is the safe direction.
 //! - **Uniqueness**: two tools with one name, on one page or across pages, would

@@ -124,4 +124,7 @@ pub mod fuzzing {
         MAX_AUTHORIZATION_SERVERS, MAX_LIST_ENTRIES, decode_authorization_server_metadata,
         decode_protected_resource_metadata,
     };
+
+    /// The bounded line framer of the stdio transport (the `line_framer` target).
+    pub use crate::transport::framing::{Framed, FramedReader, LineDecoder, READ_CHUNK_BYTES};
 }

@@ -6,7 +6,7 @@
 
 mod support;
 
-use smthrs_mcp::transport::framing::{Framed, FramedReader, READ_CHUNK_BYTES};
+use smthrs_mcp::fuzzing::{Framed, FramedReader, READ_CHUNK_BYTES};
 use smthrs_mcp::{Client, ErrorKind, Limits};
 use tokio::io::AsyncWriteExt;
 

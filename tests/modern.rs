@@ -20,7 +20,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use smthrs_mcp::handler::{ElicitAnswer, ElicitRequest, FieldKind, HostCapabilities, HostHandler};
-use smthrs_mcp::session::facts::MAX_CACHE_TTL;
+use smthrs_mcp::session::MAX_CACHE_TTL;
 use smthrs_mcp::session::{CacheHint, CacheScope};
 use smthrs_mcp::{Client, Era, ErrorKind, Limits, ProtocolMode};
 

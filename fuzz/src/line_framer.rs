@@ -17,7 +17,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use smthrs_mcp::transport::framing::{Framed, FramedReader, LineDecoder, READ_CHUNK_BYTES};
+use smthrs_mcp::fuzzing::{Framed, FramedReader, LineDecoder, READ_CHUNK_BYTES};
 use tokio::io::{AsyncRead, ReadBuf};
 
 use super::util::{chunks, seed_of, with_runtime};

@@ -56,7 +56,7 @@ impl FrameScan {
 /// Scans one inbound frame iteratively in O(n) time and constant call stack.
 ///
 /// The only allocation proportional to depth is a bitset of container kinds (one
-/// bit per open container). See [`FrameScan`] for what is reported.
+/// bit per open container). See `FrameScan` for what is reported.
 pub fn scan_frame(bytes: &[u8]) -> FrameScan {
     let mut core = Core::new(bytes, NoSink);
     let valid_json = core.run().is_ok();

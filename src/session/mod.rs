@@ -6,7 +6,7 @@
 //! 1. open the transport (spawn the child: a failure is `spawn_failed`);
 //! 2. choose the era ([`ProtocolMode`], default `auto`): send `server/discover`
 //!    and speak 2026-07-28 when the server offers it, else run the legacy
-//!    handshake (see [`negotiate`] for every outcome);
+//!    handshake (see `session::negotiate` for every outcome);
 //! 3. legacy: send `initialize`, proposing [`PROPOSED_PROTOCOL_VERSION`] and
 //!    [`client_info`]; validate a version in [`SUPPORTED_PROTOCOL_VERSIONS`] and a
 //!    `tools` capability object, else `protocol_error`; send
@@ -24,16 +24,18 @@
 //! fails with that one error.
 
 pub(crate) mod engine;
-pub mod era;
-pub mod facts;
+pub(crate) mod era;
+pub(crate) mod facts;
 pub(crate) mod inputs;
 pub(crate) mod legacy;
 pub(crate) mod modern;
-pub mod negotiate;
+pub(crate) mod negotiate;
 
 pub use engine::CLOSE_CANCEL_GRACE;
 pub use era::{Era, MODERN_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSIONS, ProtocolMode};
-pub use facts::{CacheHint, CacheScope, ServerInfo};
+pub use facts::{
+    CacheHint, CacheScope, MAX_CACHE_TTL, MAX_INSTRUCTIONS_BYTES, MAX_SERVER_INFO_BYTES, ServerInfo,
+};
 
 use std::sync::Arc;
 
@@ -581,7 +583,7 @@ impl Client {
     ///   writer sends one best-effort `notifications/cancelled` (2026-07-28 over
     ///   HTTP: the request's exchange is cut instead).
     /// - 2026-07-28: `input_required` results are answered by the host handler and
-    ///   retried ([`modern`]'s rules and bounds).
+    ///   retried (`session::modern`'s rules and bounds).
     /// - A result with `isError: true` is `Ok`.
     pub async fn call_tool(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolResult> {
         let span = observe::call_span(self.server(), name);

@@ -14,7 +14,7 @@ use crate::diagnostics::Diagnostics;
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 
-pub mod framing;
+pub(crate) mod framing;
 pub mod http;
 pub mod stdio;
 

@@ -44,8 +44,9 @@
 //!   `Mcp-Session-Id` (the `initialize` exchange) and sent on every later `POST`,
 //!   `GET` and `DELETE`. An id that is not visible ASCII (0x21-0x7E) ends the session
 //!   with `protocol_error` and is never echoed.
-//! - After [`FrameSink::protocol_negotiated`](crate::transport::FrameSink::protocol_negotiated),
-//!   every request carries `MCP-Protocol-Version`, and after the next successful POST
+//! - Once the legacy handshake negotiated a version (the engine writes it into each
+//!   frame's [`FrameMeta`](crate::transport::FrameMeta)), every request carries
+//!   `MCP-Protocol-Version`, and after the next successful POST
 //!   (the `notifications/initialized` completing the handshake) the optional
 //!   standalone `GET` stream is opened; `400`, `404` and `405` mean the server offers
 //!   none, which is fine. The notification whose POST started the stream (the

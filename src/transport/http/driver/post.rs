@@ -10,11 +10,11 @@ use http::{Request, StatusCode};
 use http_body_util::Full;
 use tokio::sync::OwnedSemaphorePermit;
 
+use super::super::ResponseBody;
 use super::super::SETTLED_STREAM_GRACE;
 use super::super::body::{self, BodyError};
 use super::super::headers;
 use super::super::session::SentSessionId;
-use super::super::ResponseBody;
 use super::{Shared, content_type};
 use crate::error::{Detail, Error};
 use crate::transport::{Detach, Exchange, InboundEvent, OutboundFrame, RequestHandle};
@@ -32,13 +32,18 @@ impl Shared {
         match frame.request.clone() {
             Some(handle) => {
                 let stateless = frame.meta.stateless;
-                self.until_settled(self.post_exchange(frame, permit, false), &handle, stateless)
-                    .await
+                // Pinned in place: `until_settled` holds a reference, so the
+                // exchange's (large) state is not stored twice.
+                let exchange = self.post_exchange(frame, permit, false);
+                tokio::pin!(exchange);
+                self.until_settled(exchange, &handle, stateless).await
             }
             None => {
-                let _ =
-                    tokio::time::timeout(self.request_timeout, self.post_exchange(frame, permit, false))
-                        .await;
+                let _ = tokio::time::timeout(
+                    self.request_timeout,
+                    self.post_exchange(frame, permit, false),
+                )
+                .await;
                 None
             }
         }
@@ -50,7 +55,7 @@ impl Shared {
     /// notification is sent).
     pub(super) async fn until_settled(
         &self,
-        exchange: impl Future<Output = Option<Bytes>>,
+        exchange: impl Future<Output = Option<Bytes>> + Unpin,
         handle: &RequestHandle,
         stateless: bool,
     ) -> Option<Bytes> {
@@ -79,6 +84,7 @@ impl Shared {
                 task.follow_post_stream(body, &frame).await;
                 None
             };
+            tokio::pin!(read);
             tokio::select! {
                 _ = work.cancelled() => {}
                 _ = async {
@@ -259,7 +265,10 @@ impl Shared {
                 if driven && self.runtime.is_some() {
                     self.spawn_post_stream(response.into_body(), frame);
                 } else {
-                    self.follow_post_stream(response.into_body(), &frame).await;
+                    // Boxed: the stream's state is large, and every POST's
+                    // future (a JSON reply's included) would otherwise carry
+                    // it and be copied with it when spawned or driven.
+                    Box::pin(self.follow_post_stream(response.into_body(), &frame)).await;
                 }
             }
             Some("application/json") | None => {
