@@ -141,7 +141,16 @@ impl Shared {
             };
             drop(runtime.spawn(rest));
         });
-        Exchange::new(Box::pin(post), detach)
+        match self.runtime.clone() {
+            Some(runtime) => Exchange::new(
+                Box::pin(InRuntime {
+                    runtime,
+                    inner: post,
+                }),
+                detach,
+            ),
+            None => Exchange::new(Box::pin(post), detach),
+        }
     }
 
     /// [`Shared::post`] until the transport ends.
@@ -300,5 +309,30 @@ impl Shared {
             }
         }
         None
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Polls `inner` inside the transport's runtime, whatever task drives it: a
+    /// connection hyper opens on the way is spawned there and its socket
+    /// registered with that runtime's reactor, as for a POST spawned on it (the
+    /// caller may be on another runtime, or on none).
+    struct InRuntime<F> {
+        runtime: tokio::runtime::Handle,
+        #[pin]
+        inner: F,
+    }
+}
+
+impl<F: Future> Future for InRuntime<F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let _entered = this.runtime.enter();
+        this.inner.poll(cx)
     }
 }
