@@ -1,5 +1,7 @@
 //! The open transport: the sink, source and shutdown handed to the engine, and the
-//! tasks behind them (one per POST, one for the optional standalone GET stream).
+//! work behind them: a request's POST driven by its caller when it writes it
+//! directly, else (and for the rest of a POST its caller stopped driving, and for
+//! event streams) a task per POST; one task for the optional standalone GET stream.
 //!
 //! Every task selects on one cancellation token (`work`), cancelled by the first
 //! terminal event, by [`Shutdown::shutdown`], or when the sink, source and shutdown

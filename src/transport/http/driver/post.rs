@@ -70,33 +70,48 @@ impl Shared {
         }
     }
 
-    /// Reads the event stream answering a driven request in a task of its own,
-    /// bounded as a spawned POST is ([`Shared::until_settled`], the transport's
-    /// end).
-    fn spawn_post_stream(self: &Arc<Self>, body: ResponseBody, frame: OutboundFrame) {
+    /// Runs `rest` (part of a request's exchange) in a task of its own, bounded
+    /// as a spawned POST is: until the transport ends, and for a request until
+    /// [`Shared::until_settled`]; a JSON body it ends with is delivered through the
+    /// source.
+    fn spawn_rest(
+        self: &Arc<Self>,
+        rest: impl Future<Output = Option<Bytes>> + Send + 'static,
+        request: Option<RequestHandle>,
+        stateless: bool,
+    ) {
         let Some(runtime) = self.runtime.clone() else {
             return;
         };
         let task = self.clone();
         drop(runtime.spawn(async move {
             let work = task.work.clone();
-            let read = async {
-                task.follow_post_stream(body, &frame).await;
-                None
-            };
-            tokio::pin!(read);
-            tokio::select! {
-                _ = work.cancelled() => {}
-                _ = async {
-                    match &frame.request {
-                        Some(handle) => {
-                            task.until_settled(read, handle, frame.meta.stateless).await
-                        }
-                        None => read.await,
+            tokio::pin!(rest);
+            let body = tokio::select! {
+                _ = work.cancelled() => None,
+                body = async {
+                    match &request {
+                        Some(handle) => task.until_settled(&mut rest, handle, stateless).await,
+                        None => (&mut rest).await,
                     }
-                } => {}
+                } => body,
+            };
+            if let Some(frame) = body {
+                task.deliver(InboundEvent::Frame(frame)).await;
             }
         }));
+    }
+
+    /// Reads the event stream answering a driven request in a task of its own.
+    fn spawn_post_stream(self: &Arc<Self>, body: ResponseBody, frame: OutboundFrame) {
+        let request = frame.request.clone();
+        let stateless = frame.meta.stateless;
+        let task = self.clone();
+        let read = async move {
+            Box::pin(task.follow_post_stream(body, &frame)).await;
+            None
+        };
+        self.spawn_rest(read, request, stateless);
     }
 
     /// A request's POST for its caller to drive ([`TrySend::Exchange`]): while the
@@ -119,28 +134,7 @@ impl Shared {
             }
         };
         let shared = self.clone();
-        let detach: Detach = Box::new(move |rest| {
-            let Some(runtime) = shared.runtime.clone() else {
-                return;
-            };
-            let task = shared.clone();
-            let rest = async move {
-                let work = task.work.clone();
-                let body = tokio::select! {
-                    _ = work.cancelled() => None,
-                    body = async {
-                        match &handle {
-                            Some(handle) => task.until_settled(rest, handle, stateless).await,
-                            None => rest.await,
-                        }
-                    } => body,
-                };
-                if let Some(frame) = body {
-                    task.deliver(InboundEvent::Frame(frame)).await;
-                }
-            };
-            drop(runtime.spawn(rest));
-        });
+        let detach: Detach = Box::new(move |rest| shared.spawn_rest(rest, handle, stateless));
         match self.runtime.clone() {
             Some(runtime) => Exchange::new(
                 Box::pin(InRuntime {
