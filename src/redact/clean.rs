@@ -3,6 +3,7 @@
 //! with a variant that tracks where given byte ranges end up.
 
 use super::redactor::Span;
+use super::work::{self, Pass};
 
 // ---------------------------------------------------------------------------------
 // Cleaning: escape sequences, control characters, whitespace
@@ -39,7 +40,9 @@ pub(super) fn clean_tracking(text: &str, ranges: &[(usize, usize)]) -> (String, 
         // Every character before `offset` has been handled: what it produced is in
         // `out`, except a pending space, which belongs to the next visible character.
         let offset = text.len() - chars.as_str().len();
+        work::count(Pass::Clean, 1);
         while let Some(&(start, end)) = ranges.get(endpoint / 2) {
+            work::count(Pass::Clean, 1);
             let starts = endpoint % 2 == 0;
             if (if starts { start } else { end }) > offset {
                 break;
@@ -55,7 +58,9 @@ pub(super) fn clean_tracking(text: &str, ranges: &[(usize, usize)]) -> (String, 
             break;
         };
         if c == '\u{1b}' {
+            let left = chars.as_str().len();
             skip_escape(&mut chars);
+            work::count(Pass::Clean, left - chars.as_str().len());
             continue;
         }
         if c.is_whitespace() || c.is_control() || is_bidi_control(c) {

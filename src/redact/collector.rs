@@ -5,6 +5,7 @@ use std::fmt;
 
 use super::clean::clean_tracking;
 use super::redactor::{PemState, Redactor, ceil_char_boundary};
+use super::work::{self, Pass};
 use super::{MAX_STDERR_LINE_BYTES, WITHHELD_LINE};
 
 // ---------------------------------------------------------------------------------
@@ -101,6 +102,7 @@ impl StderrCollector {
     /// Feeds raw stderr bytes. Chunks may split lines anywhere, even inside a UTF-8
     /// character; complete lines are redacted and appended to the tail at once.
     pub fn push(&mut self, mut chunk: &[u8]) {
+        work::count(Pass::Collect, chunk.len());
         while let Some(newline) = chunk.iter().position(|&byte| byte == b'\n') {
             self.absorb(&chunk[..newline]);
             self.end_line();
@@ -145,6 +147,7 @@ impl StderrCollector {
             self.partial.clear();
             return;
         }
+        work::count(Pass::Collect, additional);
         reserve_within(&mut self.partial, additional, MAX_STDERR_LINE_BYTES);
         if self.pending_cr {
             self.partial.push(b'\r');
@@ -168,6 +171,7 @@ impl StderrCollector {
             // when an escape sequence has consumed their first characters. (They are
             // looked for again after cleaning, which can join a value that an escape
             // sequence split.)
+            work::count(Pass::Collect, raw.len());
             let text = String::from_utf8_lossy(&raw);
             clean_tracking(&text, &self.redactor.exact_ranges(&text))
         };
@@ -182,6 +186,8 @@ impl StderrCollector {
         if line.is_empty() || self.max_bytes == 0 {
             return;
         }
+        // The line copied, and the tail moved forward when it is cut.
+        work::count(Pass::Collect, line.len() + self.tail.len());
         let max = self.max_bytes;
         if line.len() >= max {
             let cut = ceil_char_boundary(line, line.len() - max);

@@ -6,6 +6,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 
 use super::clean::{is_bidi_control, skip_escape};
 use super::redactor::{ceil_char_boundary, floor_char_boundary};
+use super::work::{self, Pass};
 
 /// The exact values, matched together: one Aho-Corasick automaton finds every
 /// occurrence of every value in one pass, overlapping ones included (`abca` in
@@ -55,15 +56,18 @@ impl Matcher {
         match self {
             Matcher::None => {}
             Matcher::Values(automaton) => {
+                work::count(Pass::Exact, text.len());
                 let own = ranges.len();
                 // Occurrences come in the order of their ends: one reaches back over
                 // every kept range it overlaps or touches.
                 for found in automaton.find_overlapping_iter(text) {
+                    work::count(Pass::Exact, 1);
                     let (mut start, end) = (found.start(), found.end());
                     while ranges.len() > own
                         && let Some(&(last_start, last_end)) = ranges.last()
                         && start <= last_end
                     {
+                        work::count(Pass::Exact, 1);
                         start = start.min(last_start);
                         ranges.pop();
                     }
@@ -187,6 +191,7 @@ impl Gapped {
     /// `value[k..]` occurs starting right after the byte (`len`, the empty suffix, is
     /// implied); writes the same for the byte itself into `out`.
     fn step_back(&self, after: &[u64], byte: u8, hidden: bool, out: &mut [u64]) {
+        work::count(Pass::Gapped, self.words);
         let top = self.len;
         match self.mask(byte) {
             Some(mask) => {
@@ -224,6 +229,8 @@ impl Gapped {
         }
         let words = self.words;
         let blocks = n.div_ceil(GAPPED_BLOCK);
+        // The stored states, zeroed and then written once each.
+        work::count(Pass::Gapped, 2 * blocks * words);
         // `saved[b]`: the backward state after the last byte of block `b`.
         let mut saved = vec![0u64; blocks * words];
         let mut state = vec![0u64; words];
@@ -267,6 +274,7 @@ impl Gapped {
                 );
             }
             for i in 0..count {
+                work::count(Pass::Gapped, words);
                 let at = start + i;
                 let next = &after[i * words..(i + 1) * words];
                 // The prefixes this byte extends: ((before | bit 0) & mask) << 1.
@@ -324,16 +332,22 @@ impl Gapped {
 /// it (an earlier sequence that takes the planted `ESC` for its final byte, say).
 /// Extents end at the next `ESC` or one character after it, so this is linear.
 pub(super) fn hidden_bytes(text: &str) -> Option<Vec<bool>> {
+    work::count(Pass::Hidden, text.len());
     if text.bytes().all(|byte| (0x20..0x7f).contains(&byte)) {
         return None;
     }
+    // The marks, zeroed.
+    work::count(Pass::Hidden, text.len());
     let mut hidden = vec![false; text.len()];
     let mut any = false;
     for (at, c) in text.char_indices() {
+        work::count(Pass::Hidden, 1);
         if c == '\u{1b}' {
             let mut rest = text[at + 1..].chars();
             skip_escape(&mut rest);
             let end = text.len() - rest.as_str().len();
+            // The sequence read, and marked.
+            work::count(Pass::Hidden, 2 * (end - at));
             hidden[at..end].fill(true);
             any = true;
         } else if c.is_control() || is_bidi_control(c) {

@@ -4,6 +4,7 @@
 
 use super::patterns::run_end;
 use super::redactor::Span;
+use super::work::{self, Pass};
 
 /// Longer words are not taken for keys (this keeps key matching cheap).
 const MAX_KEY_BYTES: usize = 128;
@@ -53,6 +54,8 @@ fn classify_key(word: &[u8], norm: &mut Vec<u8>) -> KeyClass {
     if word.len() > MAX_KEY_BYTES {
         return KeyClass::Plain;
     }
+    // The header names, the word copied into `norm`, and the suffixes.
+    work::count(Pass::Keyed, HEADER_KEYS.len() + word.len() + 5);
     if HEADER_KEYS.iter().any(|key| word.eq_ignore_ascii_case(key)) {
         return KeyClass::Header;
     }
@@ -68,6 +71,7 @@ fn classify_key(word: &[u8], norm: &mut Vec<u8>) -> KeyClass {
     }
     let mut counts = false;
     for at in 0..norm.len() {
+        work::count(Pass::Keyed, 1);
         let rest = &norm[at..];
         // Dispatch on the first letter so that a word is scanned once.
         let parts: &[&[u8]] = match rest[0] {
@@ -147,6 +151,8 @@ fn keyed_value(
     class: KeyClass,
 ) -> KeyedValue {
     let value = &bytes[start..end];
+    // At most: the value looked at for `*`s, for digits twice, and the placeholders.
+    work::count(Pass::Keyed, 3 * value.len() + 10);
     let count = class == KeyClass::Count && is_numeric(value);
     let redact = !(value.is_empty() || is_placeholder(value) || count);
     KeyedValue {
@@ -184,6 +190,7 @@ fn value_after_key(
             .iter()
             .position(|&byte| byte == b'<')
             .map_or(len, |offset| start + offset);
+        work::count(Pass::Keyed, end + 1 - start);
         return Some(keyed_value(start, end, end, bytes, class));
     }
     // The closing quote of a quoted key: "key", 'key', \"key\".
@@ -193,9 +200,7 @@ fn value_after_key(
         quotes += 1;
     }
     let spaces_start = at;
-    while at < len && matches!(bytes[at], b' ' | b'\t') {
-        at += 1;
-    }
+    at = skip_blanks(bytes, at);
     let spaced = at > spaces_start;
     let flag = bytes[key_start] == b'-';
     if let Some(after) = after_separator(bytes, at) {
@@ -244,6 +249,7 @@ fn value_after_key(
             }
             cursor += 1;
         }
+        work::count(Pass::Keyed, cursor + 1 - start);
         return Some(keyed_value(start, end, resume, bytes, class));
     }
     if matches!(first, b'{' | b'[' | b'(') {
@@ -256,17 +262,15 @@ fn value_after_key(
         .iter()
         .position(|&byte| ends_value(byte))
         .map_or(len, |offset| start + offset);
+    work::count(Pass::Keyed, end + 1 - start);
     if end == start {
         return None;
     }
     Some(keyed_value(start, end, end, bytes, class))
 }
 
-fn skip_blanks(bytes: &[u8], mut at: usize) -> usize {
-    while at < bytes.len() && matches!(bytes[at], b' ' | b'\t') {
-        at += 1;
-    }
-    at
+fn skip_blanks(bytes: &[u8], at: usize) -> usize {
+    run_end(bytes, at, |byte| matches!(byte, b' ' | b'\t'), Pass::Keyed)
 }
 
 /// A `:` or `=` separator at `at` (also `:=` and `=>`, not `::`): where the value starts.
@@ -389,6 +393,8 @@ fn scheme_credential(bytes: &[u8], at: usize, basic: bool) -> Option<(usize, usi
         cursor += 1;
     }
     let token = &bytes[start..cursor];
+    // The blanks and the token, then the token again to judge it.
+    work::count(Pass::Keyed, cursor + 1 - at + token.len());
     let looks = if basic {
         looks_like_basic(token)
     } else {
@@ -404,11 +410,12 @@ pub(super) fn find_keyed_values(bytes: &[u8], spans: &mut Vec<Span>) {
     let mut at = 0;
     while at < bytes.len() {
         if !is_key_byte(bytes[at]) {
+            work::count(Pass::Keyed, 1);
             at += 1;
             continue;
         }
         let start = at;
-        at = run_end(bytes, at, is_key_byte);
+        at = run_end(bytes, at, is_key_byte, Pass::Keyed);
         let word = &bytes[start..at];
         let bearer = word.eq_ignore_ascii_case(b"bearer");
         if bearer || word.eq_ignore_ascii_case(b"basic") {

@@ -126,6 +126,7 @@ mod keyed;
 mod patterns;
 mod redactor;
 mod withheld;
+mod work;
 
 pub use collector::StderrCollector;
 pub use redactor::Redactor;

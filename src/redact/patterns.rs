@@ -3,6 +3,7 @@
 //! search helpers they share.
 
 use super::redactor::{PemState, Span};
+use super::work::{self, Pass};
 
 /// The longest PEM label accepted between `-----BEGIN ` and `-----`.
 pub(super) const PEM_LABEL_MAX: usize = 64;
@@ -13,16 +14,28 @@ const ENTROPY_MIN_LEN: usize = 32;
 
 /// The first occurrence of a short, non-empty `needle` at or after `from`. Linear for
 /// the short constant needles used here (cost `haystack.len() * needle.len()` at worst).
-pub(super) fn find_from(haystack: &[u8], mut from: usize, needle: &[u8]) -> Option<usize> {
+/// Its work is counted for `pass`.
+pub(super) fn find_from(
+    haystack: &[u8],
+    mut from: usize,
+    needle: &[u8],
+    pass: Pass,
+) -> Option<usize> {
     let (&first, rest) = needle.split_first()?;
-    while let Some(offset) = haystack.get(from..)?.iter().position(|&byte| byte == first) {
+    loop {
+        let tail = haystack.get(from..)?;
+        let Some(offset) = tail.iter().position(|&byte| byte == first) else {
+            work::count(pass, tail.len());
+            return None;
+        };
+        // The bytes up to the candidate, and one comparison with the needle.
+        work::count(pass, offset + 1);
         let at = from + offset;
         if haystack[at + 1..].starts_with(rest) {
             return Some(at);
         }
         from = at + 1;
     }
-    None
 }
 
 pub(super) fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
@@ -38,11 +51,14 @@ pub(super) fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
 /// Finds the next `-----BEGIN <label>-----` (or END, per `kind`) marker at or after
 /// `from` whose label names a private key. Returns the marker's start and end.
 pub(super) fn find_pem_marker(line: &str, mut from: usize, kind: &str) -> Option<(usize, usize)> {
-    while let Some(start) = find_from(line.as_bytes(), from, kind.as_bytes()) {
+    while let Some(start) = find_from(line.as_bytes(), from, kind.as_bytes(), Pass::Pem) {
         let label_start = start + kind.len();
         let window_end = (label_start + PEM_LABEL_MAX + 5).min(line.len());
         let window = &line.as_bytes()[label_start..window_end];
-        if let Some(close) = window.windows(5).position(|w| w == b"-----")
+        let close = window.windows(5).position(|w| w == b"-----");
+        // The window's positions looked at for `-----`, then the label's for the name.
+        work::count(Pass::Pem, close.map_or(window.len(), |close| 2 * close + 1));
+        if let Some(close) = close
             && contains_bytes(&window[..close], b"PRIVATE KEY")
         {
             return Some((start, label_start + close + 5));
@@ -67,6 +83,7 @@ pub(super) fn find_pem_blocks(
                 from = end_end;
             }
             None => {
+                work::count(Pass::Pem, line.len() - body_start);
                 let blank = line[body_start..].trim().is_empty();
                 if !blank {
                     spans.push(Span::redact(body_start, line.len()));
@@ -95,7 +112,7 @@ fn ends_authority(byte: u8) -> bool {
 pub(super) fn find_userinfo(line: &str, spans: &mut Vec<Span>) {
     let bytes = line.as_bytes();
     let mut from = 0;
-    while let Some(sep) = find_from(bytes, from, b"://") {
+    while let Some(sep) = find_from(bytes, from, b"://", Pass::Userinfo) {
         let start = sep + 3;
         let mut at = None;
         let mut cursor = start;
@@ -105,6 +122,7 @@ pub(super) fn find_userinfo(line: &str, spans: &mut Vec<Span>) {
             }
             cursor += 1;
         }
+        work::count(Pass::Userinfo, cursor + 1 - start);
         if let Some(at) = at
             && at > start
         {
@@ -157,16 +175,19 @@ const TOKEN_PREFIXES: &[(&[u8], usize, bool)] = &[
     (b"dop_v1_", 60, false),
 ];
 
-/// The end of the run of `part` bytes that starts at `at`.
-pub(super) fn run_end(bytes: &[u8], mut at: usize, part: impl Fn(u8) -> bool) -> usize {
+/// The end of the run of `part` bytes that starts at `at`. Its work is counted for
+/// `pass`.
+pub(super) fn run_end(bytes: &[u8], mut at: usize, part: impl Fn(u8) -> bool, pass: Pass) -> usize {
+    let start = at;
     while at < bytes.len() && part(bytes[at]) {
         at += 1;
     }
+    work::count(pass, at + 1 - start);
     at
 }
 
 fn token_run_end(bytes: &[u8], at: usize) -> usize {
-    run_end(bytes, at, is_token_byte)
+    run_end(bytes, at, is_token_byte, Pass::Shapes)
 }
 
 /// `eyJ<header>.eyJ<payload>.<signature>` starting at `at`: its end.
@@ -186,11 +207,16 @@ fn jwt_end(bytes: &[u8], at: usize) -> Option<usize> {
 /// The end of a well-known token shape starting at `at`, if one does.
 fn token_shape_end(bytes: &[u8], at: usize) -> Option<usize> {
     let rest = &bytes[at..];
+    // One comparison per prefix, and the AWS and JWT ones.
+    work::count(Pass::Shapes, TOKEN_PREFIXES.len() + 3);
     for &(prefix, min_len, needs_digit) in TOKEN_PREFIXES {
         if rest.starts_with(prefix) {
             let body_start = at + prefix.len();
             let end = token_run_end(bytes, body_start);
             let body = &bytes[body_start..end];
+            if needs_digit && body.len() >= min_len {
+                work::count(Pass::Shapes, body.len());
+            }
             if body.len() >= min_len && (!needs_digit || body.iter().any(u8::is_ascii_digit)) {
                 return Some(end);
             }
@@ -230,6 +256,7 @@ const TOKEN_FIRST_BYTES: [bool; 256] = {
 pub(super) fn find_token_shapes(bytes: &[u8], spans: &mut Vec<Span>) {
     let mut at = 0;
     while at < bytes.len() {
+        work::count(Pass::Shapes, 1);
         let boundary = at == 0 || !is_token_byte(bytes[at - 1]);
         if !boundary || !TOKEN_FIRST_BYTES[usize::from(bytes[at])] {
             at += 1;
@@ -255,6 +282,7 @@ fn looks_random(run: &[u8]) -> bool {
     if run.len() < ENTROPY_MIN_LEN {
         return false;
     }
+    work::count(Pass::Entropy, run.len());
     let class = |byte: u8| match byte {
         b'A'..=b'Z' => 0u8,
         b'a'..=b'z' => 1,
@@ -280,15 +308,17 @@ pub(super) fn find_high_entropy(bytes: &[u8], spans: &mut Vec<Span>) {
     let mut at = 0;
     while at < bytes.len() {
         if !is_entropy_byte(bytes[at]) {
+            work::count(Pass::Entropy, 1);
             at += 1;
             continue;
         }
         let start = at;
-        at = run_end(bytes, at, is_entropy_byte);
+        at = run_end(bytes, at, is_entropy_byte, Pass::Entropy);
         let run_end = at;
         while at < bytes.len() && bytes[at] == b'=' {
             at += 1;
         }
+        work::count(Pass::Entropy, at - run_end);
         if looks_random(&bytes[start..run_end]) {
             spans.push(Span::redact(start, at));
         }

@@ -13,6 +13,7 @@ use super::keyed::find_keyed_values;
 use super::patterns::{
     PEM_END, find_high_entropy, find_pem_blocks, find_pem_marker, find_token_shapes, find_userinfo,
 };
+use super::work::{self, Pass};
 
 /// Replaces credentials in single lines of text. See the `redact` module docs for
 /// what is recognized.
@@ -95,6 +96,7 @@ impl Redactor {
         let mut ranges = Vec::new();
         let hidden = hidden_bytes(text);
         self.exact.cover(text, hidden.as_deref(), &mut ranges);
+        work::sorted(Pass::Spans, ranges.len());
         ranges.sort_unstable_by_key(|&(start, _)| start);
         let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
         for (start, end) in ranges {
@@ -125,6 +127,8 @@ impl Redactor {
     pub(super) fn redact_in(&self, line: &str, mut spans: Vec<Span>, pem: &mut PemState) -> String {
         let mut from = 0;
         if let PemState::Inside { marked } = *pem {
+            // Whichever part of the line is looked at for text.
+            work::count(Pass::Pem, line.len());
             match find_pem_marker(line, 0, PEM_END) {
                 Some((start, _)) => {
                     if !line[..start].trim().is_empty() {
@@ -190,6 +194,7 @@ impl Span {
 /// Builds the redacted line: overlapping or touching spans merge into one replacement.
 pub(super) fn apply_spans(line: &str, mut spans: Vec<Span>) -> String {
     if spans.is_empty() {
+        work::count(Pass::Spans, line.len());
         return line.to_owned();
     }
     for span in &mut spans {
@@ -198,6 +203,7 @@ pub(super) fn apply_spans(line: &str, mut spans: Vec<Span>) -> String {
         span.start = floor_char_boundary(line, span.start);
         span.end = ceil_char_boundary(line, span.end);
     }
+    work::sorted(Pass::Spans, spans.len());
     spans.sort_unstable_by_key(|span| span.start);
     let mut out = String::with_capacity(line.len());
     let mut cursor = 0;
@@ -228,6 +234,8 @@ pub(super) fn apply_spans(line: &str, mut spans: Vec<Span>) -> String {
         flush(done, &mut out, &mut cursor);
     }
     out.push_str(&line[cursor..]);
+    // What was copied and what was skipped.
+    work::count(Pass::Spans, line.len() + out.len());
     out
 }
 

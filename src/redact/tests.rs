@@ -1,5 +1,6 @@
 use super::clean::{clean_line, clean_tracking};
 use super::exact::{Gapped, MAX_GAPPED_VALUE_BYTES, hidden_bytes};
+use super::work;
 use super::*;
 
 const CORPUS: &str = include_str!("../../testdata/redaction/corpus.txt");
@@ -931,29 +932,68 @@ fn adversarial_lines_are_linear() {
         fill("needle-value-"),
         fill("é"),
     ];
+    // Units of work (see `work`) per byte of the line, for redacting it alone and in
+    // a collector. Measured at 38.5 at most (`\"token\":\"x` repeated; 25 for a
+    // line of `a`s). The count does not depend on the machine or its load, so the
+    // headroom is for changes to the code: 64 leaves room for a pass or two more,
+    // while a matcher that rescans from each position does about `len / 2` per
+    // byte, tens of thousands here.
+    const WORK_PER_BYTE: usize = 64;
     for line in &lines {
-        let started = std::time::Instant::now();
+        work::take();
         let out = redactor.redact_line(line);
         let mut collector = StderrCollector::new(redactor.clone(), 2048);
         collector.push(line.as_bytes());
         collector.finish();
-        let elapsed = started.elapsed();
-        // Quadratic behaviour on 64 KiB would take seconds even in release builds.
-        assert!(elapsed.as_millis() < 1500, "{:?}: {elapsed:?}", &line[..16]);
+        let work = work::take();
+        assert!(
+            work.total() <= WORK_PER_BYTE * line.len(),
+            "{:?}: {} units for {} bytes: {work:?}",
+            &line[..16],
+            work.total(),
+            line.len()
+        );
         assert!(out.len() <= line.len() * (REDACTED.len() + 1));
     }
     // Escapes everywhere make every value of up to MAX_GAPPED_VALUE_BYTES go
-    // through the interrupted-occurrence matcher: `len / 64` words per byte.
+    // through the interrupted-occurrence matcher: `1 + len / 64` words per byte of
+    // the line, per value.
     let long = "a\x1b".repeat(MAX_GAPPED_VALUE_BYTES / 2);
-    let redactor = Redactor::new([long.as_str(), "needle-value-0"]);
+    let needle = "needle-value-0";
+    let redactor = Redactor::new([long.as_str(), needle]);
+    let words: usize = [long.len(), needle.len()]
+        .iter()
+        .map(|len| 1 + len / 64)
+        .sum();
+    // The matcher's words per byte of the line and per word of its states
+    // (`words`): measured at 6.03. The line is matched as written twice (by
+    // `redact_line` and by the collector; what the collector cleans it to has no
+    // escapes left), three passes each (backward, backward again block by block,
+    // forward), plus the stored states. 8 leaves room for a little more, not for a
+    // fourth pass on each; the rest of the work measured at 29 per byte at most.
+    const GAPPED_WORK_PER_WORD: usize = 8;
     for line in [fill("\x1ba"), fill("a\x1b[1;"), fill("\x1b]a"), fill("a")] {
-        let started = std::time::Instant::now();
+        work::take();
         redactor.redact_line(&line);
         let mut collector = StderrCollector::new(redactor.clone(), 2048);
         collector.push(line.as_bytes());
         collector.finish();
-        let elapsed = started.elapsed();
-        assert!(elapsed.as_millis() < 1500, "{:?}: {elapsed:?}", &line[..4]);
+        let work = work::take();
+        let gapped = work.of(work::Pass::Gapped);
+        assert!(
+            gapped <= GAPPED_WORK_PER_WORD * words * line.len(),
+            "{:?}: {gapped} words for {} bytes: {work:?}",
+            &line[..4],
+            line.len()
+        );
+        // Everything else is as linear as above.
+        assert!(
+            work.total() - gapped <= WORK_PER_BYTE * line.len(),
+            "{:?}: {} units for {} bytes: {work:?}",
+            &line[..4],
+            work.total() - gapped,
+            line.len()
+        );
     }
 }
 
