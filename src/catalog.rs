@@ -60,11 +60,11 @@
 //!     "tools": [{ "name": "echo", "inputSchema": { "type": "object" } }],
 //!     "nextCursor": "page-2"
 //! });
-//! assert_eq!(builder.add_page(&first)?, Some("page-2".to_string()));
+//! assert_eq!(builder.add_page(first)?, Some("page-2".to_string()));
 //! let second = json!({
 //!     "tools": [{ "name": "add", "description": "Adds.", "inputSchema": { "type": "object" } }]
 //! });
-//! assert_eq!(builder.add_page(&second)?, None);
+//! assert_eq!(builder.add_page(second)?, None);
 //! let catalog = builder.finish();
 //! assert_eq!(catalog.len(), 2);
 //! assert_eq!(catalog.get("add").and_then(|tool| tool.description()), Some("Adds."));
@@ -265,7 +265,8 @@ impl CatalogBuilder {
     }
 
     /// Validates one `tools/list` result object and returns the next cursor to
-    /// request, if any.
+    /// request, if any. The page is taken by value: each tool's object moves into
+    /// its [`Tool`] as sent, without a copy.
     ///
     /// Fails with `invalid_response`, naming the rule and never quoting server text,
     /// when: the result is not an object; `tools` is not an array; an element is not
@@ -283,34 +284,31 @@ impl CatalogBuilder {
     /// other value of the wrong type (see the [module docs](self)).
     ///
     /// The page is all or nothing: on failure nothing from it is kept.
-    pub fn add_page(&mut self, result: &Value) -> Result<Option<String>> {
+    pub fn add_page(&mut self, result: Value) -> Result<Option<String>> {
         let page = self.pages + 1;
         let fail = |rule: &str| Error::invalid_response(format!("tools/list page {page}: {rule}"));
 
-        let result = result
-            .as_object()
-            .ok_or_else(|| fail("the result is not an object"))?;
-        let entries = result
-            .get("tools")
-            .and_then(Value::as_array)
-            .ok_or_else(|| fail("tools is not an array"))?;
+        let Value::Object(mut result) = result else {
+            return Err(fail("the result is not an object"));
+        };
+        let Some(Value::Array(entries)) = result.remove("tools") else {
+            return Err(fail("tools is not an array"));
+        };
         if entries.len() > self.max_tools.saturating_sub(self.tools.len()) {
             return Err(fail("the catalog has more tools than maxTools"));
         }
 
         let mut accepted: Vec<Tool> = Vec::with_capacity(entries.len());
         let mut dropped: Vec<(String, &'static str)> = Vec::new();
-        let mut page_names: HashSet<&str> = HashSet::with_capacity(entries.len());
-        for (position, entry) in entries.iter().enumerate() {
+        // The names on this page so far; each becomes its tool's key in the index.
+        let mut page_names: HashSet<String> = HashSet::with_capacity(entries.len());
+        for (position, entry) in entries.into_iter().enumerate() {
             let tool = self
                 .validate_entry(entry, |name| {
                     self.index.contains_key(name) || page_names.contains(name)
                 })
                 .map_err(|rule| fail(&format!("tools[{position}]: {rule}")))?;
-            // The name borrowed from `entries` lives as long as `result`.
-            if let Some(Value::String(name)) = entry.get("name") {
-                page_names.insert(name.as_str());
-            }
+            page_names.insert(tool.name.clone());
             if self.param_headers {
                 match param_headers::annotations(tool.input_schema(), &self.limits) {
                     Ok(specs) => {
@@ -343,7 +341,10 @@ impl CatalogBuilder {
         // Commit the page.
         self.pages = page;
         for tool in accepted {
-            self.index.insert(tool.name.clone(), self.tools.len());
+            let key = page_names
+                .take(tool.name.as_str())
+                .unwrap_or_else(|| tool.name.clone());
+            self.index.insert(key, self.tools.len());
             self.tools.push(tool);
         }
         if let Some(cursor) = &next {
@@ -362,13 +363,16 @@ impl CatalogBuilder {
         }
     }
 
-    /// Validates one `tools` element; the error is the rule broken.
+    /// Validates one `tools` element, which becomes the tool; the error is the rule
+    /// broken.
     fn validate_entry(
         &self,
-        entry: &Value,
+        entry: Value,
         is_duplicate: impl Fn(&str) -> bool,
     ) -> std::result::Result<Tool, &'static str> {
-        let entry = entry.as_object().ok_or("the entry is not an object")?;
+        let Value::Object(entry) = entry else {
+            return Err("the entry is not an object");
+        };
         let name = match entry.get("name") {
             Some(Value::String(name)) if !name.is_empty() => name,
             _ => return Err("name is not a non-empty string"),
@@ -378,8 +382,8 @@ impl CatalogBuilder {
             return Err("the tool name duplicates another tool's name");
         }
         let description =
-            optional_string(entry, "description").map_err(|()| "description is not a string")?;
-        optional_string(entry, "title").map_err(|()| "title is not a string")?;
+            optional_string(&entry, "description").map_err(|()| "description is not a string")?;
+        optional_string(&entry, "title").map_err(|()| "title is not a string")?;
 
         let input_value = entry.get("inputSchema").ok_or("inputSchema is missing")?;
         let input_schema = input_value
@@ -411,7 +415,7 @@ impl CatalogBuilder {
         Ok(Tool {
             name: name.clone(),
             param_specs: Vec::new(),
-            as_sent: entry.clone(),
+            as_sent: entry,
         })
     }
 }

@@ -205,7 +205,7 @@ mod tests {
 
     fn catalog(tools: Value) -> Catalog {
         let mut builder = CatalogBuilder::new(&Limits::default());
-        builder.add_page(&json!({ "tools": tools })).unwrap();
+        builder.add_page(json!({ "tools": tools })).unwrap();
         builder.finish()
     }
 

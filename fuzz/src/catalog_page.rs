@@ -59,7 +59,7 @@ pub fn check(data: &[u8]) {
             continue;
         };
         let expected = model.accept(&page);
-        let got = builder.add_page(&page);
+        let got = builder.add_page(page.clone());
         match (&got, &expected) {
             (Ok(cursor), Some((want, _))) => assert_eq!(cursor, want),
             (Err(error), None) => {

@@ -20,7 +20,7 @@ fn rejects_entry(entry: Value) -> String {
 }
 
 fn rejects_page(result: Value) -> String {
-    let err = builder().add_page(&result).unwrap_err();
+    let err = builder().add_page(result).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidResponse);
     err.message().to_owned()
 }
@@ -43,14 +43,14 @@ fn accepts_a_good_multi_page_catalog() {
         ],
         "nextCursor": "c1"
     });
-    assert_eq!(builder.add_page(&first).unwrap().as_deref(), Some("c1"));
+    assert_eq!(builder.add_page(first).unwrap().as_deref(), Some("c1"));
     let second = json!({
         "tools": [{ "name": "über", "inputSchema": { "type": "object" } }],
         "nextCursor": "c2"
     });
-    assert_eq!(builder.add_page(&second).unwrap().as_deref(), Some("c2"));
+    assert_eq!(builder.add_page(second).unwrap().as_deref(), Some("c2"));
     let third = json!({ "tools": [] });
-    assert_eq!(builder.add_page(&third).unwrap(), None);
+    assert_eq!(builder.add_page(third).unwrap(), None);
 
     let catalog = builder.finish();
     assert_eq!(catalog.len(), 3);
@@ -132,15 +132,15 @@ fn name_byte_length_is_bounded() {
     };
     let mut ok = CatalogBuilder::new(&limits);
     // "éé" is 4 bytes: exactly at the limit.
-    ok.add_page(&page(vec![tool("éé"), tool("abcd")])).unwrap();
+    ok.add_page(page(vec![tool("éé"), tool("abcd")])).unwrap();
     for name in ["abcde", "ééa", "😀a"] {
         let err = CatalogBuilder::new(&limits)
-            .add_page(&page(vec![tool(name)]))
+            .add_page(page(vec![tool(name)]))
             .unwrap_err();
         assert!(err.message().contains("exceeds maxToolNameBytes"), "{name}");
     }
     assert!(rejects_entry(tool(&"x".repeat(129))).contains("maxToolNameBytes"));
-    let at_limit = builder().add_page(&page(vec![tool(&"x".repeat(128))]));
+    let at_limit = builder().add_page(page(vec![tool(&"x".repeat(128))]));
     assert!(at_limit.is_ok());
 }
 
@@ -254,16 +254,16 @@ fn duplicate_names_fail_on_one_page_and_across_pages() {
     assert!(message.contains("tools[2]: the tool name duplicates"));
     let mut builder = builder();
     builder
-        .add_page(&json!({ "tools": [tool("a")], "nextCursor": "n" }))
+        .add_page(json!({ "tools": [tool("a")], "nextCursor": "n" }))
         .unwrap();
     let err = builder
-        .add_page(&page(vec![tool("b"), tool("a")]))
+        .add_page(page(vec![tool("b"), tool("a")]))
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidResponse);
     let message = err.message();
     assert!(message.contains("page 2: tools[1]: the tool name duplicates"));
     // Names differing only in case are distinct.
-    let cased = CatalogBuilder::new(&Limits::default()).add_page(&page(vec![tool("a"), tool("A")]));
+    let cased = CatalogBuilder::new(&Limits::default()).add_page(page(vec![tool("a"), tool("A")]));
     assert!(cased.is_ok());
 }
 
@@ -329,7 +329,7 @@ fn annotations_when_present_must_be_an_object() {
     let entry = json!({ "name": "t", "inputSchema": { "type": "object" }, "annotations": {} });
     let catalog = {
         let mut builder = builder();
-        builder.add_page(&page(vec![entry])).unwrap();
+        builder.add_page(page(vec![entry])).unwrap();
         builder.finish()
     };
     assert_eq!(catalog.get("t").unwrap().annotations(), Some(&json!({})));
@@ -356,11 +356,11 @@ fn tool_document_bytes_are_bounded() {
     let entry = |description: &str| json!({ "name": "t", "description": description, "inputSchema": schema });
     // "ééééé" is 10 bytes: exactly at the limit.
     CatalogBuilder::new(&limits)
-        .add_page(&page(vec![entry("ééééé")]))
+        .add_page(page(vec![entry("ééééé")]))
         .unwrap();
     for description in ["éééééa", "12345678901", &"x".repeat(10_000)] {
         let err = CatalogBuilder::new(&limits)
-            .add_page(&page(vec![entry(description)]))
+            .add_page(page(vec![entry(description)]))
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidResponse);
         assert!(err.message().contains("maxToolDocumentBytes"));
@@ -369,7 +369,7 @@ fn tool_document_bytes_are_bounded() {
     let big =
         json!({ "name": "t", "inputSchema": { "type": "object", "description": "x".repeat(100) } });
     let err = CatalogBuilder::new(&limits)
-        .add_page(&page(vec![big]))
+        .add_page(page(vec![big]))
         .unwrap_err();
     assert!(err.message().contains("maxToolDocumentBytes"));
 }
@@ -382,23 +382,23 @@ fn tool_count_is_bounded_across_pages() {
     };
     let mut builder = CatalogBuilder::new(&limits);
     builder
-        .add_page(&json!({ "tools": [tool("a"), tool("b")], "nextCursor": "n" }))
+        .add_page(json!({ "tools": [tool("a"), tool("b")], "nextCursor": "n" }))
         .unwrap();
     let err = builder
-        .add_page(&page(vec![tool("c"), tool("d")]))
+        .add_page(page(vec![tool("c"), tool("d")]))
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidResponse);
     assert!(err.message().contains("more tools than maxTools"));
 
     let mut builder = CatalogBuilder::new(&limits);
     builder
-        .add_page(&json!({ "tools": [tool("a"), tool("b")], "nextCursor": "n" }))
+        .add_page(json!({ "tools": [tool("a"), tool("b")], "nextCursor": "n" }))
         .unwrap();
-    builder.add_page(&page(vec![tool("c")])).unwrap();
+    builder.add_page(page(vec![tool("c")])).unwrap();
     assert_eq!(builder.finish().len(), 3);
 
     let err = CatalogBuilder::new(&limits)
-        .add_page(&page(vec![tool("a"), tool("b"), tool("c"), tool("d")]))
+        .add_page(page(vec![tool("a"), tool("b"), tool("c"), tool("d")]))
         .unwrap_err();
     assert!(err.message().contains("maxTools"));
 }
@@ -420,20 +420,20 @@ fn next_cursor_must_be_a_non_empty_string() {
         );
     }
     let mut builder = builder();
-    assert_eq!(builder.add_page(&json!({ "tools": [] })).unwrap(), None);
+    assert_eq!(builder.add_page(json!({ "tools": [] })).unwrap(), None);
 }
 
 #[test]
 fn a_repeated_cursor_ends_the_walk() {
     let mut builder = builder();
     builder
-        .add_page(&json!({ "tools": [tool("a")], "nextCursor": "x" }))
+        .add_page(json!({ "tools": [tool("a")], "nextCursor": "x" }))
         .unwrap();
     builder
-        .add_page(&json!({ "tools": [tool("b")], "nextCursor": "y" }))
+        .add_page(json!({ "tools": [tool("b")], "nextCursor": "y" }))
         .unwrap();
     let err = builder
-        .add_page(&json!({ "tools": [tool("c")], "nextCursor": "x" }))
+        .add_page(json!({ "tools": [tool("c")], "nextCursor": "x" }))
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidResponse);
     assert!(err.message().contains("repeats a cursor"));
@@ -447,10 +447,10 @@ fn the_page_count_is_bounded() {
     };
     let mut builder = CatalogBuilder::new(&limits);
     builder
-        .add_page(&json!({ "tools": [tool("a")], "nextCursor": "1" }))
+        .add_page(json!({ "tools": [tool("a")], "nextCursor": "1" }))
         .unwrap();
     let err = builder
-        .add_page(&json!({ "tools": [tool("b")], "nextCursor": "2" }))
+        .add_page(json!({ "tools": [tool("b")], "nextCursor": "2" }))
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidResponse);
     assert!(err.message().contains("more pages than maxCatalogPages"));
@@ -458,14 +458,14 @@ fn the_page_count_is_bounded() {
     // The last allowed page without a cursor is fine.
     let mut builder = CatalogBuilder::new(&limits);
     builder
-        .add_page(&json!({ "tools": [tool("a")], "nextCursor": "1" }))
+        .add_page(json!({ "tools": [tool("a")], "nextCursor": "1" }))
         .unwrap();
-    assert_eq!(builder.add_page(&page(vec![tool("b")])).unwrap(), None);
+    assert_eq!(builder.add_page(page(vec![tool("b")])).unwrap(), None);
     assert_eq!(builder.finish().len(), 2);
 
     limits.max_catalog_pages = 1;
     let err = CatalogBuilder::new(&limits)
-        .add_page(&json!({ "tools": [], "nextCursor": "1" }))
+        .add_page(json!({ "tools": [], "nextCursor": "1" }))
         .unwrap_err();
     assert!(err.message().contains("maxCatalogPages"));
 }
@@ -474,9 +474,9 @@ fn the_page_count_is_bounded() {
 fn a_failed_page_adds_nothing() {
     let mut builder = builder();
     builder
-        .add_page(&json!({ "tools": [tool("a")], "nextCursor": "n" }))
+        .add_page(json!({ "tools": [tool("a")], "nextCursor": "n" }))
         .unwrap();
-    let failed = builder.add_page(&page(vec![tool("b"), tool("bad/name")]));
+    let failed = builder.add_page(page(vec![tool("b"), tool("bad/name")]));
     assert!(failed.is_err());
     let catalog = builder.finish();
     assert_eq!(catalog.len(), 1);

@@ -35,7 +35,7 @@ fn tools(specs: &[(&str, Option<&str>)]) -> Catalog {
         })
         .collect();
     let mut builder = crate::catalog::CatalogBuilder::new(&crate::Limits::default());
-    builder.add_page(&json!({ "tools": entries })).unwrap();
+    builder.add_page(json!({ "tools": entries })).unwrap();
     builder.finish()
 }
 

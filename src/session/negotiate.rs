@@ -158,7 +158,7 @@ pub(crate) async fn walk_catalog(
             let page_hint = CacheHint::from_result(&page);
             hint = Some(hint.map_or(page_hint, |h| h.stricter(page_hint)));
         }
-        match builder.add_page(&page)? {
+        match builder.add_page(page)? {
             Some(next) => cursor = Some(next),
             None => break,
         }
