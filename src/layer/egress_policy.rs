@@ -87,7 +87,10 @@ struct Grant {
 enum HostPattern {
     /// A bracketed IPv6 literal, compared as an address.
     V6(Ipv6Addr),
-    /// Dot-separated labels, lower-cased, possibly with wildcards.
+    /// A host without wildcards, lower-cased: compared as one string (the same
+    /// as label by label, since no label holds a dot), with no split per request.
+    Exact(String),
+    /// Dot-separated labels, lower-cased, with at least one wildcard.
     Labels(Vec<Label>),
 }
 
@@ -163,8 +166,8 @@ impl EgressGrants {
         } else {
             return false;
         };
-        // Checked on every request: no allocation unless the host has upper-case
-        // letters (or more than `INLINE_LABELS` labels).
+        // Checked on every request: no allocation unless a wildcard grant meets a
+        // host with upper-case letters (or more than `INLINE_LABELS` labels).
         let https = match uri.scheme_str() {
             Some(s) if s.eq_ignore_ascii_case("http") => false,
             Some(s) if s.eq_ignore_ascii_case("https") => true,
@@ -173,17 +176,12 @@ impl EgressGrants {
         let Some(host) = uri.host() else {
             return false;
         };
-        let host = if host.bytes().any(|b| b.is_ascii_uppercase()) {
-            std::borrow::Cow::Owned(host.to_ascii_lowercase())
-        } else {
-            std::borrow::Cow::Borrowed(host)
-        };
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         self.grants.iter().any(|g| {
             g.methods & bit != 0
                 && g.https == https
                 && g.port.is_none_or(|p| p == port)
-                && g.host.matches(&host)
+                && g.host.matches(host)
         })
     }
 
@@ -235,6 +233,7 @@ impl fmt::Display for Grant {
         f.write_str(if self.https { ":https://" } else { ":http://" })?;
         match &self.host {
             HostPattern::V6(addr) => write!(f, "[{addr}]")?,
+            HostPattern::Exact(host) => f.write_str(host)?,
             HostPattern::Labels(labels) => {
                 for (i, label) in labels.iter().enumerate() {
                     if i > 0 {
@@ -262,10 +261,18 @@ impl HostPattern {
     fn matches(&self, host: &str) -> bool {
         match self {
             HostPattern::V6(addr) => parse_v6(host) == Some(*addr),
+            HostPattern::Exact(exact) => host.eq_ignore_ascii_case(exact),
             HostPattern::Labels(pattern) => {
                 if host.starts_with('[') {
                     return false;
                 }
+                let lowered;
+                let host = if host.bytes().any(|b| b.is_ascii_uppercase()) {
+                    lowered = host.to_ascii_lowercase();
+                    &lowered
+                } else {
+                    host
+                };
                 let count = host.split('.').count();
                 if count <= INLINE_LABELS {
                     let mut labels = [""; INLINE_LABELS];
@@ -325,6 +332,9 @@ fn host_pattern(host: &str) -> Option<HostPattern> {
             }
             _ => return None,
         });
+    }
+    if labels.iter().all(|l| matches!(l, Label::Literal(_))) {
+        return Some(HostPattern::Exact(host.to_ascii_lowercase()));
     }
     Some(HostPattern::Labels(labels))
 }

@@ -63,6 +63,11 @@ pub(crate) async fn collect_bounded(
                 buffer.extend_from_slice(&data);
             }
         }
+        // A body that knows it is complete (its `Content-Length` reached) is not
+        // polled once more for its end.
+        if http_body::Body::is_end_stream(&body) {
+            break;
+        }
     }
     Ok(first.unwrap_or_else(|| buffer.freeze()))
 }

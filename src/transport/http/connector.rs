@@ -26,9 +26,9 @@ use http::header::PROXY_AUTHORIZATION;
 use http_body_util::{BodyExt, Full};
 use hyper::rt;
 use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::client::legacy::{Client, ResponseFuture};
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -248,7 +248,7 @@ impl fmt::Debug for HyperService {
 impl Service<HttpRequest> for HyperService {
     type Response = HttpResponse;
     type Error = BoxError;
-    type Future = BoxFuture<'static, std::result::Result<HttpResponse, BoxError>>;
+    type Future = HyperFuture;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<std::result::Result<(), BoxError>> {
         Poll::Ready(Ok(()))
@@ -267,10 +267,24 @@ impl Service<HttpRequest> for HyperService {
             auth.set_sensitive(true);
             req.headers_mut().insert(PROXY_AUTHORIZATION, auth);
         }
-        let future = self.client.request(req);
-        Box::pin(async move {
-            let response = future.await.map_err(|e| Box::new(e) as BoxError)?;
-            Ok(response.map(|body| body.map_err(|e| Box::new(e) as BoxError).boxed_unsync()))
+        HyperFuture(self.client.request(req))
+    }
+}
+
+/// The response future of [`HyperService`]: hyper-util's own (already boxed)
+/// future, its body boxed into [`super::ResponseBody`]. Not boxed again: the
+/// stack's futures are allocated once, by the box above the whole stack.
+pub(crate) struct HyperFuture(ResponseFuture);
+
+impl Future for HyperFuture {
+    type Output = std::result::Result<HttpResponse, BoxError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx).map(|outcome| match outcome {
+            Ok(response) => {
+                Ok(response.map(|body| body.map_err(|e| Box::new(e) as BoxError).boxed_unsync()))
+            }
+            Err(error) => Err(Box::new(error) as BoxError),
         })
     }
 }

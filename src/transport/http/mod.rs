@@ -395,12 +395,12 @@ impl HttpTransportBuilder {
             }
             None => None,
         };
-        let client = BoxCloneService::new(connector::HyperService::new(tls, proxies));
+        let client = connector::HyperService::new(tls, proxies);
         Ok(HttpTransport {
             inner: Arc::new(Prepared {
                 server,
                 endpoint,
-                client: std::sync::Mutex::new(client),
+                client,
                 bearer,
                 oauth,
                 egress: EgressPolicyLayer::new(grants),
@@ -453,8 +453,8 @@ pub struct HttpTransport {
 struct Prepared {
     server: Arc<str>,
     endpoint: http::Uri,
-    /// In a mutex only because `BoxCloneService` is not `Sync`; cloned per open.
-    client: std::sync::Mutex<HttpService>,
+    /// Cloned per open (clones share the connection pool).
+    client: connector::HyperService,
     bearer: Option<BearerAuthLayer>,
     oauth: Option<crate::layer::OAuthLayer>,
     egress: EgressPolicyLayer,
@@ -492,14 +492,9 @@ impl HttpTransport {
 
     fn stack(&self, session: Arc<session::SessionState>) -> HttpService {
         let prepared = &self.inner;
-        let client = prepared
-            .client
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
         // One concrete stack under one box (`Either` for the optional layers):
         // each box is an allocation and a dynamic call per request and per clone.
-        let service = session::McpSessionLayer::new(session).layer(client);
+        let service = session::McpSessionLayer::new(session).layer(prepared.client.clone());
         let service = match &prepared.bearer {
             Some(bearer) => Either::Left(bearer.layer(service)),
             None => Either::Right(service),

@@ -17,13 +17,14 @@
 //! carrying one, answering a request that carried none (the `initialize` exchange,
 //! or the re-initialisation after a session expired). An id that is not 1 or more
 //! visible ASCII characters (0x21-0x7E) is refused with `protocol_error` and never
-//! echoed. Every response gets a [`SentSessionId`] extension recording which id its
-//! request carried, so the driver can tell a `404` to a request with a session id.
+//! echoed. Every response that is not a success gets a [`SentSessionId`] extension
+//! recording which id its request carried, so the driver can tell a `404` to a
+//! request with a session id.
 
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-use futures_util::future::BoxFuture;
 use http::Method;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use tower::{Layer, Service};
@@ -103,8 +104,8 @@ fn is_visible_ascii(bytes: &[u8]) -> bool {
     !bytes.is_empty() && bytes.iter().all(|b| (0x21..=0x7e).contains(b))
 }
 
-/// Response extension: the session id the request carried (`None` when it carried
-/// none).
+/// Response extension on a response that is not a success: the session id the
+/// request carried (`None` when it carried none).
 #[derive(Clone, Debug)]
 pub(crate) struct SentSessionId(pub(crate) Option<HeaderValue>);
 
@@ -141,11 +142,10 @@ pub(crate) struct McpSession<S> {
 impl<S> Service<HttpRequest> for McpSession<S>
 where
     S: Service<HttpRequest, Response = HttpResponse, Error = BoxError>,
-    S::Future: Send + 'static,
 {
     type Response = HttpResponse;
     type Error = BoxError;
-    type Future = BoxFuture<'static, std::result::Result<HttpResponse, BoxError>>;
+    type Future = SessionFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<std::result::Result<(), BoxError>> {
         self.inner.poll_ready(cx)
@@ -170,25 +170,59 @@ where
                 headers.remove(&MCP_SESSION_ID);
             }
         }
-        let state = self.state.clone();
-        let future = self.inner.call(req);
-        Box::pin(async move {
-            let mut response = future.await?;
-            if sent.is_none()
-                && !stateless
-                && response.status().is_success()
-                && let Some(value) = response.headers().get(&MCP_SESSION_ID)
-            {
-                state.capture(value).map_err(|e| Box::new(e) as BoxError)?;
-            }
-            // The session id is a secret (2025-11-25): user layers above this one
-            // (tracing, logging) must not print it.
-            if let Some(value) = response.headers_mut().get_mut(&MCP_SESSION_ID) {
-                value.set_sensitive(true);
-            }
+        SessionFuture {
+            future: self.inner.call(req),
+            state: self.state.clone(),
+            sent: Some(sent),
+            stateless,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of [`McpSession`] (not boxed: the stack's futures are
+    /// allocated once, by the box above the whole stack).
+    pub(crate) struct SessionFuture<F> {
+        #[pin]
+        future: F,
+        state: Arc<SessionState>,
+        // The session id the request carried (taken when the response arrives).
+        sent: Option<Option<HeaderValue>>,
+        stateless: bool,
+    }
+}
+
+impl<F> Future for SessionFuture<F>
+where
+    F: Future<Output = std::result::Result<HttpResponse, BoxError>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut response = std::task::ready!(this.future.poll(cx))?;
+        let sent = this.sent.take().flatten();
+        if sent.is_none()
+            && !*this.stateless
+            && response.status().is_success()
+            && let Some(value) = response.headers().get(&MCP_SESSION_ID)
+        {
+            this.state
+                .capture(value)
+                .map_err(|e| Box::new(e) as BoxError)?;
+        }
+        // The session id is a secret (2025-11-25): user layers above this one
+        // (tracing, logging) must not print it.
+        if let Some(value) = response.headers_mut().get_mut(&MCP_SESSION_ID) {
+            value.set_sensitive(true);
+        }
+        // Only a failed response is told apart by the id its request carried (a
+        // `404` ends that session, not a newer one); an extension is three
+        // allocations, not spent on every success.
+        if !response.status().is_success() {
             response.extensions_mut().insert(SentSessionId(sent));
-            Ok(response)
-        })
+        }
+        Poll::Ready(Ok(response))
     }
 }
 

@@ -181,27 +181,48 @@ impl<S> BoundedSse<S> {
     fn scan(&mut self, chunk: &[u8]) -> Result<(), SseByteError> {
         self.count(chunk.len());
         self.check_utf8(chunk)?;
-        for &b in chunk {
-            self.event_bytes += 1;
-            if self.event_bytes > self.limit {
-                return Err(SseByteError::TooLarge);
+        // Line by line: the text between line ends is taken in one step (a data
+        // line is never copied byte by byte).
+        let mut rest = chunk;
+        while let Some(&first) = rest.first() {
+            if first == b'\n' && self.prev_cr {
+                // The `\n` of a `\r\n` line end.
+                self.prev_cr = false;
+                self.add_event_bytes(1)?;
+                rest = &rest[1..];
+                continue;
             }
-            match b {
-                b'\n' if self.prev_cr => self.prev_cr = false,
-                b'\n' | b'\r' => {
-                    self.prev_cr = b == b'\r';
-                    self.end_line();
-                }
-                _ => {
-                    self.prev_cr = false;
-                    self.line_len += 1;
-                    if self.line.len() <= MAX_FIELD_LINE {
-                        self.line.push(b);
-                    }
-                }
-            }
+            self.prev_cr = false;
+            let Some(end) = memchr::memchr2(b'\n', b'\r', rest) else {
+                self.add_event_bytes(rest.len())?;
+                self.add_to_line(rest);
+                break;
+            };
+            // The line end counts toward the event before the line ends it.
+            self.add_event_bytes(end + 1)?;
+            self.add_to_line(&rest[..end]);
+            self.prev_cr = rest[end] == b'\r';
+            self.end_line();
+            rest = &rest[end + 1..];
         }
         Ok(())
+    }
+
+    /// Counts `n` raw bytes toward the current event's bound.
+    fn add_event_bytes(&mut self, n: usize) -> Result<(), SseByteError> {
+        self.event_bytes = self.event_bytes.saturating_add(n);
+        if self.event_bytes > self.limit {
+            return Err(SseByteError::TooLarge);
+        }
+        Ok(())
+    }
+
+    /// Text of the current line: counted, and kept up to `MAX_FIELD_LINE` (and
+    /// one byte more, which marks a longer line as truncated).
+    fn add_to_line(&mut self, text: &[u8]) {
+        self.line_len += text.len();
+        let room = (MAX_FIELD_LINE + 1).saturating_sub(self.line.len());
+        self.line.extend_from_slice(&text[..room.min(text.len())]);
     }
 
     fn end_line(&mut self) {

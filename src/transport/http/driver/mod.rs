@@ -16,6 +16,7 @@ use std::error::Error as StdError;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -24,7 +25,7 @@ use http::header::{CONTENT_TYPE, HeaderName, HeaderValue, LOCATION};
 use http::{Method, Request, StatusCode, Uri};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
+use tower::{Service, ServiceExt};
 
 use super::body::{self};
 use super::headers;
@@ -213,17 +214,33 @@ impl Shared {
         }
     }
 
-    fn service(&self) -> HttpService {
-        self.service
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+    /// Sends `req` through the stack: on the shared service itself when it is
+    /// ready at once (every layer of this crate always is), else on a clone that
+    /// waits for readiness, as `ServiceExt::oneshot` does. Cloning the stack per
+    /// request is an allocation and a clone of every layer (the HTTP client's
+    /// included), spent only when a layer is not ready.
+    async fn call_stack(&self, req: HttpRequest) -> std::result::Result<HttpResponse, BoxError> {
+        let call = {
+            let mut service = self.service.lock().unwrap_or_else(PoisonError::into_inner);
+            // A no-op waker: on `Pending` the request waits on the clone, which
+            // polls with this task's own.
+            let mut cx = Context::from_waker(Waker::noop());
+            match service.poll_ready(&mut cx) {
+                Poll::Ready(Ok(())) => Ok(service.call(req)),
+                Poll::Ready(Err(error)) => return Err(error),
+                Poll::Pending => Err((service.clone(), req)),
+            }
+        };
+        match call {
+            Ok(response) => response.await,
+            Err((service, req)) => service.oneshot(req).await,
+        }
     }
 
     /// One exchange through the stack, following same-origin redirects when allowed.
     async fn exchange(&self, mut req: HttpRequest) -> std::result::Result<HttpResponse, BoxError> {
         if self.redirects == 0 {
-            return self.service().oneshot(req).await;
+            return self.call_stack(req).await;
         }
         let mut hops = 0;
         loop {
@@ -231,7 +248,7 @@ impl Shared {
             let uri = req.uri().clone();
             let headers = req.headers().clone();
             let body = req.body().clone();
-            let response = self.service().oneshot(req).await?;
+            let response = self.call_stack(req).await?;
             let status = response.status();
             let followable = match status.as_u16() {
                 307 | 308 => true,
@@ -325,10 +342,7 @@ impl Shared {
     async fn error_body(&self, response: HttpResponse, frame: &OutboundFrame) {
         let status = response.status();
         let Some(handle) = &frame.request else { return };
-        let json = matches!(
-            content_type(&response).as_deref(),
-            Some("application/json") | None
-        );
+        let json = matches!(media_type(&response), Media::Json | Media::Missing);
         let limit = self.max_frame.min(ERROR_BODY_LIMIT);
         if json
             && !body::declared_too_large(&response, limit)
@@ -427,10 +441,33 @@ fn retry_delay(retry: Option<Duration>) -> Duration {
 }
 
 /// The lower-cased media type of a response, without parameters.
-fn content_type(response: &HttpResponse) -> Option<String> {
-    let value = response.headers().get(CONTENT_TYPE)?.to_str().ok()?;
+/// The media type of a response: the essence of its `Content-Type` (before any
+/// `;`, trimmed, compared case-insensitively), read without allocating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Media {
+    Json,
+    EventStream,
+    /// No `Content-Type`, or one that is not visible ASCII.
+    Missing,
+    Other,
+}
+
+fn media_type(response: &HttpResponse) -> Media {
+    let Some(value) = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return Media::Missing;
+    };
     let essence = value.split(';').next().unwrap_or("").trim();
-    Some(essence.to_ascii_lowercase())
+    if essence.eq_ignore_ascii_case("application/json") {
+        Media::Json
+    } else if essence.eq_ignore_ascii_case("text/event-stream") {
+        Media::EventStream
+    } else {
+        Media::Other
+    }
 }
 
 /// The absolute target of a redirect, resolved against the request URI.

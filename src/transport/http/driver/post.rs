@@ -15,7 +15,7 @@ use super::super::SETTLED_STREAM_GRACE;
 use super::super::body::{self, BodyError};
 use super::super::headers;
 use super::super::session::SentSessionId;
-use super::{Shared, content_type};
+use super::{Media, Shared, media_type};
 use crate::error::{Detail, Error};
 use crate::transport::{Detach, Exchange, InboundEvent, OutboundFrame, RequestHandle};
 
@@ -126,24 +126,27 @@ impl Shared {
         let handle = frame.request.clone();
         let stateless = frame.meta.stateless;
         let shared = self.clone();
-        let post = async move {
-            let work = shared.work.clone();
-            tokio::select! {
-                _ = work.cancelled() => None,
-                body = shared.post_exchange(frame, permit, true) => body,
-            }
-        };
+        // No watch on `work` here: the transport ending settles the caller's
+        // request (the source reports it), so the caller stops driving and the
+        // rest goes to `spawn_rest`, which does watch it.
+        let post = async move { shared.post_exchange(frame, permit, true).await };
         let shared = self.clone();
         let detach: Detach = Box::new(move |rest| shared.spawn_rest(rest, handle, stateless));
-        match self.runtime.clone() {
-            Some(runtime) => Exchange::new(
-                Box::pin(InRuntime {
-                    runtime,
-                    inner: post,
-                }),
-                detach,
-            ),
-            None => Exchange::new(Box::pin(post), detach),
+        match &self.runtime {
+            // Entered only when the caller is on another runtime (or on none).
+            Some(runtime)
+                if tokio::runtime::Handle::try_current()
+                    .map_or(true, |current| current.id() != runtime.id()) =>
+            {
+                Exchange::new(
+                    Box::pin(InRuntime {
+                        runtime: runtime.clone(),
+                        inner: post,
+                    }),
+                    detach,
+                )
+            }
+            _ => Exchange::new(Box::pin(post), detach),
         }
     }
 
@@ -262,8 +265,8 @@ impl Shared {
         // sends a body anyway (e.g. `{"jsonrpc":"2.0","result":{}}` to
         // `notifications/initialized`) is answering nothing of ours: ignore it.
         frame.request.as_ref()?;
-        match content_type(&response).as_deref() {
-            Some("text/event-stream") => {
+        match media_type(&response) {
+            Media::EventStream => {
                 self.streams.store(true, Ordering::Relaxed);
                 if driven && self.runtime.is_some() {
                     self.spawn_post_stream(response.into_body(), frame);
@@ -274,7 +277,7 @@ impl Shared {
                     Box::pin(self.follow_post_stream(response.into_body(), &frame)).await;
                 }
             }
-            Some("application/json") | None => {
+            Media::Json | Media::Missing => {
                 self.streams.store(false, Ordering::Relaxed);
                 if body::declared_too_large(&response, self.max_frame) {
                     self.terminate(self.too_large());
@@ -293,7 +296,7 @@ impl Shared {
                     }
                 }
             }
-            Some(_) => {
+            Media::Other => {
                 if let Some(handle) = &frame.request {
                     handle.fail(Error::protocol(format!(
                         "server \"{}\" answered with an unsupported content type",

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use super::super::session::SentSessionId;
 use super::super::sse::{self, BoundedSse, SSE_FRAMING_ALLOWANCE, SharedCursor, SseByteError};
 use super::super::{DELETE_TIMEOUT, MAX_RESUME_ATTEMPTS, ResponseBody};
-use super::{LAST_EVENT_ID, Resume, Shared, StreamEnd, content_type, retry_delay};
+use super::{LAST_EVENT_ID, Media, Resume, Shared, StreamEnd, media_type, retry_delay};
 use crate::error::{Error, ErrorKind};
 use crate::transport::{InboundEvent, OutboundFrame, RequestHandle};
 
@@ -145,6 +145,11 @@ impl Shared {
 
     /// Waits until every frame delivered so far was routed (or the request settled).
     pub(super) async fn settle(&self, handle: &RequestHandle) -> bool {
+        // Already settled (the reply came on this stream and was routed): no
+        // barrier through the source to wait for.
+        if handle.is_done() {
+            return true;
+        }
         tokio::select! {
             routed = self.barrier() => routed,
             _ = handle.done() => true,
@@ -187,7 +192,7 @@ impl Shared {
         };
         let status = response.status();
         if status.is_success() {
-            return if content_type(&response).as_deref() == Some("text/event-stream") {
+            return if media_type(&response) == Media::EventStream {
                 Resume::Stream(response.into_body())
             } else {
                 Resume::Refused(Error::protocol(format!(
