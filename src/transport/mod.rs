@@ -232,15 +232,19 @@ pub type Detach = Box<dyn FnOnce(BoxFuture<'static, Option<Bytes>>) + Send>;
 ///
 /// [`Exchange::run`] drives it to its end: `Some(frame)` is one inbound frame
 /// (bounded by `maxFrameBytes` like any other) that the caller routes itself
-/// instead of receiving it from the source. Frames the exchange meets on the way
-/// (an event stream) still go through the source. Dropped before its end (the
-/// reply arrived another way, or the caller gave up), the rest is
+/// instead of receiving it from the source. An exchange built
+/// [with an outlet](Exchange::with_outlet) also hands the caller the frames it
+/// meets on the way (an event stream's events): a caller driving it with
+/// [`Exchange::poll_run`] takes each with [`Exchange::take_frame`] after every
+/// poll that returns `Pending`, routes it, and polls again. Dropped before its
+/// end (the reply arrived another way, or the caller gave up), the rest is
 /// [detached](Detach): it runs in the background exactly as a frame sent with
-/// [`FrameSink::send`] would, so what the medium does never depends on whether
-/// a caller drove it.
+/// [`FrameSink::send`] would (its frames then go through the source), so what
+/// the medium does never depends on whether a caller drove it.
 pub struct Exchange {
     rest: Option<BoxFuture<'static, Option<Bytes>>>,
     detach: Option<Detach>,
+    outlet: Option<Arc<Outlet>>,
 }
 
 impl Exchange {
@@ -249,21 +253,66 @@ impl Exchange {
         Exchange {
             rest: Some(future),
             detach: Some(detach),
+            outlet: None,
+        }
+    }
+
+    /// [`Exchange::new`] for a future that hands frames it meets on the way to
+    /// the caller through `outlet` ([`Outlet::hand_over`]).
+    pub fn with_outlet(
+        future: BoxFuture<'static, Option<Bytes>>,
+        detach: Detach,
+        outlet: Arc<Outlet>,
+    ) -> Self {
+        Exchange {
+            rest: Some(future),
+            detach: Some(detach),
+            outlet: Some(outlet),
         }
     }
 
     /// Drives the exchange to its end; see [`Exchange`]. Resolves to `None` at
-    /// once when it already ended.
+    /// once when it already ended. Frames handed over on the way are left in the
+    /// outlet: use [`Exchange::poll_run`] with an outlet.
     pub async fn run(&mut self) -> Option<Bytes> {
         let rest = self.rest.as_mut()?;
         let frame = rest.await;
         self.rest = None;
         frame
     }
+
+    /// Polls the exchange once; `Ready` with the frame it ended with (`None` at
+    /// once when it already ended). After `Pending`, [`Exchange::take_frame`].
+    pub fn poll_run(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Bytes>> {
+        let Some(rest) = self.rest.as_mut() else {
+            return std::task::Poll::Ready(None);
+        };
+        let frame = std::task::ready!(rest.as_mut().poll(cx));
+        self.rest = None;
+        std::task::Poll::Ready(frame)
+    }
+
+    /// The frame the exchange handed over during the last poll, if any: the
+    /// caller routes it, then polls the exchange again (which waits for that).
+    pub fn take_frame(&mut self) -> Option<Bytes> {
+        let outlet = self.outlet.as_ref()?;
+        // Most polls hand nothing over: no lock for them.
+        if !outlet.handed.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        outlet
+            .handed
+            .store(false, std::sync::atomic::Ordering::Release);
+        outlet.lock().frame.take()
+    }
 }
 
 impl Drop for Exchange {
     fn drop(&mut self) {
+        if let Some(outlet) = &self.outlet {
+            // From now on its frames go through the source.
+            outlet.lock().detached = true;
+        }
         if let (Some(rest), Some(detach)) = (self.rest.take(), self.detach.take()) {
             detach(rest);
         }
@@ -274,7 +323,75 @@ impl std::fmt::Debug for Exchange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Exchange")
             .field("ended", &self.rest.is_none())
+            .field("outlet", &self.outlet.is_some())
             .finish()
+    }
+}
+
+/// Where an [`Exchange`] hands the task driving it the frames it meets on the
+/// way, one at a time, so that they are routed by that task instead of going
+/// through the source (another task, and on a multi-thread runtime another
+/// thread).
+#[derive(Default)]
+pub struct Outlet {
+    state: std::sync::Mutex<OutletState>,
+    /// A frame waits in `state` (set and cleared with it).
+    handed: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Default)]
+struct OutletState {
+    /// Handed over, not yet taken by the caller.
+    frame: Option<Bytes>,
+    /// The exchange was dropped by its caller: nobody takes frames any more.
+    detached: bool,
+}
+
+impl Outlet {
+    fn lock(&self) -> std::sync::MutexGuard<'_, OutletState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Hands `frame` to the caller driving the exchange and resolves once the
+    /// caller took it (it routes a frame before polling the exchange again).
+    /// Gives the frame back when no caller drives the exchange any more (it was
+    /// detached, before or while the frame waited): the transport then delivers
+    /// it through its source.
+    ///
+    /// Only the exchange's own future may call this: it returns `Pending`
+    /// without a waker, relying on the caller polling again after
+    /// [`Exchange::take_frame`], or on the detached rest being polled afresh.
+    pub async fn hand_over(&self, frame: Bytes) -> std::result::Result<(), Bytes> {
+        let mut frame = Some(frame);
+        std::future::poll_fn(|_cx| {
+            let mut state = self.lock();
+            if let Some(frame) = frame.take() {
+                if state.detached {
+                    return std::task::Poll::Ready(Err(frame));
+                }
+                state.frame = Some(frame);
+                self.handed
+                    .store(true, std::sync::atomic::Ordering::Release);
+                return std::task::Poll::Pending;
+            }
+            match state.frame.take() {
+                None => std::task::Poll::Ready(Ok(())),
+                Some(frame) if state.detached => std::task::Poll::Ready(Err(frame)),
+                Some(frame) => {
+                    state.frame = Some(frame);
+                    std::task::Poll::Pending
+                }
+            }
+        })
+        .await
+    }
+}
+
+impl std::fmt::Debug for Outlet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outlet").finish_non_exhaustive()
     }
 }
 
@@ -378,4 +495,91 @@ pub trait Transport: Send + 'static {
     /// engine starts a stdio server again when it exited during the protocol
     /// probe, as some legacy servers do).
     fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// An exchange that hands `frames` over through its outlet, then ends with
+    /// `None`; its detached rest is recorded in `detached`.
+    fn exchange_of(
+        frames: Vec<&'static [u8]>,
+        delivered: Arc<Mutex<Vec<Bytes>>>,
+        detached: Arc<Mutex<Option<BoxFuture<'static, Option<Bytes>>>>>,
+    ) -> Exchange {
+        let outlet = Arc::new(Outlet::default());
+        let handed = outlet.clone();
+        let future = Box::pin(async move {
+            for frame in frames {
+                // What the transport does with a frame given back: deliver it
+                // through its source (recorded here).
+                if let Err(frame) = handed.hand_over(Bytes::from_static(frame)).await {
+                    delivered.lock().unwrap().push(frame);
+                }
+            }
+            None
+        });
+        let detach: Detach = Box::new(move |rest| *detached.lock().unwrap() = Some(rest));
+        Exchange::with_outlet(future, detach, outlet)
+    }
+
+    #[test]
+    fn the_caller_takes_every_frame_in_order_then_the_end() {
+        let delivered = Arc::new(Mutex::new(Vec::new()));
+        let detached = Arc::new(Mutex::new(None));
+        let mut exchange = exchange_of(vec![b"one", b"two"], delivered.clone(), detached.clone());
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut taken = Vec::new();
+        loop {
+            match exchange.poll_run(&mut cx) {
+                std::task::Poll::Ready(frame) => {
+                    assert!(frame.is_none());
+                    break;
+                }
+                std::task::Poll::Pending => taken.push(exchange.take_frame().expect("a frame")),
+            }
+        }
+        assert_eq!(taken, [&b"one"[..], b"two"]);
+        drop(exchange);
+        assert!(delivered.lock().unwrap().is_empty());
+        assert!(
+            detached.lock().unwrap().is_none(),
+            "an ended exchange is not detached"
+        );
+    }
+
+    #[test]
+    fn frames_after_the_caller_let_go_go_through_the_source() {
+        let delivered = Arc::new(Mutex::new(Vec::new()));
+        let detached = Arc::new(Mutex::new(None));
+        let mut exchange = exchange_of(
+            vec![b"one", b"two", b"three"],
+            delivered.clone(),
+            detached.clone(),
+        );
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(exchange.poll_run(&mut cx).is_pending());
+        assert_eq!(exchange.take_frame().as_deref(), Some(&b"one"[..]));
+        // The caller stops driving (its reply came): the rest is detached, and
+        // every later frame is given back to the transport, none lost.
+        drop(exchange);
+        let mut rest = detached.lock().unwrap().take().expect("detached");
+        assert!(rest.as_mut().poll(&mut cx).is_ready());
+        assert_eq!(*delivered.lock().unwrap(), [&b"two"[..], b"three"]);
+    }
+
+    #[test]
+    fn a_frame_left_untaken_at_the_drop_is_not_lost() {
+        let delivered = Arc::new(Mutex::new(Vec::new()));
+        let detached = Arc::new(Mutex::new(None));
+        let mut exchange = exchange_of(vec![b"one"], delivered.clone(), detached.clone());
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(exchange.poll_run(&mut cx).is_pending());
+        drop(exchange);
+        let mut rest = detached.lock().unwrap().take().expect("detached");
+        assert!(rest.as_mut().poll(&mut cx).is_ready());
+        assert_eq!(*delivered.lock().unwrap(), [&b"one"[..]]);
+    }
 }

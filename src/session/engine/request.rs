@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 
+use bytes::Bytes;
+
 use futures_util::future::BoxFuture;
 use futures_util::task::AtomicWaker;
 use serde::Serialize;
@@ -356,9 +358,10 @@ impl Shared {
     }
 
     /// [`Shared::wait_reply`] while driving the request's exchange from this task:
-    /// the frame it ends with is routed here, exactly as the reader would route it
-    /// (a frame that ends the session ends it). The reply may also arrive another
-    /// way (an event stream); then the exchange's rest is detached.
+    /// the frames it hands over on the way (an event stream's) and the frame it
+    /// ends with are routed here, exactly as the reader would route them (a frame
+    /// that ends the session ends it). The reply may also arrive another way;
+    /// then whatever the exchange has at hand is routed and its rest detached.
     async fn drive_and_wait(
         self: &Arc<Self>,
         mut exchange: Exchange,
@@ -366,20 +369,75 @@ impl Shared {
         method: &str,
         deadline: Instant,
     ) -> Result<ResultBody> {
+        enum Step {
+            Reply(Result<ResultBody>),
+            Frame(Bytes),
+            Ended(Option<Bytes>),
+        }
         let reply = self.wait_reply(control, method, deadline);
         tokio::pin!(reply);
-        tokio::select! {
-            biased;
-            outcome = &mut reply => return outcome,
-            frame = exchange.run() => {
-                if let Some(frame) = frame
-                    && let Err(error) = self.on_frame(&frame).await
-                {
-                    self.terminate(error);
+        loop {
+            let step = std::future::poll_fn(|cx| {
+                if let Poll::Ready(outcome) = reply.as_mut().poll(cx) {
+                    return Poll::Ready(Step::Reply(outcome));
+                }
+                match exchange.poll_run(cx) {
+                    Poll::Ready(frame) => Poll::Ready(Step::Ended(frame)),
+                    // Taken in the same poll that handed it over: the exchange
+                    // waits for it without a waker (see `Outlet::hand_over`).
+                    Poll::Pending => exchange
+                        .take_frame()
+                        .map_or(Poll::Pending, |frame| Poll::Ready(Step::Frame(frame))),
+                }
+            })
+            .await;
+            match step {
+                Step::Reply(outcome) => {
+                    self.finish_at_hand(&mut exchange).await;
+                    return outcome;
+                }
+                Step::Frame(frame) => self.route_here(frame).await,
+                Step::Ended(frame) => {
+                    if let Some(frame) = frame {
+                        self.route_here(frame).await;
+                    }
+                    break;
                 }
             }
         }
         reply.await
+    }
+
+    /// Once the reply is in: what the exchange can do without waiting (an event
+    /// stream's end, usually in the same read as the reply) is done here, so
+    /// that only an exchange still waiting on the server is detached to a task.
+    async fn finish_at_hand(self: &Arc<Self>, exchange: &mut Exchange) {
+        loop {
+            let polled = exchange.poll_run(&mut Context::from_waker(std::task::Waker::noop()));
+            match polled {
+                Poll::Ready(Some(frame)) => return self.route_here(frame).await,
+                Poll::Ready(None) => return,
+                Poll::Pending => match exchange.take_frame() {
+                    Some(frame) => self.route_here(frame).await,
+                    None => return,
+                },
+            }
+        }
+    }
+
+    /// Routes a frame the caller's exchange handed over. Routing that would
+    /// wait (a reply to a server request, with the outbound queue full) goes on
+    /// in a task of its own: a caller that stops waiting must not drop it.
+    async fn route_here(self: &Arc<Self>, frame: Bytes) {
+        let shared = self.clone();
+        let mut routing = Box::pin(async move {
+            if let Err(error) = shared.on_frame(&frame).await {
+                shared.terminate(error);
+            }
+        });
+        if futures_util::poll!(routing.as_mut()).is_pending() {
+            drop(tokio::spawn(routing));
+        }
     }
 
     /// Completes a pending request; a reply for an unknown id is dropped.

@@ -1,7 +1,8 @@
 //! The open transport: the sink, source and shutdown handed to the engine, and the
 //! work behind them: a request's POST driven by its caller when it writes it
-//! directly, else (and for the rest of a POST its caller stopped driving, and for
-//! event streams) a task per POST; one task for the optional standalone GET stream.
+//! directly (the JSON body or the events answering it handed to that caller to
+//! route), else (and for the rest of a POST its caller stopped driving) a task
+//! per POST; one task for the optional standalone GET stream.
 //!
 //! Every task selects on one cancellation token (`work`), cancelled by the first
 //! terminal event, by [`Shutdown::shutdown`], or when the sink, source and shutdown
@@ -14,7 +15,6 @@
 
 use std::error::Error as StdError;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -83,7 +83,6 @@ pub(crate) fn open(params: OpenParams) -> Connection {
         legacy_version: Mutex::new(None),
         standalone_opening: Mutex::new(None),
         runtime: tokio::runtime::Handle::try_current().ok(),
-        streams: AtomicBool::new(false),
     });
     let guard = Arc::new(Guard(shared.clone()));
     Connection {
@@ -138,10 +137,6 @@ struct Shared {
     /// `None` when opened outside a runtime (every POST is then spawned from the
     /// writer).
     runtime: Option<tokio::runtime::Handle>,
-    /// The last request was answered with an event stream: the server streams
-    /// its replies, so the next request's POST runs in a task of its own (as the
-    /// reader receives the frames anyway) instead of being driven by its caller.
-    streams: AtomicBool,
 }
 
 /// Cancels every task once the sink, source and shutdown are all gone.
@@ -567,10 +562,6 @@ impl FrameSink for HttpSink {
             return TrySend::WouldBlock(frame);
         }
         match self.permits.clone().try_acquire_owned() {
-            Ok(permit) if shared.streams.load(Ordering::Relaxed) => {
-                spawn_post(shared.runtime.as_ref(), shared.clone(), frame, permit);
-                TrySend::Sent
-            }
             Ok(permit) => {
                 // The caller drives the POST and routes its reply: no task is
                 // spawned and no other task is woken on the way.

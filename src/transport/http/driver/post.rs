@@ -2,7 +2,6 @@
 //! it. A JSON body answering a request is returned to whoever drives the POST
 //! (the caller's task, or a background task that delivers it).
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
 use bytes::Bytes;
@@ -10,14 +9,13 @@ use http::{Request, StatusCode};
 use http_body_util::Full;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::super::ResponseBody;
 use super::super::SETTLED_STREAM_GRACE;
 use super::super::body::{self, BodyError};
 use super::super::headers;
 use super::super::session::SentSessionId;
 use super::{Media, Shared, media_type};
 use crate::error::{Detail, Error};
-use crate::transport::{Detach, Exchange, InboundEvent, OutboundFrame, RequestHandle};
+use crate::transport::{Detach, Exchange, InboundEvent, OutboundFrame, Outlet, RequestHandle};
 
 impl Shared {
     /// Runs one POST to completion (or until its request settled and the grace
@@ -34,14 +32,14 @@ impl Shared {
                 let stateless = frame.meta.stateless;
                 // Pinned in place: `until_settled` holds a reference, so the
                 // exchange's (large) state is not stored twice.
-                let exchange = self.post_exchange(frame, permit, false);
+                let exchange = self.post_exchange(frame, permit, None);
                 tokio::pin!(exchange);
                 self.until_settled(exchange, &handle, stateless).await
             }
             None => {
                 let _ = tokio::time::timeout(
                     self.request_timeout,
-                    self.post_exchange(frame, permit, false),
+                    self.post_exchange(frame, permit, None),
                 )
                 .await;
                 None
@@ -102,18 +100,6 @@ impl Shared {
         }));
     }
 
-    /// Reads the event stream answering a driven request in a task of its own.
-    fn spawn_post_stream(self: &Arc<Self>, body: ResponseBody, frame: OutboundFrame) {
-        let request = frame.request.clone();
-        let stateless = frame.meta.stateless;
-        let task = self.clone();
-        let read = async move {
-            Box::pin(task.follow_post_stream(body, &frame)).await;
-            None
-        };
-        self.spawn_rest(read, request, stateless);
-    }
-
     /// A request's POST for its caller to drive ([`TrySend::Exchange`]): while the
     /// caller drives it, the caller waits for the reply itself, so the exchange
     /// needs no watch on the request; if the caller stops early, the rest runs in
@@ -126,10 +112,12 @@ impl Shared {
         let handle = frame.request.clone();
         let stateless = frame.meta.stateless;
         let shared = self.clone();
+        let outlet = Arc::new(Outlet::default());
+        let handed = outlet.clone();
         // No watch on `work` here: the transport ending settles the caller's
         // request (the source reports it), so the caller stops driving and the
         // rest goes to `spawn_rest`, which does watch it.
-        let post = async move { shared.post_exchange(frame, permit, true).await };
+        let post = async move { shared.post_exchange(frame, permit, Some(&handed)).await };
         let shared = self.clone();
         let detach: Detach = Box::new(move |rest| shared.spawn_rest(rest, handle, stateless));
         match &self.runtime {
@@ -138,15 +126,16 @@ impl Shared {
                 if tokio::runtime::Handle::try_current()
                     .map_or(true, |current| current.id() != runtime.id()) =>
             {
-                Exchange::new(
+                Exchange::with_outlet(
                     Box::pin(InRuntime {
                         runtime: runtime.clone(),
                         inner: post,
                     }),
                     detach,
+                    outlet,
                 )
             }
-            _ => Exchange::new(Box::pin(post), detach),
+            _ => Exchange::with_outlet(Box::pin(post), detach, outlet),
         }
     }
 
@@ -172,16 +161,14 @@ impl Shared {
     /// routes it. Everything else (event streams, errors, session expiry) goes
     /// through the source.
     ///
-    /// `driven`: a caller drives this POST ([`Shared::driven`]). An event stream
-    /// answering it is then read by a task of its own: its frames go through the
-    /// source to the reader, and a caller reading them would add a hop between
-    /// threads per frame on a multi-thread runtime. Which kind of body answered
-    /// last is remembered ([`Shared::streams`]).
+    /// `outlet`: a caller drives this POST ([`Shared::driven`]); the events of
+    /// a stream answering it are handed to that caller to route (through the
+    /// source once the caller stopped driving it).
     async fn post_exchange(
         self: &Arc<Self>,
         frame: OutboundFrame,
         permit: OwnedSemaphorePermit,
-        driven: bool,
+        outlet: Option<&Outlet>,
     ) -> Option<Bytes> {
         let mut req = Request::post(self.endpoint.clone())
             .body(Full::new(frame.bytes.clone()))
@@ -267,18 +254,12 @@ impl Shared {
         frame.request.as_ref()?;
         match media_type(&response) {
             Media::EventStream => {
-                self.streams.store(true, Ordering::Relaxed);
-                if driven && self.runtime.is_some() {
-                    self.spawn_post_stream(response.into_body(), frame);
-                } else {
-                    // Boxed: the stream's state is large, and every POST's
-                    // future (a JSON reply's included) would otherwise carry
-                    // it and be copied with it when spawned or driven.
-                    Box::pin(self.follow_post_stream(response.into_body(), &frame)).await;
-                }
+                // Boxed: the stream's state is large, and every POST's future (a
+                // JSON reply's included) would otherwise carry it and be copied
+                // with it when spawned or driven.
+                Box::pin(self.follow_post_stream(response.into_body(), &frame, outlet)).await;
             }
             Media::Json | Media::Missing => {
-                self.streams.store(false, Ordering::Relaxed);
                 if body::declared_too_large(&response, self.max_frame) {
                     self.terminate(self.too_large());
                     return None;

@@ -16,7 +16,7 @@ use super::super::sse::{self, BoundedSse, SSE_FRAMING_ALLOWANCE, SharedCursor, S
 use super::super::{DELETE_TIMEOUT, MAX_RESUME_ATTEMPTS, ResponseBody};
 use super::{LAST_EVENT_ID, Media, Resume, Shared, StreamEnd, media_type, retry_delay};
 use crate::error::{Error, ErrorKind};
-use crate::transport::{InboundEvent, OutboundFrame, RequestHandle};
+use crate::transport::{InboundEvent, OutboundFrame, Outlet, RequestHandle};
 
 impl Shared {
     /// Reads one event stream of a request or of the standalone GET; false when
@@ -28,8 +28,9 @@ impl Shared {
         body: ResponseBody,
         cursor: &SharedCursor,
         attempts: &mut u32,
+        outlet: Option<&Outlet>,
     ) -> bool {
-        let (end, frames) = self.read_events(body, cursor).await;
+        let (end, frames) = self.read_events(body, cursor, outlet).await;
         match end {
             StreamEnd::TooLarge => {
                 self.terminate(self.too_large());
@@ -48,8 +49,15 @@ impl Shared {
         true
     }
 
-    /// Reads one event stream, delivering each event's data as a frame.
-    async fn read_events(&self, body: ResponseBody, cursor: &SharedCursor) -> (StreamEnd, usize) {
+    /// Reads one event stream, delivering each event's data as a frame (handed
+    /// to the caller driving the exchange through `outlet`, else through the
+    /// source).
+    async fn read_events(
+        &self,
+        body: ResponseBody,
+        cursor: &SharedCursor,
+        outlet: Option<&Outlet>,
+    ) -> (StreamEnd, usize) {
         let limit = self.max_frame.saturating_add(SSE_FRAMING_ALLOWANCE);
         let bytes = BoundedSse::new(body.into_data_stream(), limit, cursor.clone());
         let mut events = std::pin::pin!(bytes.eventsource());
@@ -69,9 +77,13 @@ impl Shared {
                     if event.data.len() > self.max_frame {
                         return (StreamEnd::TooLarge, frames);
                     }
-                    if !self
-                        .deliver(InboundEvent::Frame(Bytes::from(event.data)))
-                        .await
+                    let frame = Bytes::from(event.data);
+                    let handed = match outlet {
+                        Some(outlet) => outlet.hand_over(frame).await,
+                        None => Err(frame),
+                    };
+                    if let Err(frame) = handed
+                        && !self.deliver(InboundEvent::Frame(frame)).await
                     {
                         return (StreamEnd::Cancelled, frames);
                     }
@@ -94,6 +106,7 @@ impl Shared {
         self: &Arc<Self>,
         body: ResponseBody,
         frame: &OutboundFrame,
+        outlet: Option<&Outlet>,
     ) {
         let cursor = SharedCursor::default();
         let mut body = Some(body);
@@ -101,7 +114,7 @@ impl Shared {
         loop {
             // The engine's request deadline bounds the attempts in total.
             if let Some(body) = body.take()
-                && !self.read_stream(body, &cursor, &mut attempts).await
+                && !self.read_stream(body, &cursor, &mut attempts, outlet).await
             {
                 return;
             }
@@ -274,7 +287,7 @@ impl Shared {
             match resumed {
                 // The retry delay paces the reconnects.
                 Resume::Stream(body) => {
-                    if !self.read_stream(body, &cursor, &mut attempts).await {
+                    if !self.read_stream(body, &cursor, &mut attempts, None).await {
                         return;
                     }
                 }
