@@ -1,5 +1,5 @@
-//! The HTTP response path: the bounded SSE reader (`BoundedSse` in front of
-//! `eventsource-stream`, with its per-event bound) and the bounded JSON body
+//! The HTTP response path: the bounded SSE reader (`BoundedSse` splitting lines
+//! within its per-event bound, `SseData` dispatching the events' data) and the bounded JSON body
 //! collector, reached from outside the crate through the public
 //! `HttpTransportBuilder::layer` hook. The layer answers the POST itself with the
 //! fuzzed body, so no socket is opened; the rest of the transport (driver, SSE

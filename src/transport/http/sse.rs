@@ -1,7 +1,8 @@
-//! A byte stream adapter that bounds each server-sent event and hands the
-//! `eventsource-stream` parser one complete line at a time.
+//! Reading server-sent events within bounds: [`BoundedSse`] bounds each event
+//! and splits the byte stream into complete lines; [`SseData`] dispatches the
+//! events' data from those lines.
 //!
-//! [`BoundedSse`] sits between the response body and the parser. It
+//! [`BoundedSse`] sits between the response body and the dispatch. It
 //!
 //! - counts the bytes since the last event boundary (a blank line, with `\n`, `\r`
 //!   or `\r\n` line ends) and fails with [`SseByteError::TooLarge`] as soon as one
@@ -11,20 +12,14 @@
 //!   invalid sequence;
 //! - records, in a shared [`SseCursor`], the last event id (committed at each event
 //!   boundary, as the HTML spec does, including for events without data) and the
-//!   server's `retry:` reconnection time. The parser drops both for data-less events
-//!   such as the "priming" event a server sends before closing a stream on purpose,
-//!   which is exactly the case resumption needs;
-//! - forwards only complete lines, one per item, each ended by a single `\n`
-//!   whatever its line end was, and holds an incomplete line itself (within the
-//!   event bound). `eventsource-stream` 0.2.3 re-parses its buffered text from the
-//!   start on every item while a line is incomplete, and copies the rest of its
-//!   buffer once per line it consumes: quadratic in the bytes it holds. Given one
-//!   complete line per item its buffer is empty after each, so every byte is
-//!   scanned a bounded number of times, whatever the chunking. Ending a line at a
-//!   `\r` at once (and dropping a `\n` that follows it, even in the next chunk)
-//!   also completes a final blank line that is a lone `\r` at the end of the
-//!   body, which the parser would wait on forever (it waits after a `\r` for a
-//!   possible `\n`) while its event id is already committed here.
+//!   server's `retry:` reconnection time, which resumption needs even for the
+//!   data-less "priming" event a server sends before closing a stream on purpose;
+//! - forwards only complete lines, one per item, and holds an incomplete line
+//!   itself (within the event bound), so every byte is scanned a bounded number
+//!   of times whatever the chunking. A line ends at a `\r` at once (a `\n` that
+//!   follows it, even in the next chunk, belongs to the same line end), so a
+//!   final blank line that is a lone `\r` at the end of the body dispatches;
+//! - strips a leading byte-order mark whatever the chunking.
 //!
 //! The limit given to [`BoundedSse::new`] is the raw event size: the transport
 //! passes `maxFrameBytes` plus [`SSE_FRAMING_ALLOWANCE`] for field names, `id:` and
@@ -113,9 +108,8 @@ pub(crate) struct BoundedSse<S> {
     cursor: SharedCursor,
     failed: bool,
     /// The stream's first bytes, held until they are known not to be (or have been
-    /// stripped of) a byte-order mark: `eventsource-stream` 0.2.3 slices a leading
-    /// BOM at byte 1 and panics (found by the `http_sse` fuzz target), so it must
-    /// never see one, whatever the chunking.
+    /// stripped of) a byte-order mark, whatever the chunking (the parser used
+    /// before [`SseData`] panicked on one: found by the `http_sse` fuzz target).
     head: Option<Vec<u8>>,
     /// The rest of the current chunk: already scanned, not yet forwarded.
     pending: Bytes,
@@ -167,9 +161,9 @@ impl<S> BoundedSse<S> {
         }
         let head = self.head.take().unwrap_or_default();
         let body = head.strip_prefix(BOM).unwrap_or(&head);
-        // The parser must never see U+FEFF as its first character (a second BOM is
-        // field text by the spec, but the parser would still slice it): a leading
-        // blank line dispatches nothing and makes its first character a `\n`.
+        // A second BOM is field text by the spec (that line is an unknown field,
+        // ignored); the leading blank line this adds dispatches nothing (it kept
+        // the parser used before from slicing a BOM).
         let mut out = Vec::with_capacity(body.len() + 1);
         out.push(b'\n');
         out.extend_from_slice(body);
@@ -413,10 +407,110 @@ where
     }
 }
 
+/// The data of each event, dispatched from the lines [`BoundedSse`] forwards,
+/// as the WHATWG event-stream interpretation does for a consumer that reads
+/// only `data`: `data` lines join with `\n`, a blank line dispatches, comments
+/// and other fields are ignored (`id` and `retry` are recorded by
+/// [`BoundedSse`]), and an event the stream ends inside is discarded. Events
+/// without data are not yielded. The data is UTF-8 (the bytes were judged
+/// whole) and an event of one `data` line is a slice of that line, not a copy.
+///
+/// Written here rather than taken from `eventsource-stream`: that crate
+/// re-validates UTF-8 into `String`s, parses each line again with `nom` and
+/// builds every event's fields, about 13k instructions per event against this
+/// adapter's few hundred (BENCHMARKS.md, "Fourth round"), on top of the
+/// quadratic buffering and the BOM panic [`BoundedSse`] already had to shield
+/// it from. The `http_sse` fuzz target checks it against an independent
+/// reference parser.
+pub(crate) struct SseData<S> {
+    lines: BoundedSse<S>,
+    /// The event's only `data` line so far.
+    first: Option<Bytes>,
+    /// The event's data once it has a second line.
+    joined: Vec<u8>,
+}
+
+impl<S> SseData<S> {
+    pub(crate) fn new(lines: BoundedSse<S>) -> Self {
+        SseData {
+            lines,
+            first: None,
+            joined: Vec::new(),
+        }
+    }
+
+    /// One complete line (ended by `\n`, `\r\n` or `\r`); the event's data when
+    /// the line dispatches a non-empty one.
+    fn feed(&mut self, line: Bytes) -> Option<Bytes> {
+        let mut end = line.len();
+        if line[..end].ends_with(b"\n") {
+            end -= 1;
+        }
+        if line[..end].ends_with(b"\r") {
+            end -= 1;
+        }
+        let text = &line[..end];
+        if text.is_empty() {
+            return self.dispatch();
+        }
+        if text[0] == b':' {
+            return None; // a comment
+        }
+        let (name, value_start) = match memchr::memchr(b':', text) {
+            Some(colon) => {
+                let space = usize::from(text.get(colon + 1) == Some(&b' '));
+                (&text[..colon], colon + 1 + space)
+            }
+            None => (text, end),
+        };
+        if name == b"data" {
+            let value = line.slice(value_start..end);
+            if self.first.is_none() && self.joined.is_empty() {
+                self.first = Some(value);
+            } else {
+                if let Some(first) = self.first.take() {
+                    self.joined.extend_from_slice(&first);
+                }
+                self.joined.push(b'\n');
+                self.joined.extend_from_slice(&value);
+            }
+        }
+        None
+    }
+
+    fn dispatch(&mut self) -> Option<Bytes> {
+        let data = match self.first.take() {
+            Some(first) => first,
+            None => Bytes::from(std::mem::take(&mut self.joined)),
+        };
+        (!data.is_empty()).then_some(data)
+    }
+}
+
+impl<S> Stream for SseData<S>
+where
+    S: Stream<Item = Result<Bytes, BoxError>> + Unpin,
+{
+    type Item = Result<Bytes, SseByteError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            match std::task::ready!(Pin::new(&mut self.lines).poll_next(cx)) {
+                None => return Poll::Ready(None),
+                Some(Err(error)) => return Poll::Ready(Some(Err(error))),
+                Some(Ok(line)) => {
+                    if let Some(data) = self.feed(line) {
+                        return Poll::Ready(Some(Ok(data)));
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use eventsource_stream::{EventStreamError, Eventsource};
     use futures_util::{StreamExt, stream};
 
     async fn run(
@@ -429,25 +523,40 @@ mod tests {
                 .into_iter()
                 .map(|c| Ok::<_, BoxError>(Bytes::from_static(c))),
         );
-        let events = BoundedSse::new(input, limit, cursor.clone()).eventsource();
-        // As the transport does: skip data-less events, stop at the first error.
+        let events = SseData::new(BoundedSse::new(input, limit, cursor.clone()));
+        // As the transport does: stop at the first error.
         let mut events = std::pin::pin!(events);
         let mut out = Vec::new();
         while let Some(item) = events.next().await {
             match item {
-                Ok(e) if e.data.is_empty() => {}
-                Ok(e) => out.push(Ok(e.data)),
-                Err(EventStreamError::Transport(e)) => {
-                    out.push(Err(e.to_string()));
-                    break;
-                }
+                Ok(data) => out.push(Ok(String::from_utf8(data.to_vec()).expect("UTF-8"))),
                 Err(e) => {
-                    out.push(Err(format!("parser: {e}")));
+                    out.push(Err(e.to_string()));
                     break;
                 }
             }
         }
         (out, snapshot(&cursor))
+    }
+
+    #[tokio::test]
+    async fn data_is_dispatched_as_the_whatwg_interpretation_says() {
+        let body: &'static [u8] = b": a comment\n\
+            event: ignored\ndata:no space\n\n\
+            data: two\ndata:  lines\r\n\r\n\
+            data\ndata: after an empty one\n\n\
+            data:\n\n\
+            id: 7\nretry: 10\n\n\
+            unknown: x\ndata: x\n\n\
+            data: never dispatched";
+        let (out, cursor) = run(vec![body], 1024).await;
+        let got: Vec<String> = out.into_iter().map(|r| r.unwrap()).collect();
+        assert_eq!(
+            got,
+            ["no space", "two\n lines", "\nafter an empty one", "x"],
+            "an empty data line dispatches nothing; the unfinished event is discarded"
+        );
+        assert_eq!(cursor.last_event_id.as_deref(), Some("7"));
     }
 
     #[tokio::test]

@@ -4,7 +4,6 @@
 use std::sync::{Arc, PoisonError};
 
 use bytes::Bytes;
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::StreamExt;
 use http::Request;
 use http::header::HeaderValue;
@@ -12,7 +11,9 @@ use http_body_util::{BodyExt, Full};
 use tokio::sync::oneshot;
 
 use super::super::session::SentSessionId;
-use super::super::sse::{self, BoundedSse, SSE_FRAMING_ALLOWANCE, SharedCursor, SseByteError};
+use super::super::sse::{
+    self, BoundedSse, SSE_FRAMING_ALLOWANCE, SharedCursor, SseByteError, SseData,
+};
 use super::super::{DELETE_TIMEOUT, MAX_RESUME_ATTEMPTS, ResponseBody};
 use super::{LAST_EVENT_ID, Media, Resume, Shared, StreamEnd, media_type, retry_delay};
 use crate::error::{Error, ErrorKind};
@@ -59,8 +60,8 @@ impl Shared {
         outlet: Option<&Outlet>,
     ) -> (StreamEnd, usize) {
         let limit = self.max_frame.saturating_add(SSE_FRAMING_ALLOWANCE);
-        let bytes = BoundedSse::new(body.into_data_stream(), limit, cursor.clone());
-        let mut events = std::pin::pin!(bytes.eventsource());
+        let lines = BoundedSse::new(body.into_data_stream(), limit, cursor.clone());
+        let mut events = SseData::new(lines);
         let mut frames = 0;
         loop {
             let next = tokio::select! {
@@ -70,14 +71,10 @@ impl Shared {
             };
             match next {
                 None => return (StreamEnd::Eof, frames),
-                Some(Ok(event)) => {
-                    if event.data.is_empty() {
-                        continue;
-                    }
-                    if event.data.len() > self.max_frame {
+                Some(Ok(frame)) => {
+                    if frame.len() > self.max_frame {
                         return (StreamEnd::TooLarge, frames);
                     }
-                    let frame = Bytes::from(event.data);
                     let handed = match outlet {
                         Some(outlet) => outlet.hand_over(frame).await,
                         None => Err(frame),
@@ -89,13 +86,9 @@ impl Shared {
                     }
                     frames += 1;
                 }
-                Some(Err(EventStreamError::Transport(SseByteError::TooLarge))) => {
-                    return (StreamEnd::TooLarge, frames);
-                }
-                Some(Err(EventStreamError::Transport(SseByteError::Body))) => {
-                    return (StreamEnd::Broken, frames);
-                }
-                Some(Err(_)) => return (StreamEnd::Malformed, frames),
+                Some(Err(SseByteError::TooLarge)) => return (StreamEnd::TooLarge, frames),
+                Some(Err(SseByteError::Body)) => return (StreamEnd::Broken, frames),
+                Some(Err(SseByteError::Malformed)) => return (StreamEnd::Malformed, frames),
             }
         }
     }
