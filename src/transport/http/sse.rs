@@ -580,7 +580,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_leading_bom_is_stripped_whatever_the_chunking() {
-        // eventsource-stream 0.2.3 panics on a BOM it sees (it slices at byte 1).
+        // eventsource-stream 0.2.3 (the parser before SseData) panicked on a BOM.
         for chunks in [
             vec![&b"\xEF\xBB\xBFdata: x\n\n"[..]],
             vec![&b"\xEF\xBB"[..], b"\xBFdata: x\n\n"],
