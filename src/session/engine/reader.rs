@@ -21,6 +21,18 @@ impl Shared {
     /// Handles one inbound frame. Returns the terminal error when the frame ends the
     /// session.
     pub(crate) async fn on_frame(self: &Arc<Self>, frame: &[u8]) -> Result<()> {
+        match self.route_frame(frame)? {
+            None => Ok(()),
+            Some(reply) => self.send_reply(&reply).await,
+        }
+    }
+
+    /// Routes one inbound frame without waiting: a reply settles its request,
+    /// noise and notifications are counted, a server request is handed to the
+    /// host or answered. Returns the reply still to be queued (`ping`, method
+    /// not found), the only step that may wait; the terminal error when the
+    /// frame ends the session.
+    pub(crate) fn route_frame(self: &Arc<Self>, frame: &[u8]) -> Result<Option<Value>> {
         // A reply to a `tools/call` is read straight into the members a tool
         // result reads.
         // (A result before its id: read so when any `tools/call` is pending; the
@@ -34,7 +46,7 @@ impl Shared {
         match jsonrpc::classify_with(frame, &mut tool_call)? {
             Inbound::Noise => {
                 self.noise.fetch_add(1, Ordering::Relaxed);
-                Ok(())
+                Ok(None)
             }
             Inbound::Notification { method } => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -45,18 +57,18 @@ impl Shared {
                 {
                     self.inputs.cancel_legacy(&id);
                 }
-                Ok(())
+                Ok(None)
             }
             Inbound::Response { id, outcome } => {
                 let Some(id) = id.as_u64() else {
-                    return Ok(());
+                    return Ok(None);
                 };
                 let outcome = outcome.map_err(|error| {
                     let quiet = lock(&self.pending).get(&id).is_some_and(|c| c.quiet);
                     self.remote_error(error, quiet)
                 });
                 self.settle(id, outcome);
-                Ok(())
+                Ok(None)
             }
             Inbound::NullIdError(error) => {
                 // While the probe waits (the only request then), an error with
@@ -67,7 +79,7 @@ impl Shared {
                 if !probing {
                     self.emit_remote_error(error);
                 }
-                Ok(())
+                Ok(None)
             }
             Inbound::Request { id, method } => {
                 if self.wire.get().is_modern() {
@@ -80,21 +92,20 @@ impl Shared {
                                 method: SecretString::from(method),
                             });
                     }
-                    return Ok(());
+                    return Ok(None);
                 }
                 if let Some(input) = INPUT_METHODS.iter().find(|m| **m == method)
                     && self.inputs.declares(input)
                 {
                     let params = jsonrpc::request_params(frame).map_or(Value::Null, Value::Object);
                     self.inputs.answer_legacy(self, id, input, params);
-                    return Ok(());
+                    return Ok(None);
                 }
-                let reply = if method == "ping" {
+                Ok(Some(if method == "ping" {
                     jsonrpc::ping_reply(&id)
                 } else {
                     jsonrpc::method_not_found_reply(&id)
-                };
-                self.send_reply(&reply).await
+                }))
             }
         }
     }

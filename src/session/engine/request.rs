@@ -393,13 +393,13 @@ impl Shared {
             .await;
             match step {
                 Step::Reply(outcome) => {
-                    self.finish_at_hand(&mut exchange).await;
+                    self.finish_at_hand(&mut exchange);
                     return outcome;
                 }
-                Step::Frame(frame) => self.route_here(frame).await,
+                Step::Frame(frame) => self.route_here(frame),
                 Step::Ended(frame) => {
                     if let Some(frame) = frame {
-                        self.route_here(frame).await;
+                        self.route_here(frame);
                     }
                     break;
                 }
@@ -411,32 +411,41 @@ impl Shared {
     /// Once the reply is in: what the exchange can do without waiting (an event
     /// stream's end, usually in the same read as the reply) is done here, so
     /// that only an exchange still waiting on the server is detached to a task.
-    async fn finish_at_hand(self: &Arc<Self>, exchange: &mut Exchange) {
+    fn finish_at_hand(self: &Arc<Self>, exchange: &mut Exchange) {
         loop {
             let polled = exchange.poll_run(&mut Context::from_waker(std::task::Waker::noop()));
             match polled {
-                Poll::Ready(Some(frame)) => return self.route_here(frame).await,
+                Poll::Ready(Some(frame)) => return self.route_here(frame),
                 Poll::Ready(None) => return,
                 Poll::Pending => match exchange.take_frame() {
-                    Some(frame) => self.route_here(frame).await,
+                    Some(frame) => self.route_here(frame),
                     None => return,
                 },
             }
         }
     }
 
-    /// Routes a frame the caller's exchange handed over. Routing that would
-    /// wait (a reply to a server request, with the outbound queue full) goes on
-    /// in a task of its own: a caller that stops waiting must not drop it.
-    async fn route_here(self: &Arc<Self>, frame: Bytes) {
+    /// Routes a frame the caller's exchange handed over, as the reader would.
+    /// Only queueing a reply to a server request may wait (the outbound queue
+    /// full): that goes on in a task of its own, since a caller that stops
+    /// waiting must not drop it. Nothing is boxed for a frame that routes at
+    /// once (a reply, the usual case).
+    fn route_here(self: &Arc<Self>, frame: Bytes) {
+        let reply = match self.route_frame(&frame) {
+            Ok(None) => return,
+            Ok(Some(reply)) => reply,
+            Err(error) => return self.terminate(error),
+        };
+        drop(frame);
         let shared = self.clone();
-        let mut routing = Box::pin(async move {
-            if let Err(error) = shared.on_frame(&frame).await {
+        let mut queueing = Box::pin(async move {
+            if let Err(error) = shared.send_reply(&reply).await {
                 shared.terminate(error);
             }
         });
-        if futures_util::poll!(routing.as_mut()).is_pending() {
-            drop(tokio::spawn(routing));
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        if queueing.as_mut().poll(&mut cx).is_pending() {
+            drop(tokio::spawn(queueing));
         }
     }
 

@@ -98,9 +98,12 @@ pub(crate) struct BoundedSse<S> {
     prev_cr: bool,
     /// Bytes of the current line (any length).
     line_len: usize,
-    /// The start of the current line, up to `MAX_FIELD_LINE` bytes.
+    /// The start of the current line while it may be an `id` or `retry` line
+    /// (the only fields read here), up to `MAX_FIELD_LINE` bytes; other lines
+    /// are only counted.
     line: Vec<u8>,
-    first_line: bool,
+    /// The current line is known not to be an `id` or `retry` line.
+    other_field: bool,
     /// The spec's "last event ID buffer".
     id_buffer: Option<String>,
     /// An incomplete UTF-8 sequence carried over from the previous chunk.
@@ -125,6 +128,18 @@ pub(crate) struct BoundedSse<S> {
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// Bytes enough to tell an `id` or `retry` line from any other (`retry:`).
+const FIELD_PREFIX: usize = 6;
+
+/// Whether a line starting with `start` (at most [`FIELD_PREFIX`] bytes, or the
+/// whole line) may be an `id` or `retry` line: its name so far is a prefix of
+/// one of them, or it is one of them followed by the colon.
+fn may_be_read(start: &[u8]) -> bool {
+    [&b"id:"[..], b"retry:"]
+        .iter()
+        .any(|field| field.starts_with(start) || start.starts_with(field))
+}
+
 impl<S> BoundedSse<S> {
     /// Bounds `inner`, each event to `limit` raw bytes, reporting ids and `retry`
     /// into `cursor` (whose current id seeds the id buffer, so a resumed stream keeps
@@ -138,7 +153,7 @@ impl<S> BoundedSse<S> {
             prev_cr: false,
             line_len: 0,
             line: Vec::new(),
-            first_line: true,
+            other_field: false,
             id_buffer,
             utf8_carry: Vec::new(),
             cursor,
@@ -152,22 +167,28 @@ impl<S> BoundedSse<S> {
         }
     }
 
-    /// Feeds the stream's first bytes through the BOM check. `None`: need more.
-    fn take_head(&mut self, chunk: &[u8]) -> Option<Bytes> {
+    /// Feeds the stream's first bytes through the BOM check (one leading BOM is
+    /// stripped; a second one is field text by the spec: that line is an
+    /// unknown field, ignored). `None`: need more.
+    fn take_head(&mut self, chunk: Bytes) -> Option<Bytes> {
         let head = self.head.as_mut()?;
-        head.extend_from_slice(chunk);
+        if head.is_empty() && chunk.len() >= BOM.len() {
+            // The usual case, the whole check in the first chunk: no copy.
+            self.head = None;
+            return Some(match chunk.starts_with(BOM) {
+                true => chunk.slice(BOM.len()..),
+                false => chunk,
+            });
+        }
+        head.extend_from_slice(&chunk);
         if head.len() < BOM.len() && BOM.starts_with(head) {
             return None;
         }
-        let head = self.head.take().unwrap_or_default();
-        let body = head.strip_prefix(BOM).unwrap_or(&head);
-        // A second BOM is field text by the spec (that line is an unknown field,
-        // ignored); the leading blank line this adds dispatches nothing (it kept
-        // the parser used before from slicing a BOM).
-        let mut out = Vec::with_capacity(body.len() + 1);
-        out.push(b'\n');
-        out.extend_from_slice(body);
-        Some(Bytes::from(out))
+        let mut head = Bytes::from(self.head.take().unwrap_or_default());
+        if head.starts_with(BOM) {
+            head.advance(BOM.len());
+        }
+        Some(head)
     }
 
     /// Judges a whole chunk (UTF-8, the event bound, ids and `retry`) before any of
@@ -211,10 +232,23 @@ impl<S> BoundedSse<S> {
         Ok(())
     }
 
-    /// Text of the current line: counted, and kept up to `MAX_FIELD_LINE` (and
-    /// one byte more, which marks a longer line as truncated).
-    fn add_to_line(&mut self, text: &[u8]) {
+    /// Text of the current line: counted, and while the line may be an `id` or
+    /// `retry` line kept up to `MAX_FIELD_LINE` (and one byte more, which marks
+    /// a longer line as truncated). A `data` line is not copied.
+    fn add_to_line(&mut self, mut text: &[u8]) {
         self.line_len += text.len();
+        if self.other_field {
+            return;
+        }
+        if self.line.len() < FIELD_PREFIX {
+            let probe = text.len().min(FIELD_PREFIX - self.line.len());
+            self.line.extend_from_slice(&text[..probe]);
+            text = &text[probe..];
+            if !may_be_read(&self.line) {
+                self.other_field = true;
+                return;
+            }
+        }
         let room = (MAX_FIELD_LINE + 1).saturating_sub(self.line.len());
         self.line.extend_from_slice(&text[..room.min(text.len())]);
     }
@@ -225,11 +259,8 @@ impl<S> BoundedSse<S> {
             self.event_bytes = 0;
             let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
             cursor.last_event_id = self.id_buffer.clone().filter(|id| !id.is_empty());
-        } else {
-            let mut line = &self.line[..];
-            if self.first_line {
-                line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-            }
+        } else if !self.other_field {
+            let line = &self.line[..];
             let truncated = self.line_len > self.line.len();
             let (name, value) = match line.iter().position(|&c| c == b':') {
                 Some(i) => (&line[..i], &line[i + 1..]),
@@ -260,7 +291,7 @@ impl<S> BoundedSse<S> {
                 _ => {}
             }
         }
-        self.first_line = false;
+        self.other_field = false;
         self.line.clear();
         self.line_len = 0;
     }
@@ -388,7 +419,7 @@ where
                     if self.head.is_none() {
                         chunk
                     } else {
-                        match self.take_head(&chunk) {
+                        match self.take_head(chunk) {
                             Some(chunk) => chunk,
                             None => continue,
                         }
@@ -626,6 +657,34 @@ mod tests {
         assert_eq!(cursor.last_event_id.as_deref(), Some("1"));
         let (_, cursor) = run(vec![b"id: 1\n\nid\n\n"], 64).await;
         assert_eq!(cursor.last_event_id, None);
+    }
+
+    #[tokio::test]
+    async fn only_id_and_retry_lines_are_read_whatever_the_chunking() {
+        // Names that share a prefix with `id` or `retry`, a data line holding
+        // field text, a BOM after the stripped one: none of them is read.
+        let body: &'static [u8] = b"\xEF\xBB\xBFidx: no\nretryx: 9\nid: 7\nidentity: no\n\
+            data: id: 8\ndata: retry: 5\nre: 1\nretry: 30\n\n\xEF\xBB\xBFid: 9\n\n";
+        for chunks in chunkings(body) {
+            let (out, cursor) = run(chunks, 1024).await;
+            assert_eq!(out, vec![Ok("id: 8\nretry: 5".to_owned())]);
+            assert_eq!(cursor.last_event_id.as_deref(), Some("7"));
+            assert_eq!(cursor.retry, Some(Duration::from_millis(30)));
+        }
+        // An `id` line too long to replay resets the id, a shorter one is kept.
+        let long = format!("id: {}\n\n", "a".repeat(MAX_FIELD_LINE));
+        let (_, cursor) = run(
+            vec![b"id: 1\n\n", Box::leak(long.into_boxed_str()).as_bytes()],
+            4096,
+        )
+        .await;
+        assert_eq!(cursor.last_event_id, None);
+        let short = format!("id: {}\n\n", "a".repeat(MAX_FIELD_LINE - 4));
+        let (_, cursor) = run(vec![Box::leak(short.into_boxed_str()).as_bytes()], 4096).await;
+        assert_eq!(
+            cursor.last_event_id.map(|id| id.len()),
+            Some(MAX_FIELD_LINE - 4)
+        );
     }
 
     #[tokio::test]

@@ -64,10 +64,16 @@ impl Shared {
         let mut events = SseData::new(lines);
         let mut frames = 0;
         loop {
-            let next = tokio::select! {
-                biased;
-                _ = self.work.cancelled() => return (StreamEnd::Cancelled, frames),
-                next = events.next() => next,
+            // A caller driving the exchange (`outlet`) needs no watch on the
+            // transport's end: that end settles the caller's request, and the
+            // rest it detaches runs under that watch (`spawn_rest`).
+            let next = match outlet {
+                Some(_) if !self.work.is_cancelled() => events.next().await,
+                _ => tokio::select! {
+                    biased;
+                    _ = self.work.cancelled() => return (StreamEnd::Cancelled, frames),
+                    next = events.next() => next,
+                },
             };
             match next {
                 None => return (StreamEnd::Eof, frames),
