@@ -228,15 +228,26 @@ impl Shared {
         };
         match call {
             Ok(response) => response.await,
-            Err((service, req)) => service.oneshot(req).await,
+            // Boxed: rare, and a second stack future (and a clone of the stack)
+            // would otherwise enlarge every POST's future.
+            Err((service, req)) => Box::pin(service.oneshot(req)).await,
         }
     }
 
     /// One exchange through the stack, following same-origin redirects when allowed.
-    async fn exchange(&self, mut req: HttpRequest) -> std::result::Result<HttpResponse, BoxError> {
+    async fn exchange(&self, req: HttpRequest) -> std::result::Result<HttpResponse, BoxError> {
         if self.redirects == 0 {
             return self.call_stack(req).await;
         }
+        // Boxed: the redirect loop's state is not carried by every POST's future.
+        Box::pin(self.follow_redirects(req)).await
+    }
+
+    /// [`Shared::exchange`] when redirects are allowed.
+    async fn follow_redirects(
+        &self,
+        mut req: HttpRequest,
+    ) -> std::result::Result<HttpResponse, BoxError> {
         let mut hops = 0;
         loop {
             let method = req.method().clone();

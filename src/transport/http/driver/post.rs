@@ -206,17 +206,19 @@ impl Shared {
                     // expired it) is stale: the engine re-sends the frame with
                     // the new session rather than counting a second expiry.
                     let stale = !self.expire_session(sent.as_ref().expect("checked"));
-                    self.deliver(InboundEvent::StateLost {
+                    // The rare paths are boxed, so that every POST's future
+                    // does not carry their state.
+                    Box::pin(self.deliver(InboundEvent::StateLost {
                         refused: frame,
                         stale,
-                    })
+                    }))
                     .await;
                 }
                 400 | 404 if frame.meta.stateless && frame.request.is_some() => {
                     // 2026-07-28: the body may be the JSON-RPC error answering the
                     // request (-32022, -32601, ...): read (capped) and routed; a
                     // request it did not settle fails with the status.
-                    self.error_body(response, &frame).await;
+                    Box::pin(self.error_body(response, &frame)).await;
                 }
                 _ => {
                     if let Some(handle) = &frame.request {
