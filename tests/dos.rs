@@ -348,8 +348,30 @@ async fn stderr_flood_is_drained_and_the_tail_stays_bounded() {
 /// A minimal Streamable HTTP MCP server whose `tools/call` answers with an event
 /// stream that sends one byte, then one more every `gap`, never finishing an event.
 async fn trickle_server(gap: Duration, sent: Arc<AtomicUsize>) -> TestServer {
+    stream_server(
+        move || {
+            let first = futures_util::stream::once(async { Bytes::from_static(b"d") });
+            let rest = futures_util::stream::unfold((), move |()| async move {
+                tokio::time::sleep(gap).await;
+                Some((Bytes::from_static(b"a"), ()))
+            });
+            first.chain(rest).boxed()
+        },
+        sent,
+    )
+    .await
+}
+
+/// A server that answers `tools/call` with the event stream `body` makes (its
+/// bytes counted into `sent`), and the handshake with JSON.
+async fn stream_server(
+    body: impl Fn() -> futures_util::stream::BoxStream<'static, Bytes> + Send + Sync + 'static,
+    sent: Arc<AtomicUsize>,
+) -> TestServer {
+    let body = Arc::new(body);
     TestServer::start(move |req: Recorded| {
         let sent = sent.clone();
+        let body = body.clone();
         async move {
             if req.method != http::Method::POST {
                 return status(405);
@@ -370,12 +392,7 @@ async fn trickle_server(gap: Duration, sent: Arc<AtomicUsize>) -> TestServer {
                     .to_string(),
                 ),
                 Some("tools/call") => {
-                    let first = futures_util::stream::once(async { Bytes::from_static(b"d") });
-                    let rest = futures_util::stream::unfold((), move |()| async move {
-                        tokio::time::sleep(gap).await;
-                        Some((Bytes::from_static(b"a"), ()))
-                    });
-                    let body = first.chain(rest).inspect(move |chunk| {
+                    let body = body().inspect(move |chunk| {
                         sent.fetch_add(chunk.len(), Ordering::SeqCst);
                     });
                     streaming("text/event-stream", body)
@@ -409,6 +426,48 @@ async fn sse_trickle_meets_the_request_deadline() {
     }
     assert!(client.terminal_error().is_none());
     assert!(sent.load(Ordering::SeqCst) >= 3, "the streams were opened");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_event_flood_meets_the_request_deadline() {
+    // Notifications as fast as the server can write them, never the reply: the
+    // caller routing them (it drives its exchange) still meets its deadline,
+    // with the server's connection task filling the stream on another thread.
+    let chunk = Bytes::from(
+        "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n"
+            .repeat(64),
+    );
+    let sent = Arc::new(AtomicUsize::new(0));
+    let server = stream_server(
+        move || futures_util::stream::repeat(chunk.clone()).boxed(),
+        sent.clone(),
+    )
+    .await;
+    let transport = HttpTransport::builder("flood", server.url())
+        .build()
+        .unwrap();
+    let client = tokio::time::timeout(
+        HANG,
+        Client::builder("flood")
+            .limits(limits(300))
+            .connect(transport),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    for _ in 0..3 {
+        let started = Instant::now();
+        let error = call(&client, "echo", json!({})).await.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Timeout, "{error:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+    assert!(client.terminal_error().is_none());
+    assert!(sent.load(Ordering::SeqCst) > 1 << 20, "the server flooded");
     client.close().await;
 }
 
