@@ -687,6 +687,140 @@ mod tests {
         );
     }
 
+    /// The last event id and `retry` of a body by the WHATWG rules, written
+    /// independently of `BoundedSse`: lines end at `\r\n`, `\r` or `\n`, an
+    /// unfinished last line is not a line, one leading BOM is dropped; an id
+    /// line too long to replay (past `MAX_FIELD_LINE` and the byte that marks it)
+    /// resets the id, as a too long `retry` line is ignored.
+    fn reference_cursor(body: &[u8]) -> (Option<String>, Option<Duration>) {
+        let body = body.strip_prefix(BOM).unwrap_or(body);
+        let (mut buffer, mut last, mut retry) = (None::<String>, None, None);
+        let (mut start, mut i) = (0, 0);
+        while i < body.len() {
+            let end = body[i];
+            if end != b'\n' && end != b'\r' {
+                i += 1;
+                continue;
+            }
+            let line = &body[start..i];
+            i += 1 + usize::from(end == b'\r' && body.get(i + 1) == Some(&b'\n'));
+            start = i;
+            if line.is_empty() {
+                last = buffer.clone().filter(|id| !id.is_empty());
+                continue;
+            }
+            let too_long = line.len() > MAX_FIELD_LINE + 1;
+            let (name, value) = match line.iter().position(|&c| c == b':') {
+                Some(colon) => (&line[..colon], &line[colon + 1..]),
+                None => (line, &b""[..]),
+            };
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            match name {
+                b"id" if !value.contains(&0) => {
+                    buffer = Some(match too_long {
+                        true => String::new(),
+                        false => String::from_utf8_lossy(value).into_owned(),
+                    });
+                }
+                b"retry"
+                    if !too_long && !value.is_empty() && value.iter().all(u8::is_ascii_digit) =>
+                {
+                    let ms = std::str::from_utf8(value)
+                        .unwrap()
+                        .parse()
+                        .unwrap_or(u64::MAX);
+                    retry = Some(Duration::from_millis(ms));
+                }
+                _ => {}
+            }
+        }
+        (last, retry)
+    }
+
+    mod random {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Bodies made of field names, near misses, values, BOMs and line ends.
+        fn body() -> impl Strategy<Value = Vec<u8>> {
+            let pieces: Vec<&'static [u8]> = vec![
+                b"id",
+                b"id:",
+                b"id: ",
+                b"i",
+                b"d",
+                b"idx",
+                b"retry",
+                b"retry:",
+                b"retry: ",
+                b"re",
+                b"try",
+                b"retryx",
+                b"data",
+                b"data: ",
+                b":",
+                b" ",
+                b"7",
+                b"42",
+                b"99999999999999999999999",
+                b"ab",
+                b"\0",
+                b"\xEF\xBB\xBF",
+                b"\n",
+                b"\n",
+                b"\r\n",
+                b"\r",
+                b"\n\n",
+            ];
+            // Around the length past which an id line is too long to replay.
+            let long = (MAX_FIELD_LINE - 6..=MAX_FIELD_LINE + 1).prop_map(|n| vec![b'a'; n]);
+            let piece = prop_oneof![
+                20 => proptest::sample::select(pieces).prop_map(<[u8]>::to_vec),
+                2 => long,
+            ];
+            proptest::collection::vec(piece, 0..48).prop_map(|pieces| pieces.concat())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            #[test]
+            fn ids_and_retry_follow_the_reference_whatever_the_chunking(
+                body in body(),
+                cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+            ) {
+                let mut at: Vec<usize> = cuts.iter().map(|c| c.index(body.len() + 1)).collect();
+                at.sort_unstable();
+                at.dedup();
+                let mut chunks = Vec::new();
+                let mut from = 0;
+                for to in at.into_iter().chain([body.len()]) {
+                    chunks.push(Bytes::copy_from_slice(&body[from..to]));
+                    from = to;
+                }
+                let cursor = SharedCursor::default();
+                let input = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, BoxError>));
+                let mut events = SseData::new(BoundedSse::new(input, 1 << 20, cursor.clone()));
+                let ended = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap()
+                    .block_on(async {
+                        while let Some(item) = events.next().await {
+                            if item.is_err() {
+                                return false;
+                            }
+                        }
+                        true
+                    });
+                prop_assert!(ended, "a body of valid UTF-8 within the bound");
+                let (id, retry) = reference_cursor(&body);
+                let got = snapshot(&cursor);
+                prop_assert_eq!(got.last_event_id, id);
+                prop_assert_eq!(got.retry, retry);
+            }
+        }
+    }
+
     #[tokio::test]
     async fn one_event_over_the_limit_fails_but_many_small_ones_do_not() {
         // 10 bytes per event (including the blank line), limit 10.
