@@ -129,10 +129,20 @@ impl Tree {
             .unwrap_or(false)
     }
 
+    /// Every process of the tree is seen running within a few seconds: a
+    /// process in the middle of `exec` (the grandchild becoming `sleep`, the
+    /// leader becoming the server) can briefly show an empty environment.
     fn assert_running(&self) -> [i32; 2] {
         let pids = self.pids();
+        let deadline = Instant::now() + Duration::from_secs(5);
         for pid in pids {
-            assert!(self.alive(pid), "process {pid} of the tree is not running");
+            while !self.alive(pid) {
+                assert!(
+                    Instant::now() < deadline,
+                    "process {pid} of the tree is not running"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
         pids
     }

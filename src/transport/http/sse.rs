@@ -104,8 +104,14 @@ pub(crate) struct BoundedSse<S> {
     line: Vec<u8>,
     /// The current line is known not to be an `id` or `retry` line.
     other_field: bool,
+    /// The current line has a NUL past the bytes kept in `line` (an `id` with
+    /// a NUL is ignored, however long).
+    nul_past_kept: bool,
     /// The spec's "last event ID buffer".
     id_buffer: Option<String>,
+    /// `id_buffer` changed since the cursor last took it (the cursor holds it
+    /// otherwise: it is seeded from the cursor, and only this stream writes it).
+    id_changed: bool,
     /// An incomplete UTF-8 sequence carried over from the previous chunk.
     utf8_carry: Vec<u8>,
     cursor: SharedCursor,
@@ -135,6 +141,9 @@ const FIELD_PREFIX: usize = 6;
 /// whole line) may be an `id` or `retry` line: its name so far is a prefix of
 /// one of them, or it is one of them followed by the colon.
 fn may_be_read(start: &[u8]) -> bool {
+    if !matches!(start.first(), None | Some(b'i' | b'r')) {
+        return false;
+    }
     [&b"id:"[..], b"retry:"]
         .iter()
         .any(|field| field.starts_with(start) || start.starts_with(field))
@@ -154,7 +163,9 @@ impl<S> BoundedSse<S> {
             line_len: 0,
             line: Vec::new(),
             other_field: false,
+            nul_past_kept: false,
             id_buffer,
+            id_changed: false,
             utf8_carry: Vec::new(),
             cursor,
             failed: false,
@@ -240,6 +251,12 @@ impl<S> BoundedSse<S> {
         if self.other_field {
             return;
         }
+        // The usual case, the line's start in one piece: judged without a copy.
+        if self.line.is_empty() && text.len() >= FIELD_PREFIX && !may_be_read(&text[..FIELD_PREFIX])
+        {
+            self.other_field = true;
+            return;
+        }
         if self.line.len() < FIELD_PREFIX {
             let probe = text.len().min(FIELD_PREFIX - self.line.len());
             self.line.extend_from_slice(&text[..probe]);
@@ -250,15 +267,19 @@ impl<S> BoundedSse<S> {
             }
         }
         let room = (MAX_FIELD_LINE + 1).saturating_sub(self.line.len());
-        self.line.extend_from_slice(&text[..room.min(text.len())]);
+        let (kept, past) = text.split_at(room.min(text.len()));
+        self.line.extend_from_slice(kept);
+        self.nul_past_kept |= memchr::memchr(0, past).is_some();
     }
 
     fn end_line(&mut self) {
         if self.line_len == 0 {
             // Blank line: the event boundary. Commit the id, as dispatch does.
             self.event_bytes = 0;
-            let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
-            cursor.last_event_id = self.id_buffer.clone().filter(|id| !id.is_empty());
+            if std::mem::take(&mut self.id_changed) {
+                let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
+                cursor.last_event_id = self.id_buffer.clone().filter(|id| !id.is_empty());
+            }
         } else if !self.other_field {
             let line = &self.line[..];
             let truncated = self.line_len > self.line.len();
@@ -268,7 +289,8 @@ impl<S> BoundedSse<S> {
             };
             let value = value.strip_prefix(b" ").unwrap_or(value);
             match name {
-                b"id" if !value.contains(&0) => {
+                b"id" if !value.contains(&0) && !self.nul_past_kept => {
+                    self.id_changed = true;
                     self.id_buffer = if truncated {
                         // Too long to replay: resumption is not possible with it.
                         Some(String::new())
@@ -292,6 +314,7 @@ impl<S> BoundedSse<S> {
             }
         }
         self.other_field = false;
+        self.nul_past_kept = false;
         self.line.clear();
         self.line_len = 0;
     }
