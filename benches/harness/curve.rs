@@ -315,7 +315,7 @@ impl Report<'_> {
         let [raw, ours, rmcp] = self.contenders;
         [raw, rmcp].map(|other| {
             let ratio = index.and_then(|i| paired_ratio(self.measured, &(i, ours), &(i, other)));
-            ratio.map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"))
+            crate::fmt_times(ratio)
         })
     }
 

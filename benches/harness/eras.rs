@@ -119,7 +119,7 @@ fn throughput_table(plan: &Plan<'_>, measured: &Measured) -> String {
         // Ratios of the same round's runs (see `paired_ratio`).
         let ratio = |a: (ClientKind, EraChoice), b: (ClientKind, EraChoice)| {
             let ratio = paired_ratio(&measured.throughput, &key(a.0, a.1), &key(b.0, b.1));
-            ratio.map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"))
+            crate::fmt_times(ratio)
         };
         let (legacy, modern) = (EraChoice::Legacy, EraChoice::Modern);
         let modern_vs_legacy = |kind| ratio((kind, modern), (kind, legacy));

@@ -668,6 +668,11 @@ fn fmt_mem(mib: Option<f64>) -> String {
     mib.map_or_else(|| "-".into(), |m| format!("{m:.1}"))
 }
 
+/// A ratio already computed (a paired one, `runner::paired_ratio`).
+fn fmt_times(ratio: Option<f64>) -> String {
+    ratio.map_or_else(|| "-".into(), |r| format!("{r:.2}x"))
+}
+
 fn fmt_ratio(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),

@@ -14,13 +14,8 @@ use crate::runner::{ConnectPoint, Contender, Plan, Runner, Sample, Timing, paire
 use crate::server::Shape;
 use crate::{
     ClientKind, MAX_INFLIGHT, Options, Scenario, Transport, fmt_mem, fmt_ms, fmt_rate, fmt_ratio,
-    load_average, machine_line, median, run_role,
+    fmt_times, load_average, machine_line, median, run_role,
 };
-
-/// `fmt_ratio` of two figures given as a ratio already.
-fn fmt_paired(ratio: Option<f64>) -> String {
-    fmt_ratio(ratio, Some(1.0))
-}
 
 /// The throughput scenarios: every transport sequential and with
 /// [`MAX_INFLIGHT`] in flight on the default multi-thread runtime (what
@@ -193,8 +188,8 @@ pub fn orchestrate(options: &Options) {
             fmt_rate(raw),
             fmt_rate(ours),
             fmt_rate(rmcp),
-            fmt_paired(paired(index, ClientKind::Ours, ClientKind::Raw)),
-            fmt_paired(paired(index, ClientKind::Ours, ClientKind::Rmcp)),
+            fmt_times(paired(index, ClientKind::Ours, ClientKind::Raw)),
+            fmt_times(paired(index, ClientKind::Ours, ClientKind::Rmcp)),
             fmt_mem(mem(ClientKind::Raw)),
             fmt_mem(mem(ClientKind::Ours)),
             fmt_mem(mem(ClientKind::Rmcp)),
@@ -268,12 +263,12 @@ pub fn orchestrate(options: &Options) {
         };
         checks.push((
             format!("{}: ours / raw >= {vs_raw}", scenario.name()),
-            format!("{vs_raw_now:.2}x"),
+            fmt_times(Some(vs_raw_now)),
             vs_raw_now >= vs_raw,
         ));
         checks.push((
             format!("{}: ours / rmcp >= {vs_rmcp}", scenario.name()),
-            format!("{vs_rmcp_now:.2}x"),
+            fmt_times(Some(vs_rmcp_now)),
             vs_rmcp_now >= vs_rmcp,
         ));
     }
