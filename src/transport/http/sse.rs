@@ -183,23 +183,21 @@ impl<S> BoundedSse<S> {
     /// unknown field, ignored). `None`: need more.
     fn take_head(&mut self, chunk: Bytes) -> Option<Bytes> {
         let head = self.head.as_mut()?;
-        if head.is_empty() && chunk.len() >= BOM.len() {
+        let mut start = if head.is_empty() && chunk.len() >= BOM.len() {
             // The usual case, the whole check in the first chunk: no copy.
-            self.head = None;
-            return Some(match chunk.starts_with(BOM) {
-                true => chunk.slice(BOM.len()..),
-                false => chunk,
-            });
+            chunk
+        } else {
+            head.extend_from_slice(&chunk);
+            if head.len() < BOM.len() && BOM.starts_with(head) {
+                return None;
+            }
+            Bytes::from(std::mem::take(head))
+        };
+        self.head = None;
+        if start.starts_with(BOM) {
+            start.advance(BOM.len());
         }
-        head.extend_from_slice(&chunk);
-        if head.len() < BOM.len() && BOM.starts_with(head) {
-            return None;
-        }
-        let mut head = Bytes::from(self.head.take().unwrap_or_default());
-        if head.starts_with(BOM) {
-            head.advance(BOM.len());
-        }
-        Some(head)
+        Some(start)
     }
 
     /// Judges a whole chunk (UTF-8, the event bound, ids and `retry`) before any of
@@ -251,14 +249,13 @@ impl<S> BoundedSse<S> {
         if self.other_field {
             return;
         }
-        // The usual case, the line's start in one piece: judged without a copy.
-        if self.line.is_empty() && text.len() >= FIELD_PREFIX && !may_be_read(&text[..FIELD_PREFIX])
-        {
-            self.other_field = true;
-            return;
-        }
         if self.line.len() < FIELD_PREFIX {
             let probe = text.len().min(FIELD_PREFIX - self.line.len());
+            // A line starting here (the usual case) is judged before any copy.
+            if self.line.is_empty() && !may_be_read(&text[..probe]) {
+                self.other_field = true;
+                return;
+            }
             self.line.extend_from_slice(&text[..probe]);
             text = &text[probe..];
             if !may_be_read(&self.line) {
