@@ -404,29 +404,35 @@ async fn stream_server(
     .await
 }
 
-#[tokio::test]
-async fn sse_trickle_meets_the_request_deadline() {
-    let sent = Arc::new(AtomicUsize::new(0));
-    let server = trickle_server(Duration::from_secs(1), sent.clone()).await;
-    let transport = HttpTransport::builder("trickle", server.url())
-        .build()
-        .unwrap();
+/// Connects to `server` over HTTP with a 300 ms request deadline, then checks
+/// that three calls in a row each time out (well within `HANG`) and leave the
+/// session usable.
+async fn three_calls_meet_the_deadline(name: &str, server: &TestServer) {
+    let transport = HttpTransport::builder(name, server.url()).build().unwrap();
     let client = tokio::time::timeout(
         HANG,
-        Client::builder("trickle")
-            .limits(limits(300))
-            .connect(transport),
+        Client::builder(name).limits(limits(300)).connect(transport),
     )
     .await
     .unwrap()
     .unwrap();
     for _ in 0..3 {
+        let started = Instant::now();
         let error = call(&client, "echo", json!({})).await.unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Timeout, "{error:?}");
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(10), "{took:?}");
     }
     assert!(client.terminal_error().is_none());
-    assert!(sent.load(Ordering::SeqCst) >= 3, "the streams were opened");
     client.close().await;
+}
+
+#[tokio::test]
+async fn sse_trickle_meets_the_request_deadline() {
+    let sent = Arc::new(AtomicUsize::new(0));
+    let server = trickle_server(Duration::from_secs(1), sent.clone()).await;
+    three_calls_meet_the_deadline("trickle", &server).await;
+    assert!(sent.load(Ordering::SeqCst) >= 3, "the streams were opened");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -444,31 +450,8 @@ async fn sse_event_flood_meets_the_request_deadline() {
         sent.clone(),
     )
     .await;
-    let transport = HttpTransport::builder("flood", server.url())
-        .build()
-        .unwrap();
-    let client = tokio::time::timeout(
-        HANG,
-        Client::builder("flood")
-            .limits(limits(300))
-            .connect(transport),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    for _ in 0..3 {
-        let started = Instant::now();
-        let error = call(&client, "echo", json!({})).await.unwrap_err();
-        assert_eq!(error.kind(), ErrorKind::Timeout, "{error:?}");
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{:?}",
-            started.elapsed()
-        );
-    }
-    assert!(client.terminal_error().is_none());
+    three_calls_meet_the_deadline("flood", &server).await;
     assert!(sent.load(Ordering::SeqCst) > 1 << 20, "the server flooded");
-    client.close().await;
 }
 
 // ----- measurements for DOS.md (ignored: run one per process) -----
