@@ -1,5 +1,5 @@
 //! The bottom of the stack: rustls configuration, the (optionally proxied) TCP
-//! connector, and the hyper-util legacy client as a tower service.
+//! connector, and the connection pool ([`super::pool`]) as a tower service.
 //!
 //! - TLS: rustls with the `ring` provider chosen explicitly; ALPN offers `h2` and
 //!   `http/1.1`, so HTTP/2 is used where the server offers it.
@@ -19,23 +19,21 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use http::Uri;
 use http::header::PROXY_AUTHORIZATION;
-use http_body_util::{BodyExt, Full};
 use hyper::rt;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
-use hyper_util::client::legacy::{Client, ResponseFuture};
 use hyper_util::client::proxy::matcher::Matcher;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
 use tokio::net::TcpStream;
 use tower::Service;
 
+use super::pool::Pool;
 use super::{HttpRequest, HttpResponse};
 use crate::error::{Error, Result};
 use crate::layer::BoxError;
@@ -44,6 +42,10 @@ use crate::layer::BoxError;
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an idle pooled connection is kept.
 pub(crate) const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Idle HTTP/1.1 connections kept per origin: the most POSTs a transport has in
+/// flight at once (`queueCapacity` is capped there), so a burst's connections
+/// are all reused.
+pub(crate) const MAX_IDLE_PER_ORIGIN: usize = 4096;
 
 /// TLS settings collected by the builder.
 #[derive(Default)]
@@ -211,29 +213,34 @@ impl rt::Write for ProxyStream {
     }
 }
 
-/// The hyper-util client as a `tower::Service`: built once per transport, pooled,
-/// HTTP/2 where ALPN offers it.
+/// The connector under the pool: TCP (through a proxy when the matcher says so),
+/// then TLS for `https` with ALPN offering `h2` and `http/1.1`.
+pub(crate) fn https_connector(
+    tls: ClientConfig,
+    proxies: Option<Arc<Matcher>>,
+) -> HttpsConnector<ProxyConnector> {
+    hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .enable_http2()
+        .wrap_connector(ProxyConnector::new(proxies))
+}
+
+/// The bottom of the stack as a `tower::Service`: the connection [`Pool`], built
+/// once per transport; HTTP/2 where ALPN offers it.
 #[derive(Clone)]
 pub(crate) struct HyperService {
-    client: Client<HttpsConnector<ProxyConnector>, Full<Bytes>>,
+    pool: Pool<HttpsConnector<ProxyConnector>>,
     proxies: Option<Arc<Matcher>>,
 }
 
 impl HyperService {
     pub(crate) fn new(tls: ClientConfig, proxies: Option<Matcher>) -> Self {
         let proxies = proxies.map(Arc::new);
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .enable_http2()
-            .wrap_connector(ProxyConnector::new(proxies.clone()));
-        let client = Client::builder(TokioExecutor::new())
-            .timer(TokioTimer::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-            .build(connector);
-        HyperService { client, proxies }
+        let connector = https_connector(tls, proxies.clone());
+        let pool = Pool::new(connector, POOL_IDLE_TIMEOUT, MAX_IDLE_PER_ORIGIN);
+        HyperService { pool, proxies }
     }
 }
 
@@ -267,31 +274,26 @@ impl Service<HttpRequest> for HyperService {
             auth.set_sensitive(true);
             req.headers_mut().insert(PROXY_AUTHORIZATION, auth);
         }
-        HyperFuture(self.client.request(req))
+        HyperFuture(self.pool.send(req))
     }
 }
 
-/// The response future of [`HyperService`]: hyper-util's own (already boxed)
-/// future, its body boxed into [`super::ResponseBody`]. Not boxed again: the
-/// stack's futures are allocated once, by the box above the whole stack.
-pub(crate) struct HyperFuture(ResponseFuture);
+/// The response future of [`HyperService`]: the pool's (boxed once) future.
+pub(crate) struct HyperFuture(BoxFuture<'static, std::result::Result<HttpResponse, BoxError>>);
 
 impl Future for HyperFuture {
     type Output = std::result::Result<HttpResponse, BoxError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(cx).map(|outcome| match outcome {
-            Ok(response) => {
-                Ok(response.map(|body| body.map_err(|e| Box::new(e) as BoxError).boxed_unsync()))
-            }
-            Err(error) => Err(Box::new(error) as BoxError),
-        })
+        self.0.as_mut().poll(cx)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
+    use http_body_util::Full;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tower::ServiceExt;
 

@@ -12,8 +12,10 @@
 //!    sensitive and restricted to the endpoint's origin;
 //! 4. the MCP header/session layer: `Accept`, `Content-Type`, `Mcp-Session-Id`,
 //!    `MCP-Protocol-Version`;
-//! 5. a hyper-util client (built once per transport; keep-alive pooling; HTTP/2 via
-//!    ALPN where the server offers it) over rustls with the `ring` provider.
+//! 5. the connection pool (built once per transport, on hyper's `client::conn`:
+//!    an HTTP/1.1 connection is driven by the request using it, no task per
+//!    connection; HTTP/2 via ALPN where the server offers it) over rustls with the
+//!    `ring` provider.
 //!
 //! The stack's request type is [`HttpRequest`] (`http::Request<Full<Bytes>>`), its
 //! response [`HttpResponse`] (a boxed body), its error [`BoxError`]. Errors this
@@ -127,6 +129,7 @@ mod body;
 mod connector;
 mod driver;
 mod headers;
+mod pool;
 mod session;
 mod sse;
 

@@ -307,9 +307,7 @@ impl Shared {
             if e.downcast_ref::<rustls::Error>().is_some() {
                 return tls();
             }
-            if let Some(client) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
-                connect |= client.is_connect();
-            }
+            connect |= e.is::<super::pool::ConnectError>();
             if let Some(io_error) = e.downcast_ref::<io::Error>() {
                 if https && io_error.kind() == io::ErrorKind::InvalidData {
                     return tls();
