@@ -252,7 +252,12 @@ impl<C: Connect> Shared<C> {
             let (checked, host, origin) = self.check_out(&scheme, &authority);
             let (checked, reused) = match checked {
                 Some(checked) => (checked, true),
-                None => (self.connect(&scheme, &authority, origin).await?, false),
+                // Boxed: connecting (TCP, proxy, TLS) is rare and its state
+                // large (6.7 KiB); every request's future would carry it.
+                None => (
+                    Box::pin(self.connect(&scheme, &authority, origin)).await?,
+                    false,
+                ),
             };
             match checked {
                 Checked::Http2(mut send) => {
