@@ -17,13 +17,19 @@
 //! - HTTP/2 (where ALPN offers it): one shared connection per origin, driven by a
 //!   task of its own as multiplexing needs; requests share it.
 //! - A request whose reused connection turned out closed before the request was
-//!   written is sent again on another connection (as hyper-util does); a request
-//!   that may have reached the server is never sent twice.
+//!   written (an HTTP/1.1 connection the server closed as it was taken, an
+//!   HTTP/2 connection after the server's `GOAWAY`) is sent again on another
+//!   connection, as hyper-util does; a request that may have reached the server
+//!   is never sent twice.
 //! - Bounds: at most [`MAX_ORIGINS`] origins are remembered (least recently used
 //!   first forgotten; their idle connections closed), at most `max_idle` idle
 //!   connections per origin (more are closed on return), and an idle connection
-//!   is closed after `idle_timeout` (checked when connections are taken and by a
-//!   sweep task running while any are idle).
+//!   (an HTTP/2 connection no request took) is closed after `idle_timeout`. A
+//!   sweep task runs while any connection is idle: it closes them when their
+//!   time is up, and at once those the server closed (an idle HTTP/1.1
+//!   connection wakes it when its server closes).
+//! - A request's write waits for the end of the scheduler pass that started it
+//!   (see [`WriteLater`]).
 //! - `Host` is set once per origin (a request that carries one keeps it);
 //!   requests go out in origin form, or in absolute form through a plain-HTTP
 //!   proxy (the connector says which).
@@ -34,7 +40,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
@@ -47,6 +53,8 @@ use hyper::body::Incoming;
 use hyper::client::conn::{http1, http2};
 use hyper_util::client::legacy::connect::Connection;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+// The runtime's clock (which tests may pause), as the sweep's timer uses.
+use tokio::time::Instant;
 use tower::{Service, ServiceExt};
 
 use super::{HttpRequest, HttpResponse};
@@ -142,6 +150,11 @@ struct State<Io: Stream> {
     clock: u64,
     /// A sweep task is running (it ends once nothing is idle).
     sweeping: bool,
+    /// The running sweep's waker: idle connections are polled with it, so a
+    /// server closing one wakes the sweep.
+    sweep_waker: Option<Waker>,
+    /// Numbers the HTTP/2 connections (to forget the right one).
+    next_h2: u64,
 }
 
 struct Origin<Io: Stream> {
@@ -153,7 +166,15 @@ struct Origin<Io: Stream> {
     /// Idle HTTP/1.1 connections, the most recently returned last.
     idle: Vec<Idle<Io>>,
     /// The origin's HTTP/2 connection, shared by every request.
-    shared: Option<http2::SendRequest<Full<Bytes>>>,
+    shared: Option<SharedH2>,
+}
+
+/// An origin's HTTP/2 connection.
+struct SharedH2 {
+    id: u64,
+    send: http2::SendRequest<Full<Bytes>>,
+    /// When a request last took it (it is closed after `idle_timeout` unused).
+    used: Instant,
 }
 
 struct Idle<Io: Stream> {
@@ -187,7 +208,8 @@ impl<C: Connect> CheckIn<C::Io> for Shared<C> {
 /// What a checkout gives.
 enum Checked<Io: Stream> {
     Http1(Box<H1<Io>>),
-    Http2(http2::SendRequest<Full<Bytes>>),
+    /// The connection's number and a sender on it.
+    Http2(u64, http2::SendRequest<Full<Bytes>>),
 }
 
 /// How a request on an HTTP/1.1 connection failed.
@@ -212,6 +234,8 @@ impl<C: Connect> Pool<C> {
                     next_id: 0,
                     clock: 0,
                     sweeping: false,
+                    sweep_waker: None,
+                    next_h2: 0,
                 }),
             }),
         }
@@ -248,6 +272,9 @@ impl<C: Connect> Shared<C> {
             _ => return Err(Box::new(NotAbsolute)),
         };
         let uri = req.uri().clone();
+        // Before a connection is taken: a request dropped meanwhile leaves none
+        // half-used.
+        WriteLater::default().await;
         loop {
             let (checked, host, origin) = self.check_out(&scheme, &authority);
             let (checked, reused) = match checked {
@@ -260,12 +287,22 @@ impl<C: Connect> Shared<C> {
                 ),
             };
             match checked {
-                Checked::Http2(mut send) => {
-                    let response = send.send_request(req).await?;
-                    return Ok(
-                        response.map(|body| PooledBody::<C::Io>::new(body, None).boxed_unsync())
-                    );
-                }
+                Checked::Http2(id, mut send) => match send.try_send_request(req).await {
+                    Ok(response) => {
+                        return Ok(response
+                            .map(|body| PooledBody::<C::Io>::new(body, None).boxed_unsync()));
+                    }
+                    Err(mut error) => match error.take_message() {
+                        // The connection was going away (the server's GOAWAY)
+                        // before the request was sent: forget it, send anew.
+                        Some(unsent) if reused => {
+                            self.forget_h2(origin, id);
+                            req = unsent;
+                            *req.uri_mut() = uri.clone();
+                        }
+                        _ => return Err(Box::new(error.into_error())),
+                    },
+                },
                 Checked::Http1(conn) => {
                     if !req.headers().contains_key(HOST) {
                         req.headers_mut().insert(HOST, host);
@@ -310,15 +347,17 @@ impl<C: Connect> Shared<C> {
         origin.last_used = now_tick;
         let host = origin.host.clone();
         let id = origin.id;
-        if let Some(send) = &origin.shared {
-            if !send.is_closed() {
-                return (Some(Checked::Http2(send.clone())), host, id);
+        let now = Instant::now();
+        if let Some(shared) = &mut origin.shared {
+            if !shared.send.is_closed() {
+                shared.used = now;
+                let checked = Checked::Http2(shared.id, shared.send.clone());
+                return (Some(checked), host, id);
             }
             origin.shared = None;
         }
-        let now = Instant::now();
         while let Some(Idle { mut conn, since }) = origin.idle.pop() {
-            if now.duration_since(since) < self.idle_timeout && conn.usable() {
+            if now.duration_since(since) < self.idle_timeout && conn.usable(Waker::noop()) {
                 return (Some(Checked::Http1(conn)), host, id);
             }
             // Expired, closed by the server, or not ready: closed here.
@@ -355,12 +394,19 @@ impl<C: Connect> Shared<C> {
             drop(tokio::spawn(conn));
             send.ready().await?;
             let mut state = self.lock();
+            state.next_h2 += 1;
+            let h2 = state.next_h2;
             if let Some(entry) = state.origins.iter_mut().find(|o| o.id == origin)
-                && entry.shared.as_ref().is_none_or(|s| s.is_closed())
+                && entry.shared.as_ref().is_none_or(|s| s.send.is_closed())
             {
-                entry.shared = Some(send.clone());
+                entry.shared = Some(SharedH2 {
+                    id: h2,
+                    send: send.clone(),
+                    used: Instant::now(),
+                });
+                self.start_sweep(state);
             }
-            return Ok(Checked::Http2(send));
+            return Ok(Checked::Http2(h2, send));
         }
         let (send, conn) = http1::Builder::new().handshake(io).await?;
         let home: Weak<dyn CheckIn<C::Io>> = self.this.clone();
@@ -376,10 +422,13 @@ impl<C: Connect> Shared<C> {
     /// Keeps a connection whose exchange ended for the next request to its
     /// origin, unless it cannot be reused or the bounds say no.
     fn check_in(&self, mut conn: Box<H1<C::Io>>) {
-        if !conn.usable() {
+        let mut state = self.lock();
+        // Polled with the sweep's waker: should the server close it while it is
+        // idle, the sweep closes our end at once.
+        let waker = state.sweep_waker.as_ref().unwrap_or(Waker::noop());
+        if !conn.usable(waker) {
             return;
         }
-        let mut state = self.lock();
         let Some(origin) = state.origins.iter_mut().find(|o| o.id == conn.origin) else {
             return; // the origin was forgotten meanwhile
         };
@@ -390,11 +439,34 @@ impl<C: Connect> Shared<C> {
             conn,
             since: Instant::now(),
         });
-        if !state.sweeping
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        self.start_sweep(state);
+    }
+
+    /// Starts the sweep task unless it runs (or no runtime is at hand). The lock
+    /// is released before spawning: a runtime that is shutting down drops the
+    /// task at once, and its drop takes the lock.
+    fn start_sweep(&self, mut state: MutexGuard<'_, State<C::Io>>) {
+        if state.sweeping {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        state.sweeping = true;
+        drop(state);
+        // The guard is made before the task: dropped unpolled, it still lets
+        // the next check-in start another sweep.
+        let ended = SweepEnded(Some(self.this.clone()));
+        drop(runtime.spawn(sweep(ended)));
+    }
+
+    /// Forgets an origin's HTTP/2 connection `h2` (it refused a request).
+    fn forget_h2(&self, origin: u64, h2: u64) {
+        let mut state = self.lock();
+        if let Some(entry) = state.origins.iter_mut().find(|o| o.id == origin)
+            && entry.shared.as_ref().is_some_and(|s| s.id == h2)
         {
-            state.sweeping = true;
-            drop(runtime.spawn(sweep(self.this.clone())));
+            entry.shared = None;
         }
     }
 }
@@ -431,8 +503,8 @@ impl<Io: Stream> H1<Io> {
     /// Lets the connection finish what it can without waiting (the end of the
     /// last exchange, or the server's close of an idle connection); true when
     /// it can take a request now.
-    fn usable(&mut self) -> bool {
-        let mut cx = Context::from_waker(Waker::noop());
+    fn usable(&mut self, waker: &Waker) -> bool {
+        let mut cx = Context::from_waker(waker);
         if Pin::new(&mut self.conn).poll(&mut cx).is_ready() {
             return false; // closed, or failed
         }
@@ -446,15 +518,6 @@ async fn exchange<Io: Stream>(
     mut h1: Box<H1<Io>>,
     req: HttpRequest,
 ) -> Result<HttpResponse, Failed> {
-    // The request is written at the end of this scheduler tick, not at once:
-    // when many requests are started by tasks woken together (each by its own
-    // reply), their writes then go out together, as they would from
-    // per-connection tasks, and the server takes them in one wake-up instead of
-    // being woken (and going back to sleep) once per request. Measured in
-    // BENCHMARKS.md ("Fifth round"): without it a co-located server was woken
-    // 0.8 times per request and each call cost twice the CPU; alone, a request
-    // pays one more poll.
-    tokio::task::yield_now().await;
     let response = h1.send.try_send_request(req);
     let mut response = std::pin::pin!(response);
     let mut conn = Some(h1);
@@ -496,6 +559,21 @@ impl<Io: Stream> PooledBody<Io> {
 }
 
 impl<Io: Stream> PooledBody<Io> {
+    /// A body whose end its length does not tell (chunked) may have ended all
+    /// the same: one look, without waiting.
+    fn ended_by_now(&mut self) -> bool {
+        let mut cx = Context::from_waker(Waker::noop());
+        if let Some(conn) = &mut self.conn
+            && Pin::new(&mut conn.conn).poll(&mut cx).is_ready()
+        {
+            self.conn = None;
+        }
+        matches!(
+            Pin::new(&mut self.body).poll_frame(&mut cx),
+            Poll::Ready(None)
+        )
+    }
+
     /// Takes the connection home: the exchange has ended.
     fn release(&mut self) {
         if let Some(conn) = self.conn.take()
@@ -559,45 +637,118 @@ impl<Io: Stream> Drop for PooledBody<Io> {
     fn drop(&mut self) {
         // Only a finished exchange's connection can be reused; otherwise it
         // closes with this drop.
-        if self.body.is_end_stream() {
+        if self.conn.is_some() && (self.body.is_end_stream() || self.ended_by_now()) {
             self.release();
         }
     }
 }
 
-/// Closes idle connections past their time, and those the server closed, while
-/// any are idle; ends when none are (the next check-in starts another) or when
-/// the pool is gone.
-async fn sweep<C: Connect>(pool: Weak<Shared<C>>) {
-    /// However the sweep ends (its runtime shutting down included), the next
-    /// check-in may start another.
-    struct Ended<C: Connect>(Weak<Shared<C>>);
-    impl<C: Connect> Drop for Ended<C> {
-        fn drop(&mut self) {
-            if let Some(pool) = self.0.upgrade() {
-                pool.lock().sweeping = false;
-            }
+/// Marks the sweep ended however it ends (its runtime shutting down included,
+/// before it ever ran), so that the next check-in may start another.
+struct SweepEnded<C: Connect>(Option<Weak<Shared<C>>>);
+
+impl<C: Connect> Drop for SweepEnded<C> {
+    fn drop(&mut self) {
+        if let Some(pool) = self.0.take().and_then(|pool| pool.upgrade()) {
+            let mut state = pool.lock();
+            state.sweeping = false;
+            state.sweep_waker = None;
         }
     }
-    let _ended = Ended(pool.clone());
-    loop {
-        let Some(period) = pool.upgrade().map(|p| p.idle_timeout / 2) else {
-            return;
+}
+
+/// Closes idle connections when their time is up, and those their server closed
+/// as soon as it did (idle HTTP/1.1 connections are polled with this task's
+/// waker); ends once nothing is idle (the next check-in starts another) or when
+/// the pool is gone.
+async fn sweep<C: Connect>(mut ended: SweepEnded<C>) {
+    let Some(pool) = ended.0.clone() else { return };
+    let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
+    std::future::poll_fn(|cx| {
+        let Some(pool) = pool.upgrade() else {
+            return Poll::Ready(());
         };
-        tokio::time::sleep(period.max(Duration::from_millis(10))).await;
-        let Some(pool) = pool.upgrade() else { return };
         let now = Instant::now();
+        let timeout = pool.idle_timeout;
         let mut state = pool.lock();
-        let mut any = false;
+        let mut next: Option<Instant> = None;
         for origin in &mut state.origins {
             origin.idle.retain_mut(|idle| {
-                now.duration_since(idle.since) < pool.idle_timeout && idle.conn.usable()
+                let keep = now.duration_since(idle.since) < timeout && idle.conn.usable(cx.waker());
+                if keep {
+                    let due = idle.since + timeout;
+                    next = Some(next.map_or(due, |n| n.min(due)));
+                }
+                keep
             });
-            any |= !origin.idle.is_empty();
+            if let Some(shared) = &origin.shared {
+                if shared.send.is_closed() || now.duration_since(shared.used) >= timeout {
+                    origin.shared = None; // requests under way keep their streams
+                } else {
+                    let due = shared.used + timeout;
+                    next = Some(next.map_or(due, |n| n.min(due)));
+                }
+            }
         }
-        if !any {
-            return;
+        let Some(next) = next else {
+            // Nothing idle: this sweep ends, under the lock a check-in takes.
+            state.sweeping = false;
+            state.sweep_waker = None;
+            ended.0 = None;
+            return Poll::Ready(());
+        };
+        if !state
+            .sweep_waker
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            state.sweep_waker = Some(cx.waker().clone());
         }
+        drop(state);
+        let deadline = next;
+        let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if timer.deadline() != deadline {
+            timer.as_mut().reset(deadline);
+        }
+        match timer.as_mut().poll(cx) {
+            // Due: look again at once.
+            Poll::Ready(()) => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await;
+}
+
+/// Waits once for the end of the current scheduler pass (the task wakes itself
+/// and goes behind the tasks already woken), so that a request is written after
+/// the other tasks woken with it have run.
+///
+/// When many requests are started by tasks woken together (each by its own
+/// reply), their writes then go out together, as they do from per-connection
+/// tasks, and the server takes them in one wake-up instead of being woken (and
+/// going back to sleep) once per request: measured in `BENCHMARKS.md` ("Fifth
+/// round"), without it a co-located server was woken 0.8 times per request and
+/// each call cost the client twice the CPU. Alone, a request pays one more poll.
+/// A plain wake-up, not `tokio::task::yield_now`: that hands the waker to the
+/// scheduler of the thread it runs on, which never runs it if that scheduler is
+/// blocked in this very poll (a request blocked on inside another runtime's
+/// task).
+#[derive(Default)]
+struct WriteLater(bool);
+
+impl Future for WriteLater {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }
 
@@ -627,5 +778,7 @@ fn origin_form(uri: &mut Uri) {
     *uri = path;
 }
 
+#[cfg(test)]
+mod scripted_tests;
 #[cfg(test)]
 mod tests;

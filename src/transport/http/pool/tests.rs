@@ -337,9 +337,10 @@ async fn a_request_on_a_connection_closed_before_it_was_written_comes_back_unsen
     let pool = pool(Duration::from_secs(90), 16);
     let url = format!("http://127.0.0.1:{port}/mcp");
     call(&pool, &url).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    // Taken as a checkout would, but without its look at the connection.
+    // Taken as a checkout would, but before the server closes it and without
+    // its look at the connection (which would see the close).
     let Idle { conn, .. } = pool.shared.lock().origins[0].idle.pop().expect("idle");
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let outcome = tokio::time::timeout(Duration::from_secs(5), exchange(conn, post(&url)))
         .await
         .expect("answered, not left waiting");
