@@ -34,6 +34,16 @@ mod enabled {
 
     use tracing::Instrument;
 
+    /// When a call started (read only when spans are recorded).
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct Stopwatch(std::time::Instant);
+
+    impl Stopwatch {
+        pub(crate) fn start() -> Stopwatch {
+            Stopwatch(std::time::Instant::now())
+        }
+    }
+
     /// A span of this crate (`tracing::Span`).
     #[derive(Clone, Debug)]
     pub(crate) struct Span(pub(crate) tracing::Span);
@@ -73,9 +83,11 @@ mod enabled {
             }
         }
 
-        pub(crate) fn outcome(&self, outcome: &'static str, duration_ms: u64) {
+        /// Records how a call ended and how long it took since `started`.
+        pub(crate) fn outcome(&self, outcome: &'static str, started: Stopwatch) {
             self.0.record("outcome", outcome);
-            self.0.record("duration_ms", duration_ms);
+            self.0
+                .record("duration_ms", started.0.elapsed().as_millis() as u64);
         }
 
         pub(crate) async fn run<F: Future>(&self, future: F) -> F::Output {
@@ -101,6 +113,16 @@ mod enabled {
     #[derive(Clone, Debug)]
     pub(crate) struct Span;
 
+    /// Without the `tracing` feature: no clock is read (two reads a call).
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct Stopwatch;
+
+    impl Stopwatch {
+        pub(crate) fn start() -> Stopwatch {
+            Stopwatch
+        }
+    }
+
     pub(crate) fn connect_span(_server: &str) -> Span {
         Span
     }
@@ -114,7 +136,7 @@ mod enabled {
 
         pub(crate) fn negotiated(&self, _revision: &'static str, _fallback: Option<&'static str>) {}
 
-        pub(crate) fn outcome(&self, _outcome: &'static str, _duration_ms: u64) {}
+        pub(crate) fn outcome(&self, _outcome: &'static str, _started: Stopwatch) {}
 
         pub(crate) async fn run<F: Future>(&self, future: F) -> F::Output {
             future.await

@@ -156,5 +156,6 @@ async fn a_modern_http_session_with_a_token_leaks_nothing_into_tracing() {
     assert!(text.contains("transport=\"http\""), "{text}");
     assert!(text.contains("revision=\"2026-07-28\""), "{text}");
     assert!(text.contains("outcome=\"ok\""), "{text}");
+    assert!(text.contains("duration_ms="), "{text}");
     assert!(text.contains("kind=\"connection_closed\""), "{text}");
 }

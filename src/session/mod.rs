@@ -587,14 +587,14 @@ impl Client {
     /// - A result with `isError: true` is `Ok`.
     pub async fn call_tool(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolResult> {
         let span = observe::call_span(self.server(), name);
-        let started = std::time::Instant::now();
+        let started = observe::Stopwatch::start();
         let result = span.run(self.call_in(name, arguments)).await;
         let outcome = match &result {
             Ok(result) if result.is_error => "is_error",
             Ok(_) => "ok",
             Err(error) => error.kind().as_str(),
         };
-        span.outcome(outcome, started.elapsed().as_millis() as u64);
+        span.outcome(outcome, started);
         result
     }
 
