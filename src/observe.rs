@@ -90,8 +90,11 @@ mod enabled {
                 .record("duration_ms", started.0.elapsed().as_millis() as u64);
         }
 
-        pub(crate) async fn run<F: Future>(&self, future: F) -> F::Output {
-            future.instrument(self.0.clone()).await
+        /// `future` inside this span. A plain function returning the wrapped
+        /// future, not an `async fn`: that would hold `future` twice (its
+        /// argument and its awaited copy), doubling every call's state.
+        pub(crate) fn run<F: Future>(&self, future: F) -> tracing::instrument::Instrumented<F> {
+            future.instrument(self.0.clone())
         }
     }
 
@@ -138,8 +141,9 @@ mod enabled {
 
         pub(crate) fn outcome(&self, _outcome: &'static str, _started: Stopwatch) {}
 
-        pub(crate) async fn run<F: Future>(&self, future: F) -> F::Output {
-            future.await
+        /// `future` itself (see the `tracing` variant: not an `async fn`).
+        pub(crate) fn run<F: Future>(&self, future: F) -> F {
+            future
         }
     }
 

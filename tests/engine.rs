@@ -187,10 +187,13 @@ async fn is_error_result_is_success(via: Via) {
         .await
         .expect("data, not failure");
     assert!(result.is_error);
-    let result = client
-        .call_tool("echo", args(json!({"text": "hi"})))
-        .await
-        .unwrap();
+    // Every call in flight holds this state (2488 bytes on rustc 1.95): a
+    // wrapper that kept the call's future twice (an `async fn` awaiting its
+    // argument) made it 6120, the modern era's rare paths unboxed 3080.
+    let call = client.call_tool("echo", args(json!({"text": "hi"})));
+    let size = std::mem::size_of_val(&call);
+    assert!(size <= 3000, "a call's future is {size} bytes");
+    let result = call.await.unwrap();
     assert!(!result.is_error);
     assert_eq!(text_of(&result), "hi");
     client.close().await;

@@ -119,7 +119,9 @@ pub(crate) async fn call_tool(
                     && call_headers.as_ref().is_some_and(|c| !c.params.is_empty()) =>
             {
                 header_recheck_done = true;
-                recheck_tool(shared, tool, wire).await?;
+                // The rare paths are boxed: every call's future would otherwise
+                // carry their state (a catalog walk, the host handler's answers).
+                Box::pin(recheck_tool(shared, tool, wire)).await?;
                 continue;
             }
             other => other?,
@@ -179,7 +181,7 @@ pub(crate) async fn call_tool(
                 }
                 // Load shedding: retry after a short, growing pause.
                 let pause = backoff.min(deadline.saturating_duration_since(Instant::now()));
-                tokio::time::sleep(pause).await;
+                Box::pin(tokio::time::sleep(pause)).await;
                 backoff = (backoff * 2).min(SHED_BACKOFF_MAX);
                 None
             }
@@ -190,7 +192,7 @@ pub(crate) async fn call_tool(
                     )));
                 }
                 let started = Instant::now();
-                let answers = shared.inputs.answer_all(shared, requests).await?;
+                let answers = Box::pin(shared.inputs.answer_all(shared, requests)).await?;
                 // The host's time (a person filling a form) is not the tool's.
                 deadline += started.elapsed();
                 Some(answers)
