@@ -496,6 +496,13 @@ async fn a_request_dropped_before_its_write_leaves_the_connection_idle() {
 /// still lets a later check-in start another sweep.
 #[test]
 fn a_sweep_dropped_before_it_ran_does_not_stop_later_sweeps() {
+    a_later_runtime_sweeps_after_the_first_ended(false);
+}
+
+/// The first runtime's check-in spawns the sweep and the runtime ends (after
+/// one poll of the sweep when `sweep_polled_once`); a call on a second runtime
+/// must still get its idle connection swept.
+fn a_later_runtime_sweeps_after_the_first_ended(sweep_polled_once: bool) {
     let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -504,20 +511,19 @@ fn a_sweep_dropped_before_it_ran_does_not_stop_later_sweeps() {
     let server = server_rt.block_on(raw(|_, _| Reply::Send(OK.to_vec())));
     let url = server.url("/mcp");
     let pool = http_pool(Duration::from_millis(60), 16);
-    {
-        // The check-in at the end of the body spawns the sweep here; the
-        // runtime ends before running it.
-        let rt = tokio::runtime::Builder::new_current_thread()
+    let current = || {
+        tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .expect("runtime");
-        rt.block_on(call(&pool, &url)).expect("call");
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
+            .expect("runtime")
+    };
+    current().block_on(async {
+        call(&pool, &url).await.expect("call");
+        if sweep_polled_once {
+            tokio::task::yield_now().await; // the sweep task runs once
+        }
+    });
+    current().block_on(async {
         call(&pool, &url).await.expect("call");
         assert_eq!(pool.counts().0, 1);
         // Many sweep periods (30 ms) past the idle timeout (60 ms).
@@ -856,33 +862,7 @@ async fn h2_an_idle_shared_connection_is_closed() {
 /// The same, the first runtime polling its sweep once before it ends.
 #[test]
 fn a_sweep_polled_once_before_its_runtime_ended_lets_later_sweeps_run() {
-    let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let server = server_rt.block_on(raw(|_, _| Reply::Send(OK.to_vec())));
-    let url = server.url("/mcp");
-    let pool = http_pool(Duration::from_millis(60), 16);
-    {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async {
-            call(&pool, &url).await.expect("call");
-            tokio::task::yield_now().await; // the sweep task runs once
-        });
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
-        call(&pool, &url).await.expect("call");
-        tokio::time::sleep(Duration::from_millis(600)).await;
-    });
-    assert_eq!(pool.counts().0, 0, "the expired idle connection was swept");
+    a_later_runtime_sweeps_after_the_first_ended(true);
 }
 
 /// A server that answers one request, then half-closes (FIN) and reports how
