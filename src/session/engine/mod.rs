@@ -113,7 +113,18 @@ pub(crate) struct Shared {
     /// Set when the scope closed: until then the writer still writes owed
     /// cancellations ([`CLOSE_CANCEL_GRACE`]).
     close_deadline: OnceLock<Instant>,
+    /// The last request's encoded length: the next request's buffer starts at
+    /// about that size (a buffer that grows reallocates and copies; a 2026-07-28
+    /// request with its `_meta` outgrows a fixed first guess every time).
+    request_size: AtomicUsize,
 }
+
+/// The first buffer of a request, and the bounds of the size learnt from the
+/// last one (past the upper bound, growing costs little next to the copying).
+const REQUEST_BUFFER: std::ops::RangeInclusive<usize> = 256..=4096;
+
+/// Room over the last request's length (its id and arguments may be longer).
+const REQUEST_SLACK: usize = 64;
 
 /// `queueCapacity` as a channel size: tokio refuses more than
 /// `Semaphore::MAX_PERMITS` slots (which matters on 32-bit targets), and any queue
@@ -161,6 +172,7 @@ impl Shared {
             noise: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             close_deadline: OnceLock::new(),
+            request_size: AtomicUsize::new(0),
         });
         (shared, rx)
     }
@@ -259,6 +271,12 @@ impl Shared {
         Ok(Bytes::from(bytes))
     }
 
+    /// The room a request's buffer starts with (see `request_size`).
+    fn request_buffer(&self) -> usize {
+        let learnt = self.request_size.load(Ordering::Relaxed) + REQUEST_SLACK;
+        learnt.clamp(*REQUEST_BUFFER.start(), *REQUEST_BUFFER.end())
+    }
+
     /// Serializes a request envelope under `maxOutboundFrameBytes`:
     /// `{"id":..,"jsonrpc":"2.0","method":..,"params":..}`, the keys in the order
     /// a `serde_json::Map` writes them (so the bytes are the same), the fixed parts
@@ -271,7 +289,7 @@ impl Shared {
     ) -> Result<Bytes> {
         use std::io::Write as _;
         let limit = Limits::usize_of(self.limits.max_outbound_frame_bytes);
-        let mut out = LimitedWriter::with_capacity(limit, 256);
+        let mut out = LimitedWriter::with_capacity(limit, self.request_buffer());
         let written = (|| -> std::io::Result<()> {
             out.write_all(b"{\"id\":")?;
             out.write_all(itoa::Buffer::new().format(id).as_bytes())?;
@@ -290,7 +308,11 @@ impl Shared {
                 "outbound frame exceeds maxOutboundFrameBytes ({limit} bytes)"
             )));
         }
-        Ok(Bytes::from(out.into_inner()))
+        let out = out.into_inner();
+        if self.request_size.load(Ordering::Relaxed) != out.len() {
+            self.request_size.store(out.len(), Ordering::Relaxed);
+        }
+        Ok(Bytes::from(out))
     }
 }
 
@@ -341,5 +363,25 @@ mod tests {
             .expect_err("one byte over");
         assert_eq!(error.kind(), ErrorKind::ProtocolError);
         assert!(error.message().contains("maxOutboundFrameBytes"));
+    }
+
+    #[test]
+    fn a_request_buffer_starts_at_about_the_last_requests_size_within_bounds() {
+        let shared = shared(1 << 21);
+        assert_eq!(shared.request_buffer(), *REQUEST_BUFFER.start());
+        let encode = |text_len: usize| {
+            let params = serde_json::json!({"text": "x".repeat(text_len)});
+            shared.encode_request(1, "m", &params).expect("fits").len()
+        };
+        let len = encode(600);
+        assert!(shared.request_buffer() >= len, "room for a request as long");
+        encode(1 << 20);
+        assert_eq!(shared.request_buffer(), *REQUEST_BUFFER.end(), "capped");
+        encode(10);
+        assert_eq!(
+            shared.request_buffer(),
+            *REQUEST_BUFFER.start(),
+            "learnt again"
+        );
     }
 }

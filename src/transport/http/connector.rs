@@ -33,6 +33,7 @@ use rustls::{ClientConfig, RootCertStore};
 use tokio::net::TcpStream;
 use tower::Service;
 
+use super::headers::HeaderCount;
 use super::pool::Pool;
 use super::{HttpRequest, HttpResponse};
 use crate::error::{Error, Result};
@@ -233,6 +234,7 @@ pub(crate) fn https_connector(
 pub(crate) struct HyperService {
     pool: Pool<HttpsConnector<ProxyConnector>>,
     proxies: Option<Arc<Matcher>>,
+    headers: HeaderCount,
 }
 
 impl HyperService {
@@ -240,7 +242,17 @@ impl HyperService {
         let proxies = proxies.map(Arc::new);
         let connector = https_connector(tls, proxies.clone());
         let pool = Pool::new(connector, POOL_IDLE_TIMEOUT, MAX_IDLE_PER_ORIGIN);
-        HyperService { pool, proxies }
+        HyperService {
+            pool,
+            proxies,
+            headers: HeaderCount::default(),
+        }
+    }
+
+    /// The count of headers requests leave the stack with, for the driver to size
+    /// the next request's map.
+    pub(crate) fn header_count(&self) -> HeaderCount {
+        self.headers.clone()
     }
 }
 
@@ -274,6 +286,7 @@ impl Service<HttpRequest> for HyperService {
             auth.set_sensitive(true);
             req.headers_mut().insert(PROXY_AUTHORIZATION, auth);
         }
+        self.headers.record(req.headers());
         HyperFuture(self.pool.send(req))
     }
 }

@@ -7,11 +7,15 @@
 //! - 2026-07-28 only: `Mcp-Method` (the body's method), `Mcp-Name` (`params.name`
 //!   of a `tools/call`, encoded by the engine) and the `Mcp-Param-*` headers the
 //!   tool's `x-mcp-header` annotations ask for (validated tokens, encoded values).
-//!   The request is marked [`Stateless`], so the session layer sends and captures
-//!   no session id.
+//!   `Mcp-Method` also marks the request as stateless ([`is_stateless`]), so the
+//!   session layer sends and captures no session id.
 //!
 //! The legacy wire carries exactly the headers it carried before 2026-07-28.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use http::HeaderMap;
 use http::header::{HeaderName, HeaderValue};
 
 use super::HttpRequest;
@@ -26,9 +30,54 @@ pub(crate) static MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method")
 /// `Mcp-Name`.
 pub(crate) static MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
-/// Request extension: a 2026-07-28 request (no session, no resumption).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Stateless;
+/// Whether `headers` are those of a 2026-07-28 request (no session, no
+/// resumption): [`apply`] writes `Mcp-Method` on every such request and on no
+/// other. A header rather than a request extension because the first extension
+/// allocates a map (two allocations per request); a user layer that removes
+/// `Mcp-Method` makes the request look like a legacy one to the session layer,
+/// which then attaches the session's id if it has one (a 2026-07-28 session
+/// never does).
+pub(crate) fn is_stateless(headers: &HeaderMap) -> bool {
+    headers.contains_key(&MCP_METHOD)
+}
+
+/// How many headers a POST reached the connection with, so that the next
+/// POST's map is allocated at its final size once. A map starts with room for
+/// 6; the seventh header (a 2026-07-28 request, a bearer token, a user layer's
+/// header) makes it reallocate its entries and rehash them all, about 1.7k
+/// instructions per request. Shared by the driver (which sizes) and the bottom
+/// of the stack (which counts, after every layer added its headers).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HeaderCount(Arc<AtomicUsize>);
+
+/// Headers written below the point where [`HeaderCount::record`] counts: `Host`
+/// (the pool) and `Content-Length` (hyper).
+const WRITTEN_BELOW: usize = 2;
+
+/// The largest map sized in advance (a request with more headers grows as usual).
+const MAX_SIZED: usize = 64;
+
+/// What a map holds before it first grows (`http`'s smallest table).
+const UNSIZED_ROOM: usize = 6;
+
+impl HeaderCount {
+    /// Counts `headers` as the request leaves the stack.
+    pub(crate) fn record(&self, headers: &HeaderMap) {
+        let count = (headers.len() + WRITTEN_BELOW).min(MAX_SIZED);
+        if self.0.load(Ordering::Relaxed) != count {
+            self.0.store(count, Ordering::Relaxed);
+        }
+    }
+
+    /// An empty map for the next request: unallocated while the last request
+    /// fitted the smallest table, else sized for as many headers as it had.
+    pub(crate) fn new_map(&self) -> HeaderMap {
+        match self.0.load(Ordering::Relaxed) {
+            count if count <= UNSIZED_ROOM => HeaderMap::new(),
+            count => HeaderMap::with_capacity(count),
+        }
+    }
+}
 
 /// Sets the headers `meta` asks for on `req`.
 pub(crate) fn apply(req: &mut HttpRequest, meta: &FrameMeta) -> Result<()> {
@@ -43,6 +92,9 @@ pub(crate) fn apply(req: &mut HttpRequest, meta: &FrameMeta) -> Result<()> {
     if !meta.stateless {
         return Ok(());
     }
+    // Every stateless frame is a request or a notification (replies to server
+    // requests are legacy only): `Mcp-Method` is what marks it stateless.
+    debug_assert!(meta.method.is_some(), "a stateless frame without a method");
     if let Some(method) = meta.method {
         headers.insert(MCP_METHOD.clone(), HeaderValue::from_static(method));
     }
@@ -59,7 +111,6 @@ pub(crate) fn apply(req: &mut HttpRequest, meta: &FrameMeta) -> Result<()> {
         value.set_sensitive(true);
         headers.insert(name, value);
     }
-    req.extensions_mut().insert(Stateless);
     Ok(())
 }
 
@@ -93,7 +144,7 @@ mod tests {
         assert_eq!(req.headers()[&MCP_PROTOCOL_VERSION], "2025-06-18");
         assert!(req.headers().get(&MCP_METHOD).is_none());
         assert!(req.headers().get(&MCP_NAME).is_none());
-        assert!(req.extensions().get::<Stateless>().is_none());
+        assert!(!is_stateless(req.headers()));
     }
 
     #[test]
@@ -119,13 +170,14 @@ mod tests {
         assert_eq!(h["mcp-name"], "my-tool");
         assert_eq!(h["mcp-param-region"], "us-west1");
         assert!(h["mcp-param-region"].is_sensitive());
-        assert!(req.extensions().get::<Stateless>().is_some());
+        assert!(is_stateless(req.headers()));
     }
 
     #[test]
     fn a_header_injection_never_reaches_the_request() {
         let mut req = request();
         let meta = FrameMeta {
+            method: Some("tools/call"),
             stateless: true,
             call: Some(Arc::new(CallHeaders {
                 name: "t".into(),
@@ -137,5 +189,42 @@ mod tests {
             ..FrameMeta::default()
         };
         assert!(apply(&mut req, &meta).is_err());
+    }
+
+    #[test]
+    fn the_next_map_is_sized_for_the_headers_the_last_request_left_with() {
+        let count = HeaderCount::default();
+        // Nothing counted yet, or a request that fitted the smallest table: no
+        // allocation until the first insert, as a map from `HeaderMap::new`.
+        assert_eq!(count.new_map().capacity(), 0);
+        let mut left = HeaderMap::new();
+        for name in ["a", "b", "c", "d"] {
+            left.insert(HeaderName::from_static(name), HeaderValue::from_static("1"));
+        }
+        count.record(&left);
+        assert_eq!(
+            count.new_map().capacity(),
+            0,
+            "4 + Host + Content-Length fit"
+        );
+        left.insert(HeaderName::from_static("e"), HeaderValue::from_static("1"));
+        count.record(&left);
+        let mut next = count.new_map();
+        let room = next.capacity();
+        assert!(room >= 7, "5 + 2 need room for 7, have {room}");
+        for name in ["a", "b", "c", "d", "e", "host", "content-length"] {
+            next.insert(HeaderName::from_static(name), HeaderValue::from_static("1"));
+        }
+        assert_eq!(next.capacity(), room, "the map did not grow");
+        // Back to few headers: back to the unallocated map.
+        count.record(&HeaderMap::new());
+        assert_eq!(count.new_map().capacity(), 0);
+        // A huge request does not make every later map huge.
+        let mut many = HeaderMap::new();
+        for i in 0..200 {
+            many.append(HeaderName::from_static("x"), HeaderValue::from(i));
+        }
+        count.record(&many);
+        assert!(count.new_map().capacity() < 100);
     }
 }

@@ -543,6 +543,7 @@ impl Transport for HttpTransport {
                 session,
                 limits: ctx.limits,
                 redirects: this.inner.redirects,
+                header_count: this.inner.client.header_count(),
             }))
         })
     }

@@ -6,9 +6,9 @@
 //!   text/event-stream` on `GET` (unless the request already has an `Accept`);
 //! - `Content-Type: application/json` on `POST`;
 //! - `Mcp-Session-Id` once a session id is known (marked sensitive: 2025-11-25 asks
-//!   clients to treat it as a secret), on legacy requests only: a request marked
-//!   [`Stateless`] (2026-07-28) carries none, and a session id answering it is
-//!   never captured.
+//!   clients to treat it as a secret), on legacy requests only: a 2026-07-28
+//!   request ([`is_stateless`]: it carries `Mcp-Method`) carries none, and a
+//!   session id answering it is never captured.
 //!
 //! (`MCP-Protocol-Version` and the 2026-07-28 headers come with each frame:
 //! [`super::headers`].)
@@ -29,7 +29,7 @@ use http::Method;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use tower::{Layer, Service};
 
-use super::headers::Stateless;
+use super::headers::is_stateless;
 use super::{HttpRequest, HttpResponse};
 use crate::error::{Error, Result};
 use crate::layer::BoxError;
@@ -153,7 +153,7 @@ where
 
     fn call(&mut self, mut req: HttpRequest) -> Self::Future {
         let method = req.method().clone();
-        let stateless = req.extensions().get::<Stateless>().is_some();
+        let stateless = is_stateless(req.headers());
         let sent = if stateless { None } else { self.state.id() };
         let headers = req.headers_mut();
         if method == Method::POST {

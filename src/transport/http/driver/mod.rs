@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tower::{Service, ServiceExt};
 
 use super::body::{self};
-use super::headers;
+use super::headers::{self, HeaderCount};
 use super::session::SessionState;
 use super::{
     DEFAULT_RETRY, HttpRequest, HttpResponse, HttpService, MAX_RETRY, ResponseBody,
@@ -61,6 +61,7 @@ pub(crate) struct OpenParams {
     pub(crate) session: Arc<SessionState>,
     pub(crate) limits: Limits,
     pub(crate) redirects: usize,
+    pub(crate) header_count: HeaderCount,
 }
 
 /// Opens the transport: nothing is sent until the first frame.
@@ -76,6 +77,7 @@ pub(crate) fn open(params: OpenParams) -> Connection {
         request_timeout: params.limits.request_timeout(),
         open_wait: (params.limits.handshake_timeout() / 4).min(STANDALONE_OPEN_WAIT),
         redirects: params.redirects,
+        header_count: params.header_count,
         tx,
         terminal: OnceLock::new(),
         work: CancellationToken::new(),
@@ -120,6 +122,8 @@ struct Shared {
     max_frame: usize,
     request_timeout: Duration,
     redirects: usize,
+    /// Sizes each POST's header map (see [`HeaderCount`]).
+    header_count: HeaderCount,
     tx: mpsc::Sender<Item>,
     terminal: OnceLock<Error>,
     work: CancellationToken,

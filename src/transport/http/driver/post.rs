@@ -173,6 +173,7 @@ impl Shared {
         let mut req = Request::post(self.endpoint.clone())
             .body(Full::new(frame.bytes.clone()))
             .expect("a POST to a validated URI");
+        *req.headers_mut() = self.header_count.new_map();
         if let Err(error) = headers::apply(&mut req, &frame.meta) {
             match &frame.request {
                 Some(handle) => handle.fail(error),
