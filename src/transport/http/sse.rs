@@ -10,7 +10,7 @@
 //!   growing any buffer;
 //! - validates UTF-8 incrementally and fails with [`SseByteError::Malformed`] on an
 //!   invalid sequence;
-//! - records, in a shared [`SseCursor`], the last event id (committed at each event
+//! - records, in its [`SseCursor`], the last event id (committed at each event
 //!   boundary, as the HTML spec does, including for events without data) and the
 //!   server's `retry:` reconnection time, which resumption needs even for the
 //!   data-less "priming" event a server sends before closing a stream on purpose;
@@ -27,7 +27,6 @@
 
 use std::fmt;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -50,16 +49,6 @@ pub(crate) struct SseCursor {
     pub(crate) last_event_id: Option<String>,
     /// The server's last `retry:` value.
     pub(crate) retry: Option<Duration>,
-}
-
-/// Shared cursor handle.
-pub(crate) type SharedCursor = Arc<Mutex<SseCursor>>;
-
-pub(crate) fn snapshot(cursor: &SharedCursor) -> SseCursor {
-    cursor
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone()
 }
 
 /// Errors of [`BoundedSse`].
@@ -114,7 +103,9 @@ pub(crate) struct BoundedSse<S> {
     id_changed: bool,
     /// An incomplete UTF-8 sequence carried over from the previous chunk.
     utf8_carry: Vec<u8>,
-    cursor: SharedCursor,
+    /// Owned while the stream is read, handed back by [`SseData::into_cursor`]
+    /// (one stream at a time resumes a request: no lock, no shared allocation).
+    cursor: SseCursor,
     failed: bool,
     /// The stream's first bytes, held until they are known not to be (or have been
     /// stripped of) a byte-order mark, whatever the chunking (the parser used
@@ -153,8 +144,8 @@ impl<S> BoundedSse<S> {
     /// Bounds `inner`, each event to `limit` raw bytes, reporting ids and `retry`
     /// into `cursor` (whose current id seeds the id buffer, so a resumed stream keeps
     /// the id until it sends a new one).
-    pub(crate) fn new(inner: S, limit: usize, cursor: SharedCursor) -> Self {
-        let id_buffer = snapshot(&cursor).last_event_id;
+    pub(crate) fn new(inner: S, limit: usize, cursor: SseCursor) -> Self {
+        let id_buffer = cursor.last_event_id.clone();
         BoundedSse {
             inner,
             limit,
@@ -274,8 +265,7 @@ impl<S> BoundedSse<S> {
             // Blank line: the event boundary. Commit the id, as dispatch does.
             self.event_bytes = 0;
             if std::mem::take(&mut self.id_changed) {
-                let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
-                cursor.last_event_id = self.id_buffer.clone().filter(|id| !id.is_empty());
+                self.cursor.last_event_id = self.id_buffer.clone().filter(|id| !id.is_empty());
             }
         } else if !self.other_field {
             let line = &self.line[..];
@@ -302,10 +292,7 @@ impl<S> BoundedSse<S> {
                         .ok()
                         .and_then(|v| v.parse::<u64>().ok())
                         .unwrap_or(u64::MAX);
-                    self.cursor
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .retry = Some(Duration::from_millis(ms));
+                    self.cursor.retry = Some(Duration::from_millis(ms));
                 }
                 _ => {}
             }
@@ -529,6 +516,12 @@ impl<S> SseData<S> {
         None
     }
 
+    /// What the stream told about resuming it (ids committed at event
+    /// boundaries, the last `retry`), seeded with the cursor it was given.
+    pub(crate) fn into_cursor(self) -> SseCursor {
+        self.lines.cursor
+    }
+
     fn dispatch(&mut self) -> Option<Bytes> {
         let data = match self.first.take() {
             Some(first) => first,
@@ -568,15 +561,13 @@ mod tests {
         chunks: Vec<&'static [u8]>,
         limit: usize,
     ) -> (Vec<Result<String, String>>, SseCursor) {
-        let cursor = SharedCursor::default();
         let input = stream::iter(
             chunks
                 .into_iter()
                 .map(|c| Ok::<_, BoxError>(Bytes::from_static(c))),
         );
-        let events = SseData::new(BoundedSse::new(input, limit, cursor.clone()));
         // As the transport does: stop at the first error.
-        let mut events = std::pin::pin!(events);
+        let mut events = SseData::new(BoundedSse::new(input, limit, SseCursor::default()));
         let mut out = Vec::new();
         while let Some(item) = events.next().await {
             match item {
@@ -587,7 +578,7 @@ mod tests {
                 }
             }
         }
-        (out, snapshot(&cursor))
+        (out, events.into_cursor())
     }
 
     #[tokio::test]
@@ -818,9 +809,9 @@ mod tests {
                     chunks.push(Bytes::copy_from_slice(&body[from..to]));
                     from = to;
                 }
-                let cursor = SharedCursor::default();
                 let input = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, BoxError>));
-                let mut events = SseData::new(BoundedSse::new(input, 1 << 20, cursor.clone()));
+                let mut events =
+                    SseData::new(BoundedSse::new(input, 1 << 20, SseCursor::default()));
                 let ended = tokio::runtime::Builder::new_current_thread()
                     .build()
                     .unwrap()
@@ -834,7 +825,7 @@ mod tests {
                     });
                 prop_assert!(ended, "a body of valid UTF-8 within the bound");
                 let (id, retry) = reference_cursor(&body);
-                let got = snapshot(&cursor);
+                let got = events.into_cursor();
                 prop_assert_eq!(got.last_event_id, id);
                 prop_assert_eq!(got.retry, retry);
             }
@@ -876,7 +867,7 @@ mod tests {
     /// Drives `BoundedSse` alone; returns what it forwards and the bytes it examined.
     async fn forward(chunks: Vec<Bytes>, limit: usize) -> (Vec<Bytes>, usize) {
         let input = stream::iter(chunks.into_iter().map(Ok::<_, BoxError>));
-        let mut sse = BoundedSse::new(input, limit, SharedCursor::default());
+        let mut sse = BoundedSse::new(input, limit, SseCursor::default());
         let mut items = Vec::new();
         while let Some(item) = sse.next().await {
             items.push(item.expect("within the bound"));

@@ -11,9 +11,7 @@ use http_body_util::{BodyExt, Full};
 use tokio::sync::oneshot;
 
 use super::super::session::SentSessionId;
-use super::super::sse::{
-    self, BoundedSse, SSE_FRAMING_ALLOWANCE, SharedCursor, SseByteError, SseData,
-};
+use super::super::sse::{BoundedSse, SSE_FRAMING_ALLOWANCE, SseByteError, SseCursor, SseData};
 use super::super::{DELETE_TIMEOUT, MAX_RESUME_ATTEMPTS, ResponseBody};
 use super::{LAST_EVENT_ID, Media, Resume, Shared, StreamEnd, media_type, retry_delay};
 use crate::error::{Error, ErrorKind};
@@ -27,7 +25,7 @@ impl Shared {
     async fn read_stream(
         &self,
         body: ResponseBody,
-        cursor: &SharedCursor,
+        cursor: &mut SseCursor,
         attempts: &mut u32,
         outlet: Option<&Outlet>,
     ) -> bool {
@@ -56,14 +54,14 @@ impl Shared {
     async fn read_events(
         &self,
         body: ResponseBody,
-        cursor: &SharedCursor,
+        cursor: &mut SseCursor,
         outlet: Option<&Outlet>,
     ) -> (StreamEnd, usize) {
         let limit = self.max_frame.saturating_add(SSE_FRAMING_ALLOWANCE);
-        let lines = BoundedSse::new(body.into_data_stream(), limit, cursor.clone());
+        let lines = BoundedSse::new(body.into_data_stream(), limit, std::mem::take(cursor));
         let mut events = SseData::new(lines);
         let mut frames = 0;
-        loop {
+        let end = loop {
             // A caller driving the exchange (`outlet`) needs no watch on the
             // transport's end: that end settles the caller's request, and the
             // rest it detaches runs under that watch (`spawn_rest`).
@@ -71,15 +69,15 @@ impl Shared {
                 Some(_) if !self.work.is_cancelled() => events.next().await,
                 _ => tokio::select! {
                     biased;
-                    _ = self.work.cancelled() => return (StreamEnd::Cancelled, frames),
+                    _ = self.work.cancelled() => break StreamEnd::Cancelled,
                     next = events.next() => next,
                 },
             };
             match next {
-                None => return (StreamEnd::Eof, frames),
+                None => break StreamEnd::Eof,
                 Some(Ok(frame)) => {
                     if frame.len() > self.max_frame {
-                        return (StreamEnd::TooLarge, frames);
+                        break StreamEnd::TooLarge;
                     }
                     let handed = match outlet {
                         Some(outlet) => outlet.hand_over(frame).await,
@@ -88,15 +86,17 @@ impl Shared {
                     if let Err(frame) = handed
                         && !self.deliver(InboundEvent::Frame(frame)).await
                     {
-                        return (StreamEnd::Cancelled, frames);
+                        break StreamEnd::Cancelled;
                     }
                     frames += 1;
                 }
-                Some(Err(SseByteError::TooLarge)) => return (StreamEnd::TooLarge, frames),
-                Some(Err(SseByteError::Body)) => return (StreamEnd::Broken, frames),
-                Some(Err(SseByteError::Malformed)) => return (StreamEnd::Malformed, frames),
+                Some(Err(SseByteError::TooLarge)) => break StreamEnd::TooLarge,
+                Some(Err(SseByteError::Body)) => break StreamEnd::Broken,
+                Some(Err(SseByteError::Malformed)) => break StreamEnd::Malformed,
             }
-        }
+        };
+        *cursor = events.into_cursor();
+        (end, frames)
     }
 
     /// Reads the event stream answering a POST; resumes it with `GET` +
@@ -107,13 +107,15 @@ impl Shared {
         frame: &OutboundFrame,
         outlet: Option<&Outlet>,
     ) {
-        let cursor = SharedCursor::default();
+        let mut cursor = SseCursor::default();
         let mut body = Some(body);
         let mut attempts = 0u32;
         loop {
             // The engine's request deadline bounds the attempts in total.
             if let Some(body) = body.take()
-                && !self.read_stream(body, &cursor, &mut attempts, outlet).await
+                && !self
+                    .read_stream(body, &mut cursor, &mut attempts, outlet)
+                    .await
             {
                 return;
             }
@@ -125,9 +127,11 @@ impl Shared {
             if handle.is_done() {
                 return;
             }
-            let state = sse::snapshot(&cursor);
             // 2026-07-28 has no resumption: a broken stream loses its request.
-            let last_id = state.last_event_id.filter(|_| !frame.meta.stateless);
+            let last_id = cursor
+                .last_event_id
+                .as_deref()
+                .filter(|_| !frame.meta.stateless);
             let Some(last_id) = last_id else {
                 return handle.fail(Error::closed(format!(
                     "server \"{}\" ended the response stream before replying",
@@ -141,12 +145,12 @@ impl Shared {
                     self.server
                 )));
             }
-            let delay = retry_delay(state.retry);
+            let delay = retry_delay(cursor.retry);
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
                 _ = handle.done() => return,
             }
-            match self.resume(Some(&last_id), Some(frame)).await {
+            match self.resume(Some(last_id), Some(frame)).await {
                 Resume::Stream(next) => body = Some(next),
                 Resume::Retry => {}
                 Resume::Refused(error) => return handle.fail(error),
@@ -275,18 +279,20 @@ impl Shared {
     /// row without a delivered message.
     async fn standalone_stream(&self, opened: oneshot::Sender<()>) {
         let mut opened = Some(opened);
-        let cursor = SharedCursor::default();
+        let mut cursor = SseCursor::default();
         let mut attempts = 0u32;
         loop {
-            let last_id = sse::snapshot(&cursor).last_event_id;
-            let resumed = self.resume(last_id.as_deref(), None).await;
+            let resumed = self.resume(cursor.last_event_id.as_deref(), None).await;
             if let Some(opened) = opened.take() {
                 let _ = opened.send(());
             }
             match resumed {
                 // The retry delay paces the reconnects.
                 Resume::Stream(body) => {
-                    if !self.read_stream(body, &cursor, &mut attempts, None).await {
+                    if !self
+                        .read_stream(body, &mut cursor, &mut attempts, None)
+                        .await
+                    {
                         return;
                     }
                 }
@@ -297,7 +303,7 @@ impl Shared {
             if attempts > MAX_RESUME_ATTEMPTS {
                 return;
             }
-            tokio::time::sleep(retry_delay(sse::snapshot(&cursor).retry)).await;
+            tokio::time::sleep(retry_delay(cursor.retry)).await;
         }
     }
 
