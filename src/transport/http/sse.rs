@@ -113,6 +113,16 @@ pub(crate) struct BoundedSse<S> {
     head: Option<Vec<u8>>,
     /// The rest of the current chunk: already scanned, not yet forwarded.
     pending: Bytes,
+    /// Where `pending` starts in its chunk.
+    pending_start: usize,
+    /// The line ends the scan of the current chunk found (offsets in the chunk),
+    /// the first [`RECORDED_ENDS`] of them, so that forwarding the lines does not
+    /// search for them again; `ends_taken` of them are forwarded.
+    ends: [u32; RECORDED_ENDS],
+    ends_found: u8,
+    ends_taken: u8,
+    /// `ends` holds every line end of the chunk (else the rest is searched for).
+    ends_complete: bool,
     /// The start of a line whose end has not arrived (within the event bound).
     partial: Vec<u8>,
     /// The last forwarded line ended with `\r`: a `\n` right after it is part of
@@ -124,6 +134,11 @@ pub(crate) struct BoundedSse<S> {
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Line ends of a chunk kept from its scan: an event of a few lines, the usual
+/// chunk, has them all; a chunk of more lines is searched again past them (the
+/// record stays a fixed size however many lines a chunk has).
+const RECORDED_ENDS: usize = 8;
 
 /// Bytes enough to tell an `id` or `retry` line from any other (`retry:`).
 const FIELD_PREFIX: usize = 6;
@@ -162,6 +177,11 @@ impl<S> BoundedSse<S> {
             failed: false,
             head: Some(Vec::new()),
             pending: Bytes::new(),
+            pending_start: 0,
+            ends: [0; RECORDED_ENDS],
+            ends_found: 0,
+            ends_taken: 0,
+            ends_complete: true,
             partial: Vec::new(),
             skip_lf: false,
             #[cfg(test)]
@@ -196,6 +216,9 @@ impl<S> BoundedSse<S> {
     fn scan(&mut self, chunk: &[u8]) -> Result<(), SseByteError> {
         self.count(chunk.len());
         self.check_utf8(chunk)?;
+        self.ends_found = 0;
+        self.ends_taken = 0;
+        self.ends_complete = true;
         // Line by line: the text between line ends is taken in one step (a data
         // line is never copied byte by byte).
         let mut rest = chunk;
@@ -213,6 +236,7 @@ impl<S> BoundedSse<S> {
                 self.add_to_line(rest);
                 break;
             };
+            self.record_end(chunk.len() - rest.len() + end);
             // The line end counts toward the event before the line ends it.
             self.add_event_bytes(end + 1)?;
             self.add_to_line(&rest[..end]);
@@ -221,6 +245,43 @@ impl<S> BoundedSse<S> {
             rest = &rest[end + 1..];
         }
         Ok(())
+    }
+
+    /// Keeps the offset of a line end the scan found, while there is room.
+    fn record_end(&mut self, at: usize) {
+        match u32::try_from(at) {
+            Ok(at) if usize::from(self.ends_found) < RECORDED_ENDS => {
+                self.ends[usize::from(self.ends_found)] = at;
+                self.ends_found += 1;
+            }
+            _ => self.ends_complete = false,
+        }
+    }
+
+    /// The next line end in `pending`, as an offset in it: recorded by the
+    /// scan, or searched for past the recorded ones.
+    fn next_end(&mut self) -> Option<usize> {
+        if self.ends_taken < self.ends_found {
+            let at = self.ends[usize::from(self.ends_taken)] as usize;
+            self.ends_taken += 1;
+            return Some(at - self.pending_start);
+        }
+        if self.ends_complete {
+            return None;
+        }
+        memchr::memchr2(b'\n', b'\r', &self.pending)
+    }
+
+    /// Forwards `n` bytes of `pending`.
+    fn take_pending(&mut self, n: usize) -> Bytes {
+        self.pending_start += n;
+        self.pending.split_to(n)
+    }
+
+    /// Drops `n` bytes of `pending` (copied, or a line end's `\n`).
+    fn skip_pending(&mut self, n: usize) {
+        self.pending_start += n;
+        self.pending.advance(n);
     }
 
     /// Counts `n` raw bytes toward the current event's bound.
@@ -310,13 +371,13 @@ impl<S> BoundedSse<S> {
             self.skip_lf = false;
             if self.pending[0] == b'\n' {
                 self.count(1);
-                self.pending.advance(1);
+                self.skip_pending(1);
             }
         }
         if self.pending.is_empty() {
             return None;
         }
-        let Some(end) = memchr::memchr2(b'\n', b'\r', &self.pending) else {
+        let Some(end) = self.next_end() else {
             self.count(self.pending.len());
             self.partial.extend_from_slice(&self.pending);
             self.pending.clear();
@@ -328,18 +389,18 @@ impl<S> BoundedSse<S> {
             // The whole line is in this chunk: forward it without a copy when its
             // line end is already complete.
             if !cr {
-                return Some(self.pending.split_to(end + 1));
+                return Some(self.take_pending(end + 1));
             }
             if self.pending.get(end + 1) == Some(&b'\n') {
                 self.count(1);
-                return Some(self.pending.split_to(end + 2));
+                return Some(self.take_pending(end + 2));
             }
         }
         let mut line = std::mem::take(&mut self.partial);
         line.reserve_exact(end + 1);
         line.extend_from_slice(&self.pending[..end]);
         line.push(b'\n');
-        self.pending.advance(end + 1);
+        self.skip_pending(end + 1);
         self.skip_lf = cr;
         Some(Bytes::from(line))
     }
@@ -441,6 +502,7 @@ where
                 return Poll::Ready(Some(Err(e)));
             }
             self.pending = chunk;
+            self.pending_start = 0;
         }
     }
 }
@@ -970,6 +1032,24 @@ mod tests {
         assert_eq!(cursor.retry, Some(Duration::from_millis(9)));
         for chunks in chunkings(body) {
             assert_eq!(run(chunks.clone(), 256).await.0, want, "{chunks:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_chunk_of_more_lines_than_its_scan_records_gives_the_same_events() {
+        // Every line end of the chunk in its record, then three times as many
+        // (the rest searched for again), against the same lines one per chunk.
+        for events in [RECORDED_ENDS / 2 - 1, 3 * RECORDED_ENDS] {
+            let body: String = (0..events)
+                .map(|i| format!("id: {i}\r\ndata: {i}\r\n\r\n"))
+                .collect();
+            let body: &'static [u8] = Box::leak(body.into_boxed_str()).as_bytes();
+            let (whole, cursor) = run(vec![body], 256).await;
+            let want: Vec<_> = (0..events).map(|i| Ok(i.to_string())).collect();
+            assert_eq!(whole, want);
+            assert_eq!(cursor.last_event_id, Some((events - 1).to_string()));
+            let lines: Vec<&'static [u8]> = body.split_inclusive(|&b| b == b'\n').collect();
+            assert_eq!(run(lines, 256).await.0, want);
         }
     }
 }
