@@ -81,6 +81,26 @@ struct Grant {
     https: bool,
     host: HostPattern,
     port: Option<u16>,
+    /// `host:port` for an exact host and port (derived from them): a request
+    /// whose authority is exactly this is allowed without parsing its host and
+    /// port (every other authority takes the full comparison).
+    authority: Option<Box<str>>,
+}
+
+impl Grant {
+    fn new(methods: u8, https: bool, host: HostPattern, port: Option<u16>) -> Grant {
+        let authority = match (&host, port) {
+            (HostPattern::Exact(host), Some(port)) => Some(format!("{host}:{port}").into()),
+            _ => None,
+        };
+        Grant {
+            methods,
+            https,
+            host,
+            port,
+            authority,
+        }
+    }
 }
 
 #[derive(Clone, PartialEq, Eq)]
@@ -146,12 +166,12 @@ impl EgressGrants {
         let host = host_pattern(&host)
             .ok_or_else(|| Error::config("the endpoint's host cannot be expressed as a grant"))?;
         Ok(EgressGrants {
-            grants: vec![Grant {
-                methods: GET | POST | DELETE,
-                https: scheme == "https",
+            grants: vec![Grant::new(
+                GET | POST | DELETE,
+                scheme == "https",
                 host,
-                port: Some(port),
-            }],
+                Some(port),
+            )],
         })
     }
 
@@ -173,16 +193,25 @@ impl EgressGrants {
             Some(s) if s.eq_ignore_ascii_case("https") => true,
             _ => return false,
         };
+        let Some(authority) = uri.authority() else {
+            return false;
+        };
+        // The usual request, to the endpoint's own `host:port`: one comparison.
+        let granted = |g: &Grant| g.methods & bit != 0 && g.https == https;
+        if self
+            .grants
+            .iter()
+            .any(|g| granted(g) && g.authority.as_deref() == Some(authority.as_str()))
+        {
+            return true;
+        }
         let Some(host) = uri.host() else {
             return false;
         };
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-        self.grants.iter().any(|g| {
-            g.methods & bit != 0
-                && g.https == https
-                && g.port.is_none_or(|p| p == port)
-                && g.host.matches(host)
-        })
+        self.grants
+            .iter()
+            .any(|g| granted(g) && g.port.is_none_or(|p| p == port) && g.host.matches(host))
     }
 
     /// True when there is no grant at all.
@@ -385,12 +414,7 @@ fn parse_grant(text: &str) -> Option<Grant> {
         }
         Some(_) => return None,
     };
-    Some(Grant {
-        methods,
-        https,
-        host: host_pattern(host)?,
-        port,
-    })
+    Some(Grant::new(methods, https, host_pattern(host)?, port))
 }
 
 fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
@@ -599,6 +623,22 @@ mod tests {
         ));
         assert!(allows("net:POST:HTTP://h:*", Method::POST, "http://h:1/x"));
         assert!(allows("net:post:http://h:*", Method::POST, "http://h/x"));
+    }
+
+    #[test]
+    fn an_authority_that_is_not_exactly_the_granted_one_is_still_compared_in_full() {
+        let g = "net:post:http://localhost:8080";
+        assert!(allows(g, Method::POST, "http://localhost:8080/mcp"));
+        assert!(allows(g, Method::POST, "http://LocalHost:8080/mcp"));
+        assert!(allows(g, Method::POST, "http://user@localhost:8080/mcp"));
+        assert!(!allows(g, Method::GET, "http://localhost:8080/mcp"));
+        assert!(!allows(g, Method::POST, "https://localhost:8080/mcp"));
+        assert!(!allows(g, Method::POST, "http://localhost:80/mcp"));
+        assert!(!allows(g, Method::POST, "http://localhost:8080.evil/mcp"));
+        let default_port = "net:get:https://h";
+        assert!(allows(default_port, Method::GET, "https://h/"));
+        assert!(allows(default_port, Method::GET, "https://h:443/"));
+        assert!(!allows(default_port, Method::GET, "https://h:444/"));
     }
 
     #[test]

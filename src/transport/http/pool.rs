@@ -338,7 +338,7 @@ impl<C: Connect> Shared<C> {
         let index = match state
             .origins
             .iter()
-            .position(|o| o.authority == *authority && o.scheme == *scheme)
+            .position(|o| o.scheme == *scheme && same_authority(&o.authority, authority))
         {
             Some(index) => index,
             None => state.add_origin(scheme, authority),
@@ -750,6 +750,12 @@ impl Future for WriteLater {
         cx.waker().wake_by_ref();
         Poll::Pending
     }
+}
+
+/// `Authority`'s own equality ignores ASCII case byte by byte; the usual
+/// request names its origin exactly as the last one did.
+fn same_authority(a: &Authority, b: &Authority) -> bool {
+    a.as_str() == b.as_str() || a == b
 }
 
 /// The `Host` value of an origin: the authority without userinfo, the port only

@@ -448,7 +448,6 @@ fn retry_delay(retry: Option<Duration>) -> Duration {
     retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)
 }
 
-/// The lower-cased media type of a response, without parameters.
 /// The media type of a response: the essence of its `Content-Type` (before any
 /// `;`, trimmed, compared case-insensitively), read without allocating.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -461,11 +460,16 @@ enum Media {
 }
 
 fn media_type(response: &HttpResponse) -> Media {
-    let Some(value) = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    else {
+    let Some(value) = response.headers().get(CONTENT_TYPE) else {
+        return Media::Missing;
+    };
+    // The usual values, exactly: no parameters to split off, nothing to trim.
+    match value.as_bytes() {
+        b"application/json" => return Media::Json,
+        b"text/event-stream" => return Media::EventStream,
+        _ => {}
+    }
+    let Ok(value) = value.to_str() else {
         return Media::Missing;
     };
     let essence = value.split(';').next().unwrap_or("").trim();
@@ -626,5 +630,41 @@ impl Shutdown for HttpShutdown {
             shared.delete_session().await;
             drop(self);
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_content_type(value: Option<&[u8]>) -> Media {
+        let mut response = HttpResponse::new(ResponseBody::default());
+        if let Some(value) = value {
+            response.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_bytes(value).expect("a header value"),
+            );
+        }
+        media_type(&response)
+    }
+
+    #[test]
+    fn media_types_are_read_by_their_essence_whatever_the_spelling() {
+        for (value, media) in [
+            (&b"application/json"[..], Media::Json),
+            (b"text/event-stream", Media::EventStream),
+            (b"application/json; charset=utf-8", Media::Json),
+            (b"Application/JSON", Media::Json),
+            (b" text/event-stream ;x=1", Media::EventStream),
+            (b"TEXT/EVENT-STREAM", Media::EventStream),
+            (b"application/jsonl", Media::Other),
+            (b"text/event-stream-x", Media::Other),
+            (b"text/html", Media::Other),
+            (b"", Media::Other),
+            (b"application/json\xff", Media::Missing),
+        ] {
+            assert_eq!(with_content_type(Some(value)), media, "{value:?}");
+        }
+        assert_eq!(with_content_type(None), Media::Missing);
     }
 }

@@ -317,6 +317,20 @@ fn host_values_omit_default_ports() {
 }
 
 #[test]
+fn authorities_differing_only_in_case_are_one_origin() {
+    let same = |a: &str, b: &str| {
+        same_authority(
+            &a.parse().expect("authority"),
+            &b.parse().expect("authority"),
+        )
+    };
+    assert!(same("h.example:8080", "h.example:8080"));
+    assert!(same("H.Example:8080", "h.example:8080"));
+    assert!(!same("h.example:8080", "h.example:8081"));
+    assert!(!same("h.example", "h.example:80"));
+}
+
+#[test]
 fn origin_form_keeps_path_and_query_only() {
     let form = |uri: &str| {
         let mut uri: Uri = uri.parse().expect("uri");
