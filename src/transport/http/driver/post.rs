@@ -5,7 +5,7 @@
 use std::sync::{Arc, PoisonError};
 
 use bytes::Bytes;
-use http::{Request, StatusCode};
+use http::{Method, Request, StatusCode};
 use http_body_util::Full;
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -170,9 +170,11 @@ impl Shared {
         permit: OwnedSemaphorePermit,
         outlet: Option<&Outlet>,
     ) -> Option<Bytes> {
-        let mut req = Request::post(self.endpoint.clone())
-            .body(Full::new(frame.bytes.clone()))
-            .expect("a POST to a validated URI");
+        // Built in place rather than by `Request::post` (whose builder moves the
+        // request's parts through a `Result` at every step).
+        let mut req = Request::new(Full::new(frame.bytes.clone()));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = self.endpoint.clone();
         *req.headers_mut() = self.header_count.new_map();
         if let Err(error) = headers::apply(&mut req, &frame.meta) {
             match &frame.request {
