@@ -907,6 +907,45 @@ async fn a_declared_oversized_json_body_is_refused_before_reading() {
 }
 
 #[tokio::test]
+async fn a_declared_oversized_json_body_is_refused_without_waiting_for_it() {
+    // A gigabyte announced, one byte sent, then nothing: only the declared length
+    // can end this before the request's deadline.
+    let server = TestServer::start(|_| async {
+        use futures_util::StreamExt as _;
+        use http_body_util::BodyExt as _;
+        let body = futures_util::stream::once(async {
+            Ok::<_, std::io::Error>(http_body::Frame::data(Bytes::from_static(b"[")))
+        })
+        .chain(futures_util::stream::pending());
+        let mut response =
+            http::Response::new(http_body_util::StreamBody::new(body).boxed_unsync());
+        let headers = response.headers_mut();
+        headers.insert(
+            "content-type",
+            http::HeaderValue::from_static("application/json"),
+        );
+        headers.insert(
+            "content-length",
+            http::HeaderValue::from_static("1073741824"),
+        );
+        response
+    })
+    .await;
+    let transport = HttpTransport::builder("test", server.url())
+        .build()
+        .unwrap();
+    let Connection {
+        mut sink,
+        mut source,
+        ..
+    } = open_with(transport, small_frames()).await;
+    sink.send(request(PING, &Pending::new())).await.unwrap();
+    let error = closed(&mut source).await;
+    assert_eq!(error.kind(), ErrorKind::ProtocolError);
+    assert!(error.message().contains("maxFrameBytes"), "{error}");
+}
+
+#[tokio::test]
 async fn a_frame_of_exactly_max_frame_bytes_is_accepted() {
     let data = format!("\"{}\"", "y".repeat(64 * 1024 - 2));
     let event = format!("data: {data}\n\n");

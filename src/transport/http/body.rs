@@ -1,7 +1,7 @@
 //! Collecting a response body with a hard cap.
 
 use bytes::{Bytes, BytesMut};
-use http::header::CONTENT_LENGTH;
+use http_body::Body as _;
 use http_body_util::BodyExt;
 
 use super::{HttpResponse, ResponseBody};
@@ -17,14 +17,11 @@ pub(crate) enum BodyError {
 }
 
 /// True when the response declares a `Content-Length` above `max`: it can be refused
-/// before a byte of the body is read.
+/// before a byte of the body is read. Read from the body's size hint, which
+/// hyper sets from the header it already parsed (a body without a declared
+/// length hints at least 0 bytes, and is bounded as it is read).
 pub(crate) fn declared_too_large(response: &HttpResponse, max: usize) -> bool {
-    response
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .is_some_and(|len| len > max as u64)
+    response.body().size_hint().lower() > max as u64
 }
 
 /// Reads the whole body, failing as soon as more than `max` bytes arrived. At most
