@@ -890,10 +890,8 @@ async fn an_endless_json_body_fails_at_max_frame_bytes() {
     assert_bounded("application/json", "[\"").await;
 }
 
-#[tokio::test]
-async fn a_declared_oversized_json_body_is_refused_before_reading() {
-    let server =
-        TestServer::start(|_| async { full(200, "application/json", vec![b' '; 65 * 1024]) }).await;
+/// How the session ends when one request, with `small_frames`, meets `server`.
+async fn session_end_of_one_request(server: &TestServer) -> Error {
     let transport = HttpTransport::builder("test", server.url())
         .build()
         .unwrap();
@@ -903,7 +901,15 @@ async fn a_declared_oversized_json_body_is_refused_before_reading() {
         ..
     } = open_with(transport, small_frames()).await;
     sink.send(request(PING, &Pending::new())).await.unwrap();
-    assert_eq!(closed(&mut source).await.kind(), ErrorKind::ProtocolError);
+    closed(&mut source).await
+}
+
+#[tokio::test]
+async fn a_declared_oversized_json_body_is_refused_before_reading() {
+    let server =
+        TestServer::start(|_| async { full(200, "application/json", vec![b' '; 65 * 1024]) }).await;
+    let error = session_end_of_one_request(&server).await;
+    assert_eq!(error.kind(), ErrorKind::ProtocolError);
 }
 
 #[tokio::test]
@@ -931,16 +937,7 @@ async fn a_declared_oversized_json_body_is_refused_without_waiting_for_it() {
         response
     })
     .await;
-    let transport = HttpTransport::builder("test", server.url())
-        .build()
-        .unwrap();
-    let Connection {
-        mut sink,
-        mut source,
-        ..
-    } = open_with(transport, small_frames()).await;
-    sink.send(request(PING, &Pending::new())).await.unwrap();
-    let error = closed(&mut source).await;
+    let error = session_end_of_one_request(&server).await;
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
     assert!(error.message().contains("maxFrameBytes"), "{error}");
 }
