@@ -20,8 +20,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use http::Uri;
 use http::header::PROXY_AUTHORIZATION;
+use http::{Method, Uri};
 use hyper::rt;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::proxy::Tunnel;
@@ -286,7 +286,9 @@ impl Service<HttpRequest> for HyperService {
             auth.set_sensitive(true);
             req.headers_mut().insert(PROXY_AUTHORIZATION, auth);
         }
-        self.headers.record(req.headers());
+        if req.method() == Method::POST {
+            self.headers.record(req.headers());
+        }
         HyperFuture(self.pool.send(req))
     }
 }

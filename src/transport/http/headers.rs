@@ -41,7 +41,7 @@ pub(crate) fn is_stateless(headers: &HeaderMap) -> bool {
     headers.contains_key(&MCP_METHOD)
 }
 
-/// How many headers a POST reached the connection with, so that the next
+/// How many headers the last POST reached the connection with, so that the next
 /// POST's map is allocated at its final size once. A map starts with room for
 /// 6; the seventh header (a 2026-07-28 request, a bearer token, a user layer's
 /// header) makes it reallocate its entries and rehash them all, about 1.7k
@@ -61,7 +61,8 @@ const MAX_SIZED: usize = 64;
 const UNSIZED_ROOM: usize = 6;
 
 impl HeaderCount {
-    /// Counts `headers` as the request leaves the stack.
+    /// Counts the headers of a POST leaving the stack (other requests, which
+    /// carry fewer, are not counted: only POSTs are sized).
     pub(crate) fn record(&self, headers: &HeaderMap) {
         let count = (headers.len() + WRITTEN_BELOW).min(MAX_SIZED);
         if self.0.load(Ordering::Relaxed) != count {
@@ -92,12 +93,16 @@ pub(crate) fn apply(req: &mut HttpRequest, meta: &FrameMeta) -> Result<()> {
     if !meta.stateless {
         return Ok(());
     }
-    // Every stateless frame is a request or a notification (replies to server
-    // requests are legacy only): `Mcp-Method` is what marks it stateless.
-    debug_assert!(meta.method.is_some(), "a stateless frame without a method");
-    if let Some(method) = meta.method {
-        headers.insert(MCP_METHOD.clone(), HeaderValue::from_static(method));
-    }
+    // 2026-07-28 sends `Mcp-Method` on every POST (the engine's stateless frames
+    // are requests and notifications; replies to server requests are legacy
+    // only), and that header is what marks the request stateless: a frame of
+    // another sender without a method is refused rather than sent as legacy.
+    let Some(method) = meta.method else {
+        return Err(Error::protocol(
+            "a 2026-07-28 frame must name its method (Mcp-Method)",
+        ));
+    };
+    headers.insert(MCP_METHOD.clone(), HeaderValue::from_static(method));
     let call = meta.call.as_deref();
     if let Some(call) = call {
         let value = HeaderValue::from_str(&call.name).map_err(|_| invalid())?;
@@ -189,6 +194,19 @@ mod tests {
             ..FrameMeta::default()
         };
         assert!(apply(&mut req, &meta).is_err());
+    }
+
+    #[test]
+    fn a_stateless_frame_without_a_method_is_refused_not_sent_as_legacy() {
+        let mut req = request();
+        let meta = FrameMeta {
+            protocol_version: Some("2026-07-28"),
+            stateless: true,
+            ..FrameMeta::default()
+        };
+        let error = apply(&mut req, &meta).expect_err("no method");
+        assert_eq!(error.kind(), crate::ErrorKind::ProtocolError);
+        assert!(error.message().contains("Mcp-Method"), "{error}");
     }
 
     #[test]
