@@ -220,6 +220,13 @@ enum Failed {
     Sent(BoxError),
 }
 
+/// The largest allocation glibc's per-thread cache serves (`tcache`, 64 size
+/// classes up to 1032 bytes): a future boxed for every request stays within
+/// it (tests), so worker threads reuse its memory without taking the shared
+/// heap's lock.
+#[cfg(test)]
+pub(super) const THREAD_CACHE_MAX: usize = 1032;
+
 impl<C: Connect> Pool<C> {
     /// A pool connecting with `connector`.
     pub(crate) fn new(connector: C, idle_timeout: Duration, max_idle: usize) -> Self {
@@ -266,59 +273,73 @@ impl<C: Connect> Shared<C> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    async fn send(self: Arc<Self>, mut req: HttpRequest) -> Result<HttpResponse, BoxError> {
-        let (scheme, authority) = match (req.uri().scheme(), req.uri().authority()) {
-            (Some(scheme), Some(authority)) => (scheme.clone(), authority.clone()),
-            _ => return Err(Box::new(NotAbsolute)),
-        };
-        let uri = req.uri().clone();
-        // Before a connection is taken: a request dropped meanwhile leaves none
-        // half-used.
-        WriteLater::default().await;
-        loop {
-            let (checked, host, origin) = self.check_out(&scheme, &authority);
-            let (checked, reused) = match checked {
-                Some(checked) => (checked, true),
-                // Boxed: connecting (TCP, proxy, TLS) is rare and its state
-                // large (6.7 KiB); every request's future would carry it.
-                None => (
-                    Box::pin(self.connect(&scheme, &authority, origin)).await?,
-                    false,
-                ),
+    /// A plain function returning an `async move` block: an `async fn` would
+    /// store the request twice (its argument, and the local it is moved to),
+    /// and each request's future is boxed, so its size is an allocation's.
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an `async fn` stores its arguments twice (see above)"
+    )]
+    fn send(
+        self: Arc<Self>,
+        mut req: HttpRequest,
+    ) -> impl Future<Output = Result<HttpResponse, BoxError>> + Send + 'static {
+        async move {
+            let (scheme, authority) = match (req.uri().scheme(), req.uri().authority()) {
+                (Some(scheme), Some(authority)) => (scheme.clone(), authority.clone()),
+                _ => return Err(Box::new(NotAbsolute) as BoxError),
             };
-            match checked {
-                Checked::Http2(id, mut send) => match send.try_send_request(req).await {
-                    Ok(response) => {
-                        return Ok(response
-                            .map(|body| PooledBody::<C::Io>::new(body, None).boxed_unsync()));
-                    }
-                    Err(mut error) => match error.take_message() {
-                        // The connection was going away (the server's GOAWAY)
-                        // before the request was sent: forget it, send anew.
-                        Some(unsent) if reused => {
-                            self.forget_h2(origin, id);
-                            req = unsent;
-                            *req.uri_mut() = uri.clone();
+            let uri = req.uri().clone();
+            // Before a connection is taken: a request dropped meanwhile leaves none
+            // half-used.
+            WriteLater::default().await;
+            loop {
+                let (checked, host, origin) = self.check_out(&scheme, &authority);
+                let (checked, reused) = match checked {
+                    Some(checked) => (checked, true),
+                    // Boxed: connecting (TCP, proxy, TLS) is rare and its state
+                    // large (6.7 KiB); every request's future would carry it.
+                    None => (
+                        Box::pin(self.connect(&scheme, &authority, origin)).await?,
+                        false,
+                    ),
+                };
+                match checked {
+                    Checked::Http2(id, mut send) => match send.try_send_request(req).await {
+                        Ok(response) => {
+                            return Ok(response
+                                .map(|body| PooledBody::<C::Io>::new(body, None).boxed_unsync()));
                         }
-                        _ => return Err(Box::new(error.into_error())),
+                        Err(mut error) => match error.take_message() {
+                            // The connection was going away (the server's GOAWAY)
+                            // before the request was sent: forget it, send anew.
+                            Some(unsent) if reused => {
+                                self.forget_h2(origin, id);
+                                req = unsent;
+                                *req.uri_mut() = uri.clone();
+                            }
+                            _ => return Err(Box::new(error.into_error())),
+                        },
                     },
-                },
-                Checked::Http1(conn) => {
-                    if !req.headers().contains_key(HOST) {
-                        req.headers_mut().insert(HOST, host);
-                    }
-                    if !conn.proxied {
-                        origin_form(req.uri_mut());
-                    }
-                    match exchange(conn, req).await {
-                        Ok(response) => return Ok(response),
-                        Err(Failed::Unsent(unsent, _)) if reused => {
-                            // The idle connection was closed under us before the
-                            // request went out: send it on another.
-                            req = *unsent;
-                            *req.uri_mut() = uri.clone();
+                    Checked::Http1(conn) => {
+                        if !req.headers().contains_key(HOST) {
+                            req.headers_mut().insert(HOST, host);
                         }
-                        Err(Failed::Unsent(_, error) | Failed::Sent(error)) => return Err(error),
+                        if !conn.proxied {
+                            origin_form(req.uri_mut());
+                        }
+                        match exchange(conn, req).await {
+                            Ok(response) => return Ok(response),
+                            Err(Failed::Unsent(unsent, _)) if reused => {
+                                // The idle connection was closed under us before the
+                                // request went out: send it on another.
+                                req = *unsent;
+                                *req.uri_mut() = uri.clone();
+                            }
+                            Err(Failed::Unsent(_, error) | Failed::Sent(error)) => {
+                                return Err(error);
+                            }
+                        }
                     }
                 }
             }
@@ -514,33 +535,55 @@ impl<Io: Stream> H1<Io> {
 
 /// Sends `req` on an HTTP/1.1 connection, driving the connection until the
 /// response head is in; the body goes on driving it.
-async fn exchange<Io: Stream>(
+fn exchange<Io: Stream>(
     mut h1: Box<H1<Io>>,
     req: HttpRequest,
-) -> Result<HttpResponse, Failed> {
-    let response = h1.send.try_send_request(req);
-    let mut response = std::pin::pin!(response);
-    let mut conn = Some(h1);
-    let outcome = std::future::poll_fn(|cx| {
+) -> H1Exchange<impl Future<Output = HyperResult>, Io> {
+    H1Exchange {
+        response: h1.send.try_send_request(req),
+        conn: Some(h1),
+    }
+}
+
+/// What hyper's HTTP/1.1 `try_send_request` ends with.
+type HyperResult = Result<http::Response<Incoming>, hyper::client::conn::TrySendError<HttpRequest>>;
+
+pin_project_lite::pin_project! {
+    /// [`exchange`]'s future: a struct rather than an `async` block, which
+    /// would store hyper's response future twice (captured, then pinned).
+    struct H1Exchange<F, Io: Stream> {
+        #[pin]
+        response: F,
+        conn: Option<Box<H1<Io>>>,
+    }
+}
+
+impl<F: Future<Output = HyperResult>, Io: Stream> Future for H1Exchange<F, Io> {
+    type Output = Result<HttpResponse, Failed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
         // The connection first: it writes the request and reads the head, which
         // resolves the response future.
-        if let Some(h1) = &mut conn
+        if let Some(h1) = this.conn
             && Pin::new(&mut h1.conn).poll(cx).is_ready()
         {
             // It ended (closed or failed) before the head came: dropping it
             // answers the request (with its message when it was never written);
             // kept, the request would wait forever.
-            conn = None;
+            *this.conn = None;
         }
-        response.as_mut().poll(cx)
-    })
-    .await;
-    match outcome {
-        Ok(response) => Ok(response.map(|body| PooledBody::new(body, conn).boxed_unsync())),
-        Err(mut error) => match error.take_message() {
-            Some(req) => Err(Failed::Unsent(Box::new(req), Box::new(error.into_error()))),
-            None => Err(Failed::Sent(Box::new(error.into_error()))),
-        },
+        let outcome = std::task::ready!(this.response.poll(cx));
+        Poll::Ready(match outcome {
+            Ok(response) => {
+                let conn = this.conn.take();
+                Ok(response.map(|body| PooledBody::new(body, conn).boxed_unsync()))
+            }
+            Err(mut error) => match error.take_message() {
+                Some(req) => Err(Failed::Unsent(Box::new(req), Box::new(error.into_error()))),
+                None => Err(Failed::Sent(Box::new(error.into_error()))),
+            },
+        })
     }
 }
 

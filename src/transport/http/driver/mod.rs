@@ -106,6 +106,13 @@ pub(crate) fn open(params: OpenParams) -> Connection {
     }
 }
 
+/// What an exchange through the stack ends with.
+type StackResult = std::result::Result<HttpResponse, BoxError>;
+
+/// The stack's future for one request (as a [`tower::util::BoxCloneService`]
+/// returns it).
+type StackFuture = BoxFuture<'static, StackResult>;
+
 enum Item {
     Event(InboundEvent),
     /// Acknowledged when the source reaches it: every earlier item has been
@@ -193,11 +200,30 @@ impl Shared {
     }
 
     /// Queues an event for the source; false when the transport is ending.
+    ///
+    /// Queued at once when there is room (the usual case); only a full queue
+    /// costs a boxed wait, so that every future delivering an event (each
+    /// event of a stream, each POST's) stays small.
     async fn deliver(&self, event: InboundEvent) -> bool {
+        if self.work.is_cancelled() {
+            return false;
+        }
+        match self.tx.try_send(Item::Event(event)) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Err(mpsc::error::TrySendError::Full(item)) => {
+                Box::pin(self.deliver_waiting(item)).await
+            }
+        }
+    }
+
+    /// [`Shared::deliver`] when the queue is full: waits for room, or for the
+    /// transport's end.
+    async fn deliver_waiting(&self, item: Item) -> bool {
         tokio::select! {
             biased;
             _ = self.work.cancelled() => false,
-            sent = self.tx.send(Item::Event(event)) => sent.is_ok(),
+            sent = self.tx.send(item) => sent.is_ok(),
         }
     }
 
@@ -218,40 +244,32 @@ impl Shared {
     /// waits for readiness, as `ServiceExt::oneshot` does. Cloning the stack per
     /// request is an allocation and a clone of every layer (the HTTP client's
     /// included), spent only when a layer is not ready.
-    async fn call_stack(&self, req: HttpRequest) -> std::result::Result<HttpResponse, BoxError> {
-        let call = {
-            let mut service = self.service.lock().unwrap_or_else(PoisonError::into_inner);
-            // A no-op waker: on `Pending` the request waits on the clone, which
-            // polls with this task's own.
-            let mut cx = Context::from_waker(Waker::noop());
-            match service.poll_ready(&mut cx) {
-                Poll::Ready(Ok(())) => Ok(service.call(req)),
-                Poll::Ready(Err(error)) => return Err(error),
-                Poll::Pending => Err((service.clone(), req)),
-            }
-        };
-        match call {
-            Ok(response) => response.await,
-            // Boxed: rare, and a second stack future (and a clone of the stack)
-            // would otherwise enlarge every POST's future.
-            Err((service, req)) => Box::pin(service.oneshot(req)).await,
+    ///
+    /// A plain function returning the stack's own (boxed) future: the request is
+    /// moved into it at once, so no future awaiting it carries the request too.
+    fn call_stack(&self, req: HttpRequest) -> StackFuture {
+        let mut service = self.service.lock().unwrap_or_else(PoisonError::into_inner);
+        // A no-op waker: on `Pending` the request waits on the clone, which
+        // polls with this task's own.
+        let mut cx = Context::from_waker(Waker::noop());
+        match service.poll_ready(&mut cx) {
+            Poll::Ready(Ok(())) => service.call(req),
+            Poll::Ready(Err(error)) => Box::pin(std::future::ready(Err(error))),
+            Poll::Pending => Box::pin(service.clone().oneshot(req)),
         }
     }
 
-    /// One exchange through the stack, following same-origin redirects when allowed.
-    async fn exchange(&self, req: HttpRequest) -> std::result::Result<HttpResponse, BoxError> {
+    /// One exchange through the stack, following same-origin redirects when
+    /// allowed (a plain function for the reason [`Shared::call_stack`] is).
+    fn exchange(&self, req: HttpRequest) -> BoxFuture<'_, StackResult> {
         if self.redirects == 0 {
-            return self.call_stack(req).await;
+            return self.call_stack(req);
         }
-        // Boxed: the redirect loop's state is not carried by every POST's future.
-        Box::pin(self.follow_redirects(req)).await
+        Box::pin(self.follow_redirects(req))
     }
 
     /// [`Shared::exchange`] when redirects are allowed.
-    async fn follow_redirects(
-        &self,
-        mut req: HttpRequest,
-    ) -> std::result::Result<HttpResponse, BoxError> {
+    async fn follow_redirects(&self, mut req: HttpRequest) -> StackResult {
         let mut hops = 0;
         loop {
             let method = req.method().clone();
@@ -666,5 +684,31 @@ mod tests {
             assert_eq!(with_content_type(Some(value)), media, "{value:?}");
         }
         assert_eq!(with_content_type(None), Media::Missing);
+    }
+
+    /// The size of what `f` returns, without calling it.
+    fn output_size<A, B, C, D, R>(_: impl FnOnce(A, B, C, D) -> R) -> usize {
+        std::mem::size_of::<R>()
+    }
+
+    /// Every request's exchange is boxed (driven by its caller, or its event
+    /// stream read). Kept within glibc's per-thread cache (`THREAD_CACHE_MAX`),
+    /// the box is reused by the thread that frees it instead of taking the
+    /// shared heap's lock, which worker threads contend for on the multi-thread
+    /// runtime (BENCHMARKS.md, seventh round). An `async fn` storing its
+    /// arguments twice, or a request held across an await, pushes them past it.
+    #[test]
+    fn each_requests_boxed_futures_fit_the_allocators_thread_cache() {
+        use super::super::pool::THREAD_CACHE_MAX;
+        let exchange = output_size(Shared::post_exchange);
+        assert!(
+            exchange <= THREAD_CACHE_MAX,
+            "post_exchange: {exchange} bytes"
+        );
+        let stream = output_size(Shared::follow_post_stream);
+        assert!(
+            stream <= THREAD_CACHE_MAX,
+            "follow_post_stream: {stream} bytes"
+        );
     }
 }

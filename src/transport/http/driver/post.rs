@@ -9,11 +9,12 @@ use http::{Method, Request, StatusCode};
 use http_body_util::Full;
 use tokio::sync::OwnedSemaphorePermit;
 
+use super::super::HttpRequest;
 use super::super::SETTLED_STREAM_GRACE;
 use super::super::body::{self, BodyError};
 use super::super::headers;
 use super::super::session::SentSessionId;
-use super::{Media, Shared, media_type};
+use super::{Media, Shared, StackResult, media_type};
 use crate::error::{Detail, Error};
 use crate::transport::{Detach, Exchange, InboundEvent, OutboundFrame, Outlet, RequestHandle};
 
@@ -32,14 +33,14 @@ impl Shared {
                 let stateless = frame.meta.stateless;
                 // Pinned in place: `until_settled` holds a reference, so the
                 // exchange's (large) state is not stored twice.
-                let exchange = self.post_exchange(frame, permit, None);
+                let exchange = self.clone().post_exchange(frame, permit, None);
                 tokio::pin!(exchange);
                 self.until_settled(exchange, &handle, stateless).await
             }
             None => {
                 let _ = tokio::time::timeout(
                     self.request_timeout,
-                    self.post_exchange(frame, permit, None),
+                    self.clone().post_exchange(frame, permit, None),
                 )
                 .await;
                 None
@@ -111,13 +112,13 @@ impl Shared {
     ) -> Exchange {
         let handle = frame.request.clone();
         let stateless = frame.meta.stateless;
-        let shared = self.clone();
         let outlet = Arc::new(Outlet::default());
-        let handed = outlet.clone();
         // No watch on `work` here: the transport ending settles the caller's
         // request (the source reports it), so the caller stops driving and the
         // rest goes to `spawn_rest`, which does watch it.
-        let post = async move { shared.post_exchange(frame, permit, Some(&handed)).await };
+        let post = self
+            .clone()
+            .post_exchange(frame, permit, Some(outlet.clone()));
         let shared = self.clone();
         let detach: Detach = Box::new(move |rest| shared.spawn_rest(rest, handle, stateless));
         match &self.runtime {
@@ -164,30 +165,62 @@ impl Shared {
     /// `outlet`: a caller drives this POST ([`Shared::driven`]); the events of
     /// a stream answering it are handed to that caller to route (through the
     /// source once the caller stopped driving it).
-    async fn post_exchange(
-        self: &Arc<Self>,
+    ///
+    /// A plain function returning an `async move` block, and the request built
+    /// by another ([`Shared::post_request`]): an `async fn` would store its
+    /// arguments twice and keep the (moved) request's slot for its whole life.
+    /// Kept within the allocator's per-thread cache size, its box is reused
+    /// instead of contending for the shared heap across worker threads.
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an `async fn` stores its arguments twice (see above)"
+    )]
+    pub(super) fn post_exchange(
+        self: Arc<Self>,
         frame: OutboundFrame,
         permit: OwnedSemaphorePermit,
-        outlet: Option<&Outlet>,
-    ) -> Option<Bytes> {
+        outlet: Option<Arc<Outlet>>,
+    ) -> impl Future<Output = Option<Bytes>> + Send + 'static {
+        async move {
+            let sending = match self.post_request(&frame) {
+                Ok(req) => self.exchange(req),
+                Err(error) => {
+                    match &frame.request {
+                        Some(handle) => handle.fail(error),
+                        None => self.terminate(error),
+                    }
+                    return None;
+                }
+            };
+            let response = sending.await;
+            drop(permit);
+            self.post_response(response, &frame, outlet.as_deref())
+                .await
+        }
+    }
+
+    /// The POST carrying `frame`.
+    fn post_request(&self, frame: &OutboundFrame) -> Result<HttpRequest, Error> {
         // Built in place rather than by `Request::post` (whose builder moves the
         // request's parts through a `Result` at every step).
         let mut req = Request::new(Full::new(frame.bytes.clone()));
         *req.method_mut() = Method::POST;
         *req.uri_mut() = self.endpoint.clone();
         *req.headers_mut() = self.header_count.new_map();
-        if let Err(error) = headers::apply(&mut req, &frame.meta) {
-            match &frame.request {
-                Some(handle) => handle.fail(error),
-                None => self.terminate(error),
-            }
-            return None;
-        }
+        headers::apply(&mut req, &frame.meta)?;
         if frame.meta.completes_handshake {
             self.remember_legacy_version(&frame.meta);
         }
-        let response = self.exchange(req).await;
-        drop(permit);
+        Ok(req)
+    }
+
+    /// What the answer to a POST means: see [`Shared::post_exchange`].
+    async fn post_response(
+        self: &Arc<Self>,
+        response: StackResult,
+        frame: &OutboundFrame,
+        outlet: Option<&Outlet>,
+    ) -> Option<Bytes> {
         let response = match response {
             Ok(response) => response,
             Err(error) => {
@@ -212,7 +245,7 @@ impl Shared {
                     // The rare paths are boxed, so that every POST's future
                     // does not carry their state.
                     Box::pin(self.deliver(InboundEvent::StateLost {
-                        refused: frame,
+                        refused: frame.clone(),
                         stale,
                     }))
                     .await;
@@ -221,7 +254,7 @@ impl Shared {
                     // 2026-07-28: the body may be the JSON-RPC error answering the
                     // request (-32022, -32601, ...): read (capped) and routed; a
                     // request it did not settle fails with the status.
-                    Box::pin(self.error_body(response, &frame)).await;
+                    Box::pin(self.error_body(response, frame)).await;
                 }
                 _ => {
                     if let Some(handle) = &frame.request {
@@ -262,7 +295,7 @@ impl Shared {
                 // Boxed: the stream's state is large, and every POST's future (a
                 // JSON reply's included) would otherwise carry it and be copied
                 // with it when spawned or driven.
-                Box::pin(self.follow_post_stream(response.into_body(), &frame, outlet)).await;
+                Box::pin(self.follow_post_stream(response.into_body(), frame, outlet)).await;
             }
             Media::Json | Media::Missing => {
                 if body::declared_too_large(&response, self.max_frame) {

@@ -150,7 +150,9 @@ impl Shared {
                 _ = tokio::time::sleep(delay) => {}
                 _ = handle.done() => return,
             }
-            match self.resume(Some(last_id), Some(frame)).await {
+            // Boxed: rare, and its state would otherwise be carried by every
+            // POST answered with a stream.
+            match Box::pin(self.resume(Some(last_id), Some(frame))).await {
                 Resume::Stream(next) => body = Some(next),
                 Resume::Retry => {}
                 Resume::Refused(error) => return handle.fail(error),
@@ -166,10 +168,14 @@ impl Shared {
         if handle.is_done() {
             return true;
         }
-        tokio::select! {
-            routed = self.barrier() => routed,
-            _ = handle.done() => true,
-        }
+        // Boxed: the wait is the rarer path (a reply still being routed).
+        Box::pin(async {
+            tokio::select! {
+                routed = self.barrier() => routed,
+                _ = handle.done() => true,
+            }
+        })
+        .await
     }
 
     /// `GET` with `Accept: text/event-stream` (and `Last-Event-ID` when given).

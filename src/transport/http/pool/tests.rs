@@ -360,3 +360,13 @@ async fn a_request_on_a_connection_closed_before_it_was_written_comes_back_unsen
         .expect("answered, not left waiting");
     assert!(matches!(outcome, Err(Failed::Unsent(..))));
 }
+
+/// Each request's future is boxed: see
+/// `each_requests_boxed_futures_fit_the_allocators_thread_cache` (driver).
+#[test]
+fn a_requests_boxed_future_fits_the_allocators_thread_cache() {
+    let pool = pool(Duration::from_secs(1), 1);
+    let send = pool.shared.clone().send(post("http://127.0.0.1:1/"));
+    let size = std::mem::size_of_val(&send);
+    assert!(size <= THREAD_CACHE_MAX, "{size} bytes");
+}
