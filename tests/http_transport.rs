@@ -380,6 +380,51 @@ async fn a_reply_to_a_server_request_is_sent_while_its_stream_is_open() {
     assert_eq!(next_frame(&mut source).await, REPLY);
 }
 
+#[tokio::test]
+async fn a_stream_faster_than_the_engine_waits_for_room_and_loses_nothing() {
+    // queueCapacity 1 and a source read slowly: most events of the stream find
+    // the queue full and wait for room (the slow path of delivery); every one
+    // arrives, in order, and then the reply.
+    const EVENTS: usize = 40;
+    let server = TestServer::start(|_| async {
+        let mut body = String::new();
+        for n in 0..EVENTS {
+            body.push_str(&format!(
+                "data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"n\":{n}}}}}\n\n"
+            ));
+        }
+        body.push_str(&format!("data: {REPLY}\n\n"));
+        http_server::streaming(
+            "text/event-stream",
+            futures_util::stream::iter([Bytes::from(body)]),
+        )
+    })
+    .await;
+    let limits = Limits {
+        queue_capacity: 1,
+        ..Limits::default()
+    };
+    let transport = HttpTransport::builder("test", server.url())
+        .build()
+        .unwrap();
+    let Connection {
+        mut sink,
+        mut source,
+        ..
+    } = open_with(transport, limits).await;
+    let call = Pending::new();
+    sink.send(request(PING, &call)).await.unwrap();
+    for n in 0..EVENTS {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let frame = next_frame(&mut source).await;
+        assert!(
+            frame.contains(&format!("\"n\":{n}}}")),
+            "event {n}: {frame}"
+        );
+    }
+    assert_eq!(next_frame(&mut source).await, REPLY);
+}
+
 // ----- session id and protocol version -----
 
 #[tokio::test]
