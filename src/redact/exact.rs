@@ -323,7 +323,7 @@ impl Gapped {
 
 /// Which bytes of `text` a reader does not see as themselves, and that may therefore
 /// interrupt an exact value without hiding it from view: every byte that an escape
-/// sequence starting at any `ESC` would consume (the sequence as [`clean_line`] reads
+/// sequence starting at any `ESC` would consume (the sequence as [`clean_line`](super::clean::clean_line) reads
 /// it, from the `ESC` to its final byte, whatever came before), and every control
 /// (Unicode Cc) or bidirectional-override character. `None` when there is none.
 ///

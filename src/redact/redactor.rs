@@ -47,7 +47,7 @@ impl Redactor {
     /// A redactor that also replaces every occurrence of each of `exact_values`,
     /// typically the values of the environment entries given to the child.
     ///
-    /// Values shorter than [`MIN_EXACT_VALUE_BYTES`] (including empty ones) are ignored.
+    /// Values shorter than `MIN_EXACT_VALUE_BYTES` (4) (including empty ones) are ignored.
     /// A value is also matched in its whitespace-collapsed form (which is how the
     /// collector sees lines), and a multi-line value is also matched line by line,
     /// since stderr is redacted one line at a time. Every occurrence is replaced, also
@@ -111,7 +111,7 @@ impl Redactor {
     /// Returns `line` with every recognized credential replaced by [`REDACTED`].
     ///
     /// The line is taken on its own: a line in the middle of a multi-line PEM block is
-    /// only caught if it looks random enough (use [`StderrCollector`] for streams).
+    /// only caught if it looks random enough (use [`StderrCollector`](super::collector::StderrCollector) for streams).
     /// An exact value interrupted by escape sequences or hidden characters is replaced
     /// with its interruptions (see the `redact` module docs).
     /// Runs in time linear in the line's length (times the number of exact values,

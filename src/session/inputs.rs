@@ -1,7 +1,7 @@
 //! Answers to what a server asks of the client mid-call, through the installed
 //! [`HostHandler`]: 2026-07-28 `inputRequests` ([`Inputs::answer_all`]) and legacy
 //! server-to-client requests ([`Inputs::answer_legacy`]). The rules are in the
-//! [`handler`](crate::handler) module docs.
+//! [`handler`] module docs.
 //!
 //! Without a handler nothing is declared (`clientCapabilities` is `{}`), a modern
 //! input request fails its call, and a legacy server request gets `-32601`.

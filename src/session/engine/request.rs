@@ -194,7 +194,7 @@ pub(crate) struct RequestOptions {
     /// Abandoning it after it was written sends `notifications/cancelled`.
     pub(crate) cancellable: bool,
     /// Read its result as a `tools/call` result when the reader can
-    /// ([`jsonrpc::classify_with`]).
+    /// ([`jsonrpc::classify_with`](crate::jsonrpc::classify_with)).
     pub(crate) tool_call: bool,
     /// `Mcp-Name` and `Mcp-Param-*` (HTTP, stateless).
     pub(crate) call: Option<Arc<CallHeaders>>,

@@ -25,7 +25,7 @@ pub(crate) enum Queued {
         request: Option<Arc<RequestCtl>>,
     },
     /// A `notifications/cancelled`: also written while the scope closes, within
-    /// [`CLOSE_CANCEL_GRACE`].
+    /// [`CLOSE_CANCEL_GRACE`](super::CLOSE_CANCEL_GRACE).
     Cancel(OutboundFrame),
     /// Finish a frame that a direct write left partly written.
     Flush,
@@ -301,9 +301,9 @@ enum Written {
     Stop,
 }
 
-/// [`write`], abandoned as soon as the session ends (so a peer that stopped
+/// [`write`](fn@write), abandoned as soon as the session ends (so a peer that stopped
 /// reading cannot block teardown), except that when the scope closed the write is
-/// finished within [`CLOSE_CANCEL_GRACE`] so that the owed cancellations can follow
+/// finished within [`CLOSE_CANCEL_GRACE`](super::CLOSE_CANCEL_GRACE) so that the owed cancellations can follow
 /// it (a half-written frame would garble them). A failed write ends the session.
 async fn write_while_open(
     shared: &Shared,
@@ -336,7 +336,7 @@ async fn write_while_open(
 }
 
 /// After the scope closed: writes the cancellations still queued (everything else
-/// queued is dropped), within [`CLOSE_CANCEL_GRACE`], then drops the sink (stdin
+/// queued is dropped), within [`CLOSE_CANCEL_GRACE`](super::CLOSE_CANCEL_GRACE), then drops the sink (stdin
 /// closes; the HTTP transport may send its `DELETE`). Nothing is owed when the
 /// session ended any other way.
 async fn write_owed_cancellations(

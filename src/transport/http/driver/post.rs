@@ -101,7 +101,7 @@ impl Shared {
         }));
     }
 
-    /// A request's POST for its caller to drive ([`TrySend::Exchange`]): while the
+    /// A request's POST for its caller to drive ([`TrySend::Exchange`](crate::transport::TrySend::Exchange)): while the
     /// caller drives it, the caller waits for the reply itself, so the exchange
     /// needs no watch on the request; if the caller stops early, the rest runs in
     /// a task under [`Shared::until_settled`], as a spawned POST would.
