@@ -30,7 +30,7 @@ use url::Url;
 
 use super::policy::AddressPolicy;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layer::{BoxError, EgressGrants, EgressPolicyLayer};
+use crate::layer::{BoxError, EgressGrants, EgressPolicyLayer, StackFailure, stack_failure};
 
 /// The deadline of one request the chain makes (connect, send, read the body).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -234,33 +234,17 @@ impl AuthHttp {
 /// Maps a failure of the stack to a public error: this crate's own errors (egress
 /// and address refusals) pass through; TLS and connect failures get their kinds.
 fn classify(error: &(dyn StdError + 'static), what: &str, https: bool) -> Error {
-    let mut current: Option<&(dyn StdError + 'static)> = Some(error);
-    let mut connect = false;
-    while let Some(e) = current {
-        if let Some(ours) = e.downcast_ref::<Error>() {
-            return ours.clone();
+    let is_connect = |e: &(dyn StdError + 'static)| {
+        e.downcast_ref::<hyper_util::client::legacy::Error>()
+            .is_some_and(|client| client.is_connect())
+    };
+    match stack_failure(error, https, is_connect) {
+        StackFailure::Ours(error) => error,
+        StackFailure::Tls => Error::new(ErrorKind::Tls, format!("TLS with the {what} failed")),
+        StackFailure::Connect => Error::closed(format!("could not connect to the {what}")),
+        StackFailure::Exchange => {
+            Error::closed(format!("the HTTP exchange with the {what} failed"))
         }
-        if e.downcast_ref::<rustls::Error>().is_some() {
-            return Error::new(ErrorKind::Tls, format!("TLS with the {what} failed"));
-        }
-        if let Some(client) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
-            connect |= client.is_connect();
-        }
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if https && io.kind() == std::io::ErrorKind::InvalidData {
-                return Error::new(ErrorKind::Tls, format!("TLS with the {what} failed"));
-            }
-            if let Some(inner) = io.get_ref() {
-                current = Some(inner as &(dyn StdError + 'static));
-                continue;
-            }
-        }
-        current = e.source();
-    }
-    if connect {
-        Error::closed(format!("could not connect to the {what}"))
-    } else {
-        Error::closed(format!("the HTTP exchange with the {what} failed"))
     }
 }
 

@@ -77,6 +77,60 @@ pub(crate) fn same_origin(a: &http::Uri, b: &http::Uri) -> bool {
     }
 }
 
+/// What a failure of one of this crate's HTTP stacks was, read from its error chain.
+pub(crate) enum StackFailure {
+    /// An error this crate produced below the caller (an egress or address
+    /// refusal, an invalid session id): passed through as it is.
+    Ours(crate::Error),
+    /// TLS failed: certificate checks or the handshake.
+    Tls,
+    /// No connection could be made.
+    Connect,
+    /// The exchange failed after connecting.
+    Exchange,
+}
+
+/// Reads what an HTTP stack's failure was from its error chain; `is_connect` tells
+/// whether one link is the stack's own connect error.
+///
+/// TLS failures are a `rustls::Error` anywhere in the chain (our certificate checks,
+/// handshake failures), or, for an `https` endpoint, an I/O error of kind
+/// `InvalidData`: tokio-rustls reports the peer's fatal alerts that way (a server
+/// refusing our client certificate after a TLS 1.3 handshake, for example), and
+/// nothing else below hyper produces that kind.
+pub(crate) fn stack_failure(
+    error: &(dyn std::error::Error + 'static),
+    https: bool,
+    is_connect: impl Fn(&(dyn std::error::Error + 'static)) -> bool,
+) -> StackFailure {
+    let mut connect = false;
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(ours) = e.downcast_ref::<crate::Error>() {
+            return StackFailure::Ours(ours.clone());
+        }
+        if e.is::<rustls::Error>() {
+            return StackFailure::Tls;
+        }
+        connect |= is_connect(e);
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if https && io.kind() == std::io::ErrorKind::InvalidData {
+                return StackFailure::Tls;
+            }
+            if let Some(inner) = io.get_ref() {
+                current = Some(inner as &(dyn std::error::Error + 'static));
+                continue;
+            }
+        }
+        current = e.source();
+    }
+    if connect {
+        StackFailure::Connect
+    } else {
+        StackFailure::Exchange
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +146,67 @@ mod tests {
         assert!(!same_origin(&a, &d));
         let relative: http::Uri = "/mcp".parse().unwrap();
         assert!(!same_origin(&relative, &relative));
+    }
+
+    /// A link of a chain for the tests: a message and an optional source.
+    #[derive(Debug)]
+    struct Link(&'static str, Option<BoxError>);
+
+    impl std::fmt::Display for Link {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Link {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1
+                .as_deref()
+                .map(|e| e as &(dyn std::error::Error + 'static))
+        }
+    }
+
+    fn read(error: BoxError, https: bool) -> &'static str {
+        let is_connect = |e: &(dyn std::error::Error + 'static)| {
+            e.downcast_ref::<Link>().is_some_and(|l| l.0 == "connect")
+        };
+        match stack_failure(&*error, https, is_connect) {
+            StackFailure::Ours(_) => "ours",
+            StackFailure::Tls => "tls",
+            StackFailure::Connect => "connect",
+            StackFailure::Exchange => "exchange",
+        }
+    }
+
+    #[test]
+    fn a_stack_failure_is_read_from_anywhere_in_its_chain() {
+        let wrapped = |inner: BoxError| -> BoxError { Box::new(Link("outer", Some(inner))) };
+        let io = |kind, inner: BoxError| -> BoxError { Box::new(std::io::Error::new(kind, inner)) };
+        let ours: BoxError = Box::new(crate::Error::closed("refused by policy"));
+        assert_eq!(read(wrapped(ours), true), "ours");
+        let rustls: BoxError = Box::new(rustls::Error::DecryptError);
+        let behind_io = io(std::io::ErrorKind::Other, rustls);
+        assert_eq!(read(wrapped(behind_io), false), "tls");
+        let alert = || {
+            io(
+                std::io::ErrorKind::InvalidData,
+                Box::new(Link("alert", None)),
+            )
+        };
+        assert_eq!(read(wrapped(alert()), true), "tls");
+        assert_eq!(
+            read(wrapped(alert()), false),
+            "exchange",
+            "only https reads InvalidData as TLS"
+        );
+        let refused = Link(
+            "connect",
+            Some(io(
+                std::io::ErrorKind::ConnectionRefused,
+                Box::new(Link("x", None)),
+            )),
+        );
+        assert_eq!(read(wrapped(Box::new(refused)), false), "connect");
+        assert_eq!(read(Box::new(Link("reset", None)), false), "exchange");
     }
 }

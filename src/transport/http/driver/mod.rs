@@ -14,7 +14,6 @@
 //! mapping, and the sink, source and shutdown.
 
 use std::error::Error as StdError;
-use std::io;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -35,7 +34,7 @@ use super::{
     STANDALONE_OPEN_WAIT,
 };
 use crate::error::{Detail, Error, ErrorKind, Result};
-use crate::layer::{BoxError, same_origin};
+use crate::layer::{BoxError, StackFailure, same_origin, stack_failure};
 use crate::limits::Limits;
 use crate::transport::{
     Connection, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium, OutboundFrame, Shutdown,
@@ -302,49 +301,25 @@ impl Shared {
         }
     }
 
-    /// Maps a stack error to the public error. Errors this crate produced (egress
-    /// denial, invalid session id) pass through; TLS failures are `tls`; everything
-    /// else is `connection_closed`.
-    ///
-    /// TLS failures are a `rustls::Error` anywhere in the chain (our certificate
-    /// checks, handshake failures), or, for an `https` endpoint, an I/O error of kind
-    /// `InvalidData`: tokio-rustls reports the peer's fatal alerts that way (a server
-    /// refusing our client certificate after a TLS 1.3 handshake, for example), and
-    /// nothing else below hyper produces that kind.
+    /// Maps a stack error to the public error (see [`stack_failure`]). Errors this
+    /// crate produced (egress denial, invalid session id) pass through; TLS failures
+    /// are `tls`; everything else is `connection_closed`.
     fn classify(&self, error: &BoxError) -> Error {
         let server = &self.server;
-        let tls = || {
-            Error::new(
+        let https = self.endpoint.scheme_str() == Some("https");
+        let is_connect = |e: &(dyn StdError + 'static)| e.is::<super::pool::ConnectError>();
+        match stack_failure(&**error, https, is_connect) {
+            StackFailure::Ours(error) => error,
+            StackFailure::Tls => Error::new(
                 ErrorKind::Tls,
                 format!("TLS with server \"{server}\" failed (certificate or handshake)"),
-            )
-        };
-        let https = self.endpoint.scheme_str() == Some("https");
-        let mut connect = false;
-        let mut current: Option<&(dyn StdError + 'static)> = Some(&**error);
-        while let Some(e) = current {
-            if let Some(ours) = e.downcast_ref::<Error>() {
-                return ours.clone();
+            ),
+            StackFailure::Connect => {
+                Error::closed(format!("could not connect to server \"{server}\""))
             }
-            if e.downcast_ref::<rustls::Error>().is_some() {
-                return tls();
+            StackFailure::Exchange => {
+                Error::closed(format!("the HTTP connection to server \"{server}\" failed"))
             }
-            connect |= e.is::<super::pool::ConnectError>();
-            if let Some(io_error) = e.downcast_ref::<io::Error>() {
-                if https && io_error.kind() == io::ErrorKind::InvalidData {
-                    return tls();
-                }
-                if let Some(inner) = io_error.get_ref() {
-                    current = Some(inner as &(dyn StdError + 'static));
-                    continue;
-                }
-            }
-            current = e.source();
-        }
-        if connect {
-            Error::closed(format!("could not connect to server \"{server}\""))
-        } else {
-            Error::closed(format!("the HTTP connection to server \"{server}\" failed"))
         }
     }
 
