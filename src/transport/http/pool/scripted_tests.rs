@@ -13,6 +13,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use super::tests::{Loopback, body_bytes};
 use super::*;
 use crate::transport::http::connector::{
     HyperService, ProxyConnector, TlsOptions, https_connector, tls_config,
@@ -20,6 +21,8 @@ use crate::transport::http::connector::{
 
 const HANG: Duration = Duration::from_secs(5);
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}";
+const CHUNKED_OK: &[u8] =
+    b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
 
 fn http_pool(
     idle_timeout: Duration,
@@ -53,6 +56,13 @@ async fn call_bounded<C: Connect>(pool: &Pool<C>, url: &str) -> Result<Bytes, Bo
         .expect("answered, not left waiting")
 }
 
+/// `call_bounded` `times` over, each answered with the scripted `{}`.
+async fn answers_each<C: Connect>(pool: &Pool<C>, url: &str, times: usize) {
+    for _ in 0..times {
+        assert_eq!(&call_bounded(pool, url).await.expect("call")[..], b"{}");
+    }
+}
+
 // ----- a scripted HTTP/1.x server on raw sockets -----
 
 enum Reply {
@@ -65,27 +75,25 @@ enum Reply {
 }
 
 struct Raw {
-    port: u16,
-    accepted: Arc<AtomicUsize>,
+    net: Loopback,
     requests: Arc<AtomicUsize>,
-    ended: Arc<AtomicUsize>,
     heads: Arc<StdMutex<Vec<String>>>,
 }
 
-impl Raw {
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+impl std::ops::Deref for Raw {
+    type Target = Loopback;
+    fn deref(&self) -> &Loopback {
+        &self.net
     }
+}
 
-    async fn wait_ended(&self, n: usize) -> usize {
-        for _ in 0..300 {
-            if self.ended.load(Ordering::SeqCst) >= n {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        self.ended.load(Ordering::SeqCst)
-    }
+/// A raw server writing `reply` to every request it reads, and a pool (90 s
+/// idle timeout, 16 idle connections) to reach it.
+async fn replying(
+    reply: &'static [u8],
+) -> (Raw, Pool<hyper_rustls::HttpsConnector<ProxyConnector>>) {
+    let server = raw(move |_, _| Reply::Send(reply.to_vec())).await;
+    (server, http_pool(Duration::from_secs(90), 16))
 }
 
 /// Reads one request (its head, then a `content-length` body); `None` at EOF.
@@ -119,13 +127,10 @@ async fn raw<F>(respond: F) -> Raw
 where
     F: Fn(usize, &str) -> Reply + Send + Sync + 'static,
 {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let port = listener.local_addr().expect("addr").port();
+    let (listener, net) = Loopback::bind().await;
     let server = Raw {
-        port,
-        accepted: Arc::default(),
+        net,
         requests: Arc::default(),
-        ended: Arc::default(),
         heads: Arc::default(),
     };
     let (accepted, requests, ended, heads) = (
@@ -179,8 +184,7 @@ where
 
 #[tokio::test]
 async fn a_length_body_read_to_its_last_byte_but_dropped_before_none_is_reused() {
-    let server = raw(|_, _| Reply::Send(OK.to_vec())).await;
-    let pool = http_pool(Duration::from_secs(90), 16);
+    let (server, pool) = replying(OK).await;
     let response = pool.send(post(&server.url("/mcp"))).await.expect("head");
     let mut body = response.into_body();
     let frame = body.frame().await.expect("frame").expect("data");
@@ -188,32 +192,14 @@ async fn a_length_body_read_to_its_last_byte_but_dropped_before_none_is_reused()
     assert!(body.is_end_stream());
     drop(body);
     assert_eq!(pool.counts().0, 1, "checked in on drop");
-    assert_eq!(
-        &call_bounded(&pool, &server.url("/mcp"))
-            .await
-            .expect("call")[..],
-        b"{}"
-    );
+    answers_each(&pool, &server.url("/mcp"), 1).await;
     assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
 async fn a_chunked_body_read_to_none_is_reused() {
-    let server = raw(|_, _| {
-        Reply::Send(
-            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n".to_vec(),
-        )
-    })
-    .await;
-    let pool = http_pool(Duration::from_secs(90), 16);
-    for _ in 0..3 {
-        assert_eq!(
-            &call_bounded(&pool, &server.url("/mcp"))
-                .await
-                .expect("call")[..],
-            b"{}"
-        );
-    }
+    let (server, pool) = replying(CHUNKED_OK).await;
+    answers_each(&pool, &server.url("/mcp"), 3).await;
     assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
     assert_eq!(pool.counts().0, 1);
 }
@@ -221,19 +207,9 @@ async fn a_chunked_body_read_to_none_is_reused() {
 #[tokio::test]
 async fn a_connection_close_response_is_closed_by_us_and_not_reused() {
     // The server would keep the socket: only our side can close it.
-    let server = raw(|_, _| {
-        Reply::Send(b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}".to_vec())
-    })
-    .await;
-    let pool = http_pool(Duration::from_secs(90), 16);
-    for _ in 0..2 {
-        assert_eq!(
-            &call_bounded(&pool, &server.url("/mcp"))
-                .await
-                .expect("call")[..],
-            b"{}"
-        );
-    }
+    let (server, pool) =
+        replying(b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}").await;
+    answers_each(&pool, &server.url("/mcp"), 2).await;
     assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
     assert_eq!(pool.counts().0, 0);
     assert_eq!(server.wait_ended(2).await, 2, "both closed by the client");
@@ -243,14 +219,7 @@ async fn a_connection_close_response_is_closed_by_us_and_not_reused() {
 async fn an_http10_close_delimited_body_ends_at_eof() {
     let server = raw(|_, _| Reply::SendThenClose(b"HTTP/1.0 200 OK\r\n\r\n{}".to_vec())).await;
     let pool = http_pool(Duration::from_secs(90), 16);
-    for _ in 0..2 {
-        assert_eq!(
-            &call_bounded(&pool, &server.url("/mcp"))
-                .await
-                .expect("call")[..],
-            b"{}"
-        );
-    }
+    answers_each(&pool, &server.url("/mcp"), 2).await;
     assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
     assert_eq!(pool.counts().0, 0);
 }
@@ -260,36 +229,17 @@ async fn an_http10_response_with_a_length_is_not_kept_alive() {
     let server =
         raw(|_, _| Reply::Send(b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\n{}".to_vec())).await;
     let pool = http_pool(Duration::from_secs(90), 16);
-    for _ in 0..2 {
-        assert_eq!(
-            &call_bounded(&pool, &server.url("/mcp"))
-                .await
-                .expect("call")[..],
-            b"{}"
-        );
-    }
+    answers_each(&pool, &server.url("/mcp"), 2).await;
     assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
     assert_eq!(server.wait_ended(2).await, 2);
 }
 
 #[tokio::test]
 async fn an_interim_1xx_is_skipped_and_the_connection_reused() {
-    let server = raw(|_, _| {
-        Reply::Send(
-            b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"
-                .to_vec(),
-        )
-    })
-    .await;
-    let pool = http_pool(Duration::from_secs(90), 16);
-    for _ in 0..2 {
-        assert_eq!(
-            &call_bounded(&pool, &server.url("/mcp"))
-                .await
-                .expect("call")[..],
-            b"{}"
-        );
-    }
+    let (server, pool) =
+        replying(b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}")
+            .await;
+    answers_each(&pool, &server.url("/mcp"), 2).await;
     assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
 }
 
@@ -376,13 +326,7 @@ async fn a_response_before_the_request_body_is_written_ends_and_the_connection_i
         .body(Full::new(Bytes::from(vec![b'x'; 16 << 20])))
         .expect("request");
     let body = tokio::time::timeout(HANG, async {
-        let response = pool.send(req).await.expect("head");
-        response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes()
+        body_bytes(pool.send(req).await.expect("head")).await
     })
     .await
     .expect("answered while the request body is still being written");
@@ -392,14 +336,10 @@ async fn a_response_before_the_request_body_is_written_ends_and_the_connection_i
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_read_by_another_task_drives_its_connection() {
-    let server = raw(|_, _| {
-        Reply::Send(
-            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\n{\r\n1\r\n}\r\n0\r\n\r\n"
-                .to_vec(),
-        )
-    })
+    let (server, pool) = replying(
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\n{\r\n1\r\n}\r\n0\r\n\r\n",
+    )
     .await;
-    let pool = http_pool(Duration::from_secs(90), 16);
     for _ in 0..3 {
         let response = pool.send(post(&server.url("/mcp"))).await.expect("head");
         let body =
@@ -456,13 +396,7 @@ async fn through_a_plain_http_proxy_requests_are_absolute_with_the_origins_host_
 /// own dispatcher would (`poll_drain_or_close_read`).
 #[tokio::test]
 async fn a_chunked_body_dropped_after_its_last_data_is_reused() {
-    let server = raw(|_, _| {
-        Reply::Send(
-            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n".to_vec(),
-        )
-    })
-    .await;
-    let pool = http_pool(Duration::from_secs(90), 16);
+    let (server, pool) = replying(CHUNKED_OK).await;
     let response = pool.send(post(&server.url("/mcp"))).await.expect("head");
     let mut body = response.into_body();
     let frame = body.frame().await.expect("frame").expect("data");
@@ -476,11 +410,8 @@ async fn a_chunked_body_dropped_after_its_last_data_is_reused() {
 /// connection in the pool.
 #[tokio::test]
 async fn a_request_dropped_before_its_write_leaves_the_connection_idle() {
-    let server = raw(|_, _| Reply::Send(OK.to_vec())).await;
-    let pool = http_pool(Duration::from_secs(90), 16);
-    call_bounded(&pool, &server.url("/mcp"))
-        .await
-        .expect("call");
+    let (server, pool) = replying(OK).await;
+    answers_each(&pool, &server.url("/mcp"), 1).await;
     assert_eq!(pool.counts().0, 1);
     let mut pending = pool.send(post(&server.url("/mcp")));
     let mut cx = Context::from_waker(Waker::noop());
@@ -499,31 +430,38 @@ fn a_sweep_dropped_before_it_ran_does_not_stop_later_sweeps() {
     a_later_runtime_sweeps_after_the_first_ended(false);
 }
 
+/// A one-worker multi-thread runtime, for a server that must keep running
+/// while the test thread blocks.
+fn serving_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 /// The first runtime's check-in spawns the sweep and the runtime ends (after
 /// one poll of the sweep when `sweep_polled_once`); a call on a second runtime
 /// must still get its idle connection swept.
 fn a_later_runtime_sweeps_after_the_first_ended(sweep_polled_once: bool) {
-    let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let server_rt = serving_runtime();
     let server = server_rt.block_on(raw(|_, _| Reply::Send(OK.to_vec())));
     let url = server.url("/mcp");
     let pool = http_pool(Duration::from_millis(60), 16);
-    let current = || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-    };
-    current().block_on(async {
+    current_thread().block_on(async {
         call(&pool, &url).await.expect("call");
         if sweep_polled_once {
             tokio::task::yield_now().await; // the sweep task runs once
         }
     });
-    current().block_on(async {
+    current_thread().block_on(async {
         call(&pool, &url).await.expect("call");
         assert_eq!(pool.counts().0, 1);
         // Many sweep periods (30 ms) past the idle timeout (60 ms).
@@ -580,11 +518,7 @@ fn entered<F: Future>(handle: &tokio::runtime::Handle, f: F) -> Entered<F> {
 
 #[test]
 fn callers_on_no_runtime_or_another_runtime_drive_requests_and_bodies() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = serving_runtime();
     let server = rt.block_on(raw(|_, _| Reply::Send(OK.to_vec())));
     let url = server.url("/mcp");
     let pool = http_pool(Duration::from_secs(90), 16);
@@ -598,10 +532,7 @@ fn callers_on_no_runtime_or_another_runtime_drive_requests_and_bodies() {
                 assert_eq!(&body.to_bytes()[..], b"{}");
             }
             // Another tokio runtime's thread.
-            let other = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
+            let other = current_thread();
             for _ in 0..3 {
                 let body = other
                     .block_on(entered(&handle, call(&pool, &url)))
@@ -622,10 +553,7 @@ where
 {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let other = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let other = current_thread();
         other.block_on(async move {
             block_on(f);
         });
@@ -639,11 +567,7 @@ where
 /// would hand the waker to that runtime's scheduler, blocked in this very poll).
 #[test]
 fn a_request_blocked_on_inside_another_runtimes_task_finishes() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = serving_runtime();
     let server = rt.block_on(raw(|_, _| Reply::Send(OK.to_vec())));
     let url = server.url("/mcp");
     let pool = http_pool(Duration::from_secs(90), 16);
@@ -718,20 +642,22 @@ impl Service<Uri> for H2c {
 /// first connection shuts down gracefully (GOAWAY) when `goaway` is sent; with
 /// `abort`, it is dropped instead (TCP close, no GOAWAY).
 struct H2Server {
-    port: u16,
-    accepted: Arc<AtomicUsize>,
-    ended: Arc<AtomicUsize>,
+    net: Loopback,
     first: tokio::sync::watch::Sender<u8>,
+}
+
+impl std::ops::Deref for H2Server {
+    type Target = Loopback;
+    fn deref(&self) -> &Loopback {
+        &self.net
+    }
 }
 
 impl H2Server {
     async fn start() -> H2Server {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let ended = Arc::new(AtomicUsize::new(0));
+        let (listener, net) = Loopback::bind().await;
         let (first, signal) = tokio::sync::watch::channel(0u8);
-        let (a, e) = (accepted.clone(), ended.clone());
+        let (a, e) = (net.accepted.clone(), net.ended.clone());
         tokio::spawn(async move {
             loop {
                 let Ok((tcp, _)) = listener.accept().await else {
@@ -775,45 +701,26 @@ impl H2Server {
                 });
             }
         });
-        H2Server {
-            port,
-            accepted,
-            ended,
-            first,
-        }
+        H2Server { net, first }
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    fn accepted(&self) -> usize {
-        self.accepted.load(Ordering::SeqCst)
+    /// A server, and a pool that reaches it over h2c with `idle_timeout`.
+    async fn start_with_pool(idle_timeout: Duration) -> (H2Server, Pool<H2c>) {
+        (H2Server::start().await, Pool::new(H2c, idle_timeout, 16))
     }
 }
 
 #[tokio::test]
 async fn h2_requests_share_one_connection() {
-    let server = H2Server::start().await;
-    let pool = Pool::new(H2c, Duration::from_secs(90), 16);
-    for _ in 0..3 {
-        assert_eq!(
-            &call_bounded(&pool, &server.url("/mcp"))
-                .await
-                .expect("call")[..],
-            b"{}"
-        );
-    }
+    let (server, pool) = H2Server::start_with_pool(Duration::from_secs(90)).await;
+    answers_each(&pool, &server.url("/mcp"), 3).await;
     assert_eq!(server.accepted(), 1);
 }
 
 #[tokio::test]
 async fn h2_a_connection_the_server_dropped_is_replaced() {
-    let server = H2Server::start().await;
-    let pool = Pool::new(H2c, Duration::from_secs(90), 16);
-    call_bounded(&pool, &server.url("/mcp"))
-        .await
-        .expect("call");
+    let (server, pool) = H2Server::start_with_pool(Duration::from_secs(90)).await;
+    answers_each(&pool, &server.url("/mcp"), 1).await;
     server.first.send(2).expect("signal");
     tokio::time::sleep(Duration::from_millis(200)).await;
     call_bounded(&pool, &server.url("/mcp"))
@@ -822,22 +729,18 @@ async fn h2_a_connection_the_server_dropped_is_replaced() {
     assert_eq!(server.accepted(), 2);
 }
 
-/// A graceful GOAWAY while a stream is open (the MCP GET stream, say) leaves
 /// After the server's graceful GOAWAY the shared connection stays open while a
 /// stream on it does (for MCP, the long-lived GET stream), so the next request
 /// may be handed to it; hyper gives it back unsent, and it goes out on a new
 /// connection instead of failing.
 #[tokio::test]
 async fn h2_a_request_after_a_graceful_goaway_goes_on_a_new_connection() {
-    let server = H2Server::start().await;
-    let pool = Pool::new(H2c, Duration::from_secs(90), 16);
+    let (server, pool) = H2Server::start_with_pool(Duration::from_secs(90)).await;
     let stream = pool
         .send(get(&server.url("/endless")))
         .await
         .expect("stream head");
-    call_bounded(&pool, &server.url("/mcp"))
-        .await
-        .expect("shared");
+    answers_each(&pool, &server.url("/mcp"), 1).await;
     server.first.send(1).expect("signal");
     tokio::time::sleep(Duration::from_millis(200)).await;
     let outcome = call_bounded(&pool, &server.url("/mcp")).await;
@@ -850,11 +753,8 @@ async fn h2_a_request_after_a_graceful_goaway_goes_on_a_new_connection() {
 /// timeout.
 #[tokio::test]
 async fn h2_an_idle_shared_connection_is_closed() {
-    let server = H2Server::start().await;
-    let pool = Pool::new(H2c, Duration::from_millis(60), 16);
-    call_bounded(&pool, &server.url("/mcp"))
-        .await
-        .expect("call");
+    let (server, pool) = H2Server::start_with_pool(Duration::from_millis(60)).await;
+    answers_each(&pool, &server.url("/mcp"), 1).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(server.ended.load(Ordering::SeqCst), 1, "closed once idle");
 }

@@ -21,20 +21,64 @@ fn pool(idle_timeout: Duration, max_idle: usize) -> TestPool {
 /// ending the body for `/endless`), counting connections accepted and ended, and
 /// recording each request's target and `Host`.
 struct Server {
-    port: u16,
-    accepted: Arc<AtomicUsize>,
-    ended: Arc<AtomicUsize>,
+    net: Loopback,
     seen: Arc<StdMutex<Vec<(String, String)>>>,
+}
+
+impl std::ops::Deref for Server {
+    type Target = Loopback;
+    fn deref(&self) -> &Loopback {
+        &self.net
+    }
+}
+
+/// A test server's listening port and what its accept loop counts: connections
+/// accepted and connections ended. Shared by this file's servers and
+/// `scripted_tests`'.
+pub(super) struct Loopback {
+    pub(super) port: u16,
+    pub(super) accepted: Arc<AtomicUsize>,
+    pub(super) ended: Arc<AtomicUsize>,
+}
+
+impl Loopback {
+    /// A listener on an ephemeral loopback port, and its counters at zero.
+    pub(super) async fn bind() -> (TcpListener, Loopback) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let net = Loopback {
+            port,
+            accepted: Arc::default(),
+            ended: Arc::default(),
+        };
+        (listener, net)
+    }
+
+    pub(super) fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub(super) fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Waits (bounded, about 3 s) until `n` connections have ended.
+    pub(super) async fn wait_ended(&self, n: usize) -> usize {
+        for _ in 0..300 {
+            if self.ended.load(Ordering::SeqCst) >= n {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.ended.load(Ordering::SeqCst)
+    }
 }
 
 impl Server {
     async fn start(delay: Duration) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let ended = Arc::new(AtomicUsize::new(0));
+        let (listener, net) = Loopback::bind().await;
         let seen = Arc::new(StdMutex::new(Vec::new()));
-        let (a, e, s) = (accepted.clone(), ended.clone(), seen.clone());
+        let (a, e, s) = (net.accepted.clone(), net.ended.clone(), seen.clone());
         tokio::spawn(async move {
             loop {
                 let Ok((tcp, _)) = listener.accept().await else {
@@ -72,31 +116,7 @@ impl Server {
                 });
             }
         });
-        Server {
-            port,
-            accepted,
-            ended,
-            seen,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    fn accepted(&self) -> usize {
-        self.accepted.load(Ordering::SeqCst)
-    }
-
-    /// Waits (bounded) until the server has seen `n` connections end.
-    async fn wait_ended(&self, n: usize) -> usize {
-        for _ in 0..200 {
-            if self.ended.load(Ordering::SeqCst) >= n {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        self.ended.load(Ordering::SeqCst)
+        Server { net, seen }
     }
 }
 
@@ -109,12 +129,26 @@ fn post(url: &str) -> HttpRequest {
 async fn call(pool: &TestPool, url: &str) -> Bytes {
     let response = pool.send(post(url)).await.expect("response");
     assert_eq!(response.status(), 200);
-    response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes()
+    body_bytes(response).await
+}
+
+/// A response's whole body, failing the test on a read error.
+pub(super) async fn body_bytes(response: HttpResponse) -> Bytes {
+    let body = response.into_body().collect().await.expect("body");
+    body.to_bytes()
+}
+
+/// `n` calls at once, each on its own task; returns when all are answered.
+async fn call_concurrently(pool: &TestPool, url: &str, n: usize) {
+    let calls: Vec<_> = (0..n)
+        .map(|_| {
+            let (pool, url) = (pool.clone(), url.to_owned());
+            tokio::spawn(async move { call(&pool, &url).await })
+        })
+        .collect();
+    for call in calls {
+        call.await.expect("task");
+    }
 }
 
 #[tokio::test]
@@ -138,15 +172,7 @@ async fn concurrent_requests_each_get_a_connection_then_reuse_them() {
     let server = Server::start(Duration::from_millis(50)).await;
     let pool = pool(Duration::from_secs(90), 16);
     for _ in 0..2 {
-        let calls: Vec<_> = (0..4)
-            .map(|_| {
-                let (pool, url) = (pool.clone(), server.url("/mcp"));
-                tokio::spawn(async move { call(&pool, &url).await })
-            })
-            .collect();
-        for call in calls {
-            call.await.expect("task");
-        }
+        call_concurrently(&pool, &server.url("/mcp"), 4).await;
     }
     assert_eq!(server.accepted(), 4, "the second round reuses the first's");
     assert_eq!(pool.counts(), (4, 1));
@@ -156,15 +182,7 @@ async fn concurrent_requests_each_get_a_connection_then_reuse_them() {
 async fn idle_connections_past_the_bound_are_closed() {
     let server = Server::start(Duration::from_millis(50)).await;
     let pool = pool(Duration::from_secs(90), 1);
-    let calls: Vec<_> = (0..3)
-        .map(|_| {
-            let (pool, url) = (pool.clone(), server.url("/mcp"));
-            tokio::spawn(async move { call(&pool, &url).await })
-        })
-        .collect();
-    for call in calls {
-        call.await.expect("task");
-    }
+    call_concurrently(&pool, &server.url("/mcp"), 3).await;
     assert_eq!(server.accepted(), 3);
     assert_eq!(pool.counts().0, 1);
     assert_eq!(
