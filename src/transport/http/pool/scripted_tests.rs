@@ -13,24 +13,14 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::tests::{Loopback, body_bytes};
+use super::tests::{Loopback, TestPool, body_bytes, pool as http_pool};
 use super::*;
-use crate::transport::http::connector::{
-    HyperService, ProxyConnector, TlsOptions, https_connector, tls_config,
-};
+use crate::transport::http::connector::{HyperService, TlsOptions, tls_config};
 
 const HANG: Duration = Duration::from_secs(5);
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}";
 const CHUNKED_OK: &[u8] =
     b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
-
-fn http_pool(
-    idle_timeout: Duration,
-    max_idle: usize,
-) -> Pool<hyper_rustls::HttpsConnector<ProxyConnector>> {
-    let tls = tls_config("t", TlsOptions::default(), false).expect("tls");
-    Pool::new(https_connector(tls, None), idle_timeout, max_idle)
-}
 
 fn post(url: &str) -> HttpRequest {
     http::Request::post(url)
@@ -89,9 +79,7 @@ impl std::ops::Deref for Raw {
 
 /// A raw server writing `reply` to every request it reads, and a pool (90 s
 /// idle timeout, 16 idle connections) to reach it.
-async fn replying(
-    reply: &'static [u8],
-) -> (Raw, Pool<hyper_rustls::HttpsConnector<ProxyConnector>>) {
+async fn replying(reply: &'static [u8]) -> (Raw, TestPool) {
     let server = raw(move |_, _| Reply::Send(reply.to_vec())).await;
     (server, http_pool(Duration::from_secs(90), 16))
 }
@@ -226,9 +214,7 @@ async fn an_http10_close_delimited_body_ends_at_eof() {
 
 #[tokio::test]
 async fn an_http10_response_with_a_length_is_not_kept_alive() {
-    let server =
-        raw(|_, _| Reply::Send(b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\n{}".to_vec())).await;
-    let pool = http_pool(Duration::from_secs(90), 16);
+    let (server, pool) = replying(b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\n{}").await;
     answers_each(&pool, &server.url("/mcp"), 2).await;
     assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
     assert_eq!(server.wait_ended(2).await, 2);
@@ -440,6 +426,7 @@ fn serving_runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
+/// A current-thread runtime: another runtime than the server's.
 fn current_thread() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

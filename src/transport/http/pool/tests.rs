@@ -10,9 +10,10 @@ use tokio::net::TcpListener;
 use super::*;
 use crate::transport::http::connector::{ProxyConnector, TlsOptions, https_connector, tls_config};
 
-type TestPool = Pool<hyper_rustls::HttpsConnector<ProxyConnector>>;
+pub(super) type TestPool = Pool<hyper_rustls::HttpsConnector<ProxyConnector>>;
 
-fn pool(idle_timeout: Duration, max_idle: usize) -> TestPool {
+/// A pool with the transport's real connector (rustls, no proxy).
+pub(super) fn pool(idle_timeout: Duration, max_idle: usize) -> TestPool {
     let tls = tls_config("t", TlsOptions::default(), false).expect("tls");
     Pool::new(https_connector(tls, None), idle_timeout, max_idle)
 }
