@@ -110,6 +110,7 @@ engine_tests!(
     oversized_outbound_frame_is_refused_and_the_session_stays_open,
     infinite_number_is_a_protocol_error,
     unsupported_protocol_version_is_refused,
+    a_2024_11_05_server_is_accepted_and_what_it_lacks_is_absent,
     server_without_tools_is_refused,
     stalled_initialize_times_out,
     stalled_tools_list_times_out,
@@ -401,6 +402,7 @@ async fn infinite_number_is_a_protocol_error(via: Via) {
 }
 
 async fn unsupported_protocol_version_is_refused(via: Via) {
+    let accepted = "this client accepts 2025-06-18, 2025-11-25, 2025-03-26, 2024-11-05";
     let error = open(
         via,
         Client::builder("old"),
@@ -409,6 +411,49 @@ async fn unsupported_protocol_version_is_refused(via: Via) {
     .await
     .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
+    assert_eq!(
+        error.message(),
+        format!("server \"old\" answered initialize with protocol version 2023-01-01; {accepted}")
+    );
+    // Anything without the shape of a version is never quoted (it could be a secret).
+    let error = open(
+        via,
+        Client::builder("odd"),
+        inline(json!({"protocolVersion": "2025-06-18 ghp_0123456789abcdef"})),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError);
+    assert_eq!(
+        error.message(),
+        format!(
+            "server \"odd\" answered initialize with a protocol version that is not a version; {accepted}"
+        )
+    );
+}
+
+/// `2024-11-05` (the archived reference servers, TypeScript SDK 1.0) is a legacy
+/// version like the others: what it lacks is read as absent.
+async fn a_2024_11_05_server_is_accepted_and_what_it_lacks_is_absent(via: Via) {
+    let client = open(
+        via,
+        Client::builder("old").protocol(ProtocolMode::Auto),
+        inline(json!({"protocolVersion": "2024-11-05"})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(client.protocol_version(), "2024-11-05");
+    assert_eq!(client.era(), Era::Legacy);
+    let echo = client.catalog().get("echo").unwrap();
+    assert!(echo.output_schema().is_none());
+    let result = client
+        .call_tool("echo", args(json!({"text": "from 2024"})))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&result), "from 2024");
+    assert!(result.structured_content.is_none());
+    assert!(!result.is_error);
+    client.close().await;
 }
 
 async fn server_without_tools_is_refused(via: Via) {

@@ -425,3 +425,39 @@ async fn a_get_stream_that_is_never_answered_does_not_stall_the_handshake() {
     assert_eq!(server.requests_with(Method::GET).len(), 1);
     client.close().await;
 }
+
+/// A server that speaks only the 2024-11-05 HTTP+SSE transport: its URL serves the
+/// `GET` event stream (announcing the POST endpoint) and refuses a POST, with `405`
+/// (Python's `sse_app`) or `404` (an Express app). The error says which transport
+/// the server may speak, keeping its kind and status.
+#[tokio::test]
+async fn an_http_sse_only_server_is_named_in_the_error() {
+    for refusal in [405u16, 404] {
+        let server = TestServer::start(move |request| async move {
+            if request.method == Method::GET {
+                return http_server::sse("event: endpoint\ndata: /messages?session_id=1\n\n");
+            }
+            status(refusal)
+        })
+        .await;
+        let error = connect("old-sse", &server, Limits::default())
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::HttpStatus, "{error}");
+        assert_eq!(error.http_status(), Some(refusal));
+        assert_eq!(
+            error.message(),
+            format!(
+                "server \"old-sse\" answered HTTP {refusal}; a server that answers initialize so \
+                 may speak only the 2024-11-05 HTTP+SSE transport, which this client does not (it \
+                 speaks Streamable HTTP)"
+            )
+        );
+    }
+    // Another refusal of initialize carries no such guess.
+    let server = TestServer::start(|_| async { status(400) }).await;
+    let error = connect("plain", &server, Limits::default())
+        .await
+        .unwrap_err();
+    assert_eq!(error.message(), "server \"plain\" answered HTTP 400");
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the real-server interop tests (five peers, six server modes, each over stdio and
-# Streamable HTTP: server-everything, the Python SDK 2.3.0 and 1.30.0, rmcp 3.11 dual-era
-# and legacy-only, the TypeScript SDK's server 2.4.0), prints one summary line, and
+# Runs the real-server interop tests (six peers, seven server modes: server-everything,
+# the Python SDK 2.3.0 and 1.30.0, rmcp 3.11 dual-era and legacy-only, the TypeScript
+# SDK's server 2.4.0, each over stdio and Streamable HTTP; server-github 2025.4.8, a
+# 2024-11-05 server, over stdio only), prints one summary line, and
 # regenerates the table between the `servers:begin`/`servers:end` markers in the
 # top-level README: per pair, the tests' result, the revision the library's default
 # mode negotiated (from client.protocol_version()) and the connect time.
@@ -26,7 +27,7 @@ cargo build --quiet --example rmcp_server
 set +e
 SMTHRS_INTEROP_REPORT="$report" CI=true cargo test \
   --test interop_everything --test interop_python --test interop_python_legacy \
-  --test interop_rmcp --test interop_typescript \
+  --test interop_rmcp --test interop_typescript --test interop_github \
   -- --test-threads=2 >"$log" 2>&1
 status=$?
 set -e
@@ -37,14 +38,16 @@ import re, sys
 from collections import OrderedDict
 
 log_path, report_path, readme_path = sys.argv[1:4]
-# key: (display name, target era)
+# key: (display name, target era, transports it serves)
+BOTH = ("stdio", "http")
 PEERS = OrderedDict([
-    ("everything", ("server-everything 2026.8.31 (npm)", "legacy")),
-    ("python", ("Python SDK `mcp` 2.3.0 (PyPI)", "modern")),
-    ("python-legacy", ("Python SDK `mcp` 1.30.0 (PyPI, second venv)", "legacy")),
-    ("rmcp", ("rmcp 3.11 (crates.io), dual-era", "modern")),
-    ("rmcp-legacy", ("rmcp 3.11, `--legacy-only`", "legacy")),
-    ("typescript", ("TypeScript SDK `@modelcontextprotocol/server` 2.4.0 (npm)", "modern")),
+    ("everything", ("server-everything 2026.8.31 (npm)", "legacy", BOTH)),
+    ("python", ("Python SDK `mcp` 2.3.0 (PyPI)", "modern", BOTH)),
+    ("python-legacy", ("Python SDK `mcp` 1.30.0 (PyPI, second venv)", "legacy", BOTH)),
+    ("rmcp", ("rmcp 3.11 (crates.io), dual-era", "modern", BOTH)),
+    ("rmcp-legacy", ("rmcp 3.11, `--legacy-only`", "legacy", BOTH)),
+    ("typescript", ("TypeScript SDK `@modelcontextprotocol/server` 2.4.0 (npm)", "modern", BOTH)),
+    ("github", ("server-github 2025.4.8 (npm, TypeScript SDK 1.0.1; answers 2024-11-05)", "legacy", ("stdio",))),
 ])
 BINARIES = {
     "interop_everything": "everything",
@@ -52,6 +55,7 @@ BINARIES = {
     "interop_python_legacy": "python-legacy",
     "interop_rmcp": "rmcp",
     "interop_typescript": "typescript",
+    "interop_github": "github",
 }
 TRANSPORTS = [("stdio", "stdio_"), ("http", "http_")]
 
@@ -87,9 +91,12 @@ for line in open(report_path, encoding="utf-8"):
 
 rows, green, failed, missing, waiting = [], 0, 0, 0, 0
 modern_now = legacy_now = target_modern = 0
-for key, (name, target) in PEERS.items():
+for key, (name, target, serves) in PEERS.items():
     cells = []
     for transport, _ in TRANSPORTS:
+        if transport not in serves:
+            cells.append("— (not served)")
+            continue
         cell = state.get((key, transport))
         era = eras.get((key, transport))
         if target == "modern":
@@ -119,7 +126,7 @@ for key, (name, target) in PEERS.items():
         cells.append(f"{result} · **{label}** {version} · {connect_ms:.0f} ms")
     rows.append(f"| {name} | {target} | {cells[0]} | {cells[1]} |")
 
-pairs = len(PEERS) * len(TRANSPORTS)
+pairs = sum(len(serves) for _, _, serves in PEERS.values())
 summary = (
     f"servers: {green} of {pairs} (server, transport) pairs green, {failed} failed, "
     f"{missing} not run; negotiated {modern_now} modern, {legacy_now} legacy "

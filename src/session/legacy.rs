@@ -1,4 +1,4 @@
-//! The legacy era (2025-06-18 / 2025-11-25): the `initialize` handshake, exactly as
+//! The legacy era (2024-11-05 to 2025-11-25): the `initialize` handshake, exactly as
 //! before 2026-07-28 existed, and the one place the legacy HTTP session's
 //! re-initialise lives (a `404` to a request carrying a session id).
 //!
@@ -18,9 +18,9 @@ use super::engine::{Queued, RequestCtl, Shared, lock, notification_meta};
 use super::era::Wire;
 use super::negotiate::{ServerFacts, step_error, walk_catalog};
 use super::{PROPOSED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, client_info};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::pin::CatalogPin;
-use crate::transport::{FrameMeta, OutboundFrame};
+use crate::transport::{FrameMeta, Medium, OutboundFrame};
 
 /// The one-shot HTTP session re-initialise.
 pub(crate) enum Reinit {
@@ -65,9 +65,10 @@ pub(crate) async fn initialize(shared: &Arc<Shared>) -> Result<ServerFacts> {
             false,
         )
         .await
-        .map_err(step_error(shared, "initialize"))?;
-    let version = result
-        .get("protocolVersion")
+        .map_err(step_error(shared, "initialize"))
+        .map_err(|error| older_http_transport_hint(shared, error))?;
+    let answered = result.get("protocolVersion");
+    let version = answered
         .and_then(Value::as_str)
         .and_then(|v| {
             SUPPORTED_PROTOCOL_VERSIONS
@@ -75,12 +76,7 @@ pub(crate) async fn initialize(shared: &Arc<Shared>) -> Result<ServerFacts> {
                 .find(|s| **s == v)
                 .copied()
         })
-        .ok_or_else(|| {
-            Error::protocol(format!(
-                "server \"{}\" answered initialize with an unsupported protocol version",
-                shared.server
-            ))
-        })?;
+        .ok_or_else(|| unsupported_version(&shared.server, answered))?;
     let facts = ServerFacts::from_result(&result, version);
     if !facts.offers_tools {
         return Err(Error::protocol(format!(
@@ -103,6 +99,53 @@ pub(crate) async fn initialize(shared: &Arc<Shared>) -> Result<ServerFacts> {
         .await
         .map_err(step_error(shared, "notifications/initialized"))?;
     Ok(facts)
+}
+
+/// A `404` or `405` answering the `initialize` POST is what a server that speaks
+/// only the 2024-11-05 HTTP+SSE transport (a `GET` event stream plus a separate
+/// POST endpoint) answers: the error says so, since this client speaks Streamable
+/// HTTP only. Kind and status are kept.
+fn older_http_transport_hint(shared: &Shared, error: Error) -> Error {
+    if shared.medium != Medium::Exchanges
+        || error.kind() != ErrorKind::HttpStatus
+        || !matches!(error.http_status(), Some(404 | 405))
+    {
+        return error;
+    }
+    let message = format!(
+        "{}; a server that answers initialize so may speak only the 2024-11-05 HTTP+SSE \
+         transport, which this client does not (it speaks Streamable HTTP)",
+        error.message()
+    );
+    error.with_message(message)
+}
+
+/// The error for an `initialize` result whose `protocolVersion` this client does
+/// not accept: it names what the server answered (only when it has the shape of a
+/// version, `YYYY-MM-DD`, which cannot carry a secret) and the versions accepted.
+fn unsupported_version(server: &str, answered: Option<&Value>) -> Error {
+    let answered = match answered {
+        None => "no protocol version".to_owned(),
+        Some(Value::String(v)) if looks_like_a_version(v) => format!("protocol version {v}"),
+        Some(_) => "a protocol version that is not a version".to_owned(),
+    };
+    Error::protocol(format!(
+        "server \"{server}\" answered initialize with {answered}; this client accepts {}",
+        SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+    ))
+}
+
+/// `^\d{4}-\d{2}-\d{2}$`, ASCII digits only.
+fn looks_like_a_version(v: &str) -> bool {
+    let b = v.as_bytes();
+    b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                *c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        })
 }
 
 /// Runs the handshake again on a transport that lost its HTTP session and checks
@@ -234,5 +277,45 @@ impl Shared {
                 handle.fail(error);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_shape_of_a_version_is_named() {
+        for v in ["2024-11-05", "2023-01-01", "9999-99-99"] {
+            assert!(looks_like_a_version(v), "{v}");
+        }
+        for v in [
+            "", "2024-11-5", "2024-11-055", "2024/11/05", "2024-11-0\u{0665}", "v2024-11-05",
+            "sk-live-1234", "2024-11-05\n",
+        ] {
+            assert!(!looks_like_a_version(v), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn an_unsupported_version_names_what_was_answered_and_what_is_accepted() {
+        let accepted = "this client accepts 2025-06-18, 2025-11-25, 2025-03-26, 2024-11-05";
+        let old = unsupported_version("s", Some(&Value::from("2023-01-01")));
+        assert_eq!(old.kind(), ErrorKind::ProtocolError);
+        assert_eq!(
+            old.message(),
+            format!("server \"s\" answered initialize with protocol version 2023-01-01; {accepted}")
+        );
+        let secret = unsupported_version("s", Some(&Value::from("ghp_secret-token")));
+        assert_eq!(
+            secret.message(),
+            format!(
+                "server \"s\" answered initialize with a protocol version that is not a version; {accepted}"
+            )
+        );
+        let number = unsupported_version("s", Some(&Value::from(20241105)));
+        assert!(number.message().contains("not a version"), "{number}");
+        let none = unsupported_version("s", None);
+        assert!(none.message().contains("with no protocol version;"), "{none}");
     }
 }

@@ -62,12 +62,19 @@ use negotiate::{ServerFacts, Verdict};
 /// The protocol version the client proposes in `initialize`.
 pub const PROPOSED_PROTOCOL_VERSION: &str = "2025-06-18";
 
-/// Protocol versions accepted in a server's `initialize` result.
+/// Protocol versions accepted in a server's `initialize` result, newest first
+/// after the proposed one.
 ///
 /// `2025-03-26` is accepted because its Streamable HTTP transport and tool shapes are
 /// the ones this client speaks; `2025-11-25` only adds behaviour this client handles
-/// (SSE polling) or ignores.
-pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2025-11-25"];
+/// (SSE polling) or ignores. `2024-11-05` is what many published stdio servers
+/// still answer (the archived reference servers and others on the TypeScript SDK
+/// 1.0): what that revision lacks (`structuredContent`, `outputSchema`, tool
+/// annotations, elicitation) is read as absent, never as an error. Over HTTP a
+/// `2024-11-05` server speaks the older HTTP+SSE transport, which this client does
+/// not; one that answers `initialize` over Streamable HTTP is served like any other.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2025-06-18", "2025-11-25", "2025-03-26", "2024-11-05"];
 
 /// The longest server name accepted, in UTF-8 bytes.
 pub const MAX_SERVER_NAME_BYTES: usize = 128;
