@@ -31,8 +31,7 @@ fn interop_dir() -> PathBuf {
 }
 
 fn github_entry() -> Option<PathBuf> {
-    let path =
-        interop_dir().join("node_modules/@modelcontextprotocol/server-github/dist/index.js");
+    let path = interop_dir().join("node_modules/@modelcontextprotocol/server-github/dist/index.js");
     interop::require(
         path.exists().then_some(path),
         "interop/node_modules/@modelcontextprotocol/server-github",

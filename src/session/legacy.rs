@@ -290,8 +290,14 @@ mod tests {
             assert!(looks_like_a_version(v), "{v}");
         }
         for v in [
-            "", "2024-11-5", "2024-11-055", "2024/11/05", "2024-11-0\u{0665}", "v2024-11-05",
-            "sk-live-1234", "2024-11-05\n",
+            "",
+            "2024-11-5",
+            "2024-11-055",
+            "2024/11/05",
+            "2024-11-0\u{0665}",
+            "v2024-11-05",
+            "sk-live-1234",
+            "2024-11-05\n",
         ] {
             assert!(!looks_like_a_version(v), "{v:?}");
         }
@@ -304,7 +310,9 @@ mod tests {
         assert_eq!(old.kind(), ErrorKind::ProtocolError);
         assert_eq!(
             old.message(),
-            format!("server \"s\" answered initialize with protocol version 2023-01-01; {accepted}")
+            format!(
+                "server \"s\" answered initialize with protocol version 2023-01-01; {accepted}"
+            )
         );
         let secret = unsupported_version("s", Some(&Value::from("ghp_secret-token")));
         assert_eq!(
@@ -316,6 +324,9 @@ mod tests {
         let number = unsupported_version("s", Some(&Value::from(20241105)));
         assert!(number.message().contains("not a version"), "{number}");
         let none = unsupported_version("s", None);
-        assert!(none.message().contains("with no protocol version;"), "{none}");
+        assert!(
+            none.message().contains("with no protocol version;"),
+            "{none}"
+        );
     }
 }
