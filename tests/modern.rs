@@ -113,6 +113,9 @@ both_transports!(
     modern_mode_refuses_a_legacy_server,
     modern_mode_speaks_modern,
     probe_refused_with_a_modern_error_is_surfaced,
+    a_version_error_after_discover_is_retried_once,
+    a_second_version_error_after_discover_fails,
+    the_probe_id_is_a_string_distinct_from_every_later_id,
 );
 
 async fn modern_server_is_spoken_without_initialize(via: Via) {
@@ -160,6 +163,106 @@ async fn corrective_retry_after_one_rejection(via: Via) {
     if via == Via::Http {
         assert_eq!(a.requests()[0].status, Some(400), "-32022 is HTTP 400");
     }
+}
+
+/// `server/discover` goes out with a string id (`server-discover-probe-<n>`, as the
+/// TypeScript client writes it), every later request with a number: no late reply
+/// to a probe can be taken for another request's, against a modern server or a
+/// legacy one.
+async fn the_probe_id_is_a_string_distinct_from_every_later_id(via: Via) {
+    for (name, server, options) in [
+        ("modern", scenario("modern-reject-first-request"), modern()),
+        ("legacy", scenario("basic"), legacy()),
+    ] {
+        let a = connect(via, Client::builder(name), server, options).await;
+        echo_works(a.client()).await;
+        a.close().await;
+        // Over HTTP, what the client sent (a legacy bridge answers the probe
+        // itself); on stdio, what the child read.
+        let requests: Vec<Value> = match via {
+            Via::Http => a
+                .requests()
+                .iter()
+                .filter_map(|r| serde_json::from_str::<Value>(&r.body).ok())
+                .filter(|m| m.get("id").is_some() && m.get("method").is_some())
+                .collect(),
+            Via::Stdio => requests_received(&a),
+        };
+        let probes: Vec<&Value> = requests
+            .iter()
+            .filter(|r| r["method"] == "server/discover")
+            .collect();
+        assert!(!probes.is_empty(), "{name}");
+        for probe in &probes {
+            let id = probe["id"].as_str().unwrap_or_default();
+            assert!(id.starts_with("server-discover-probe-"), "{name}: {probe}");
+        }
+        for other in requests.iter().filter(|r| r["method"] != "server/discover") {
+            assert!(other["id"].is_u64(), "{name}: {other}");
+        }
+    }
+}
+
+/// A server that forgot the version after `server/discover` succeeded (-32022 to
+/// `tools/list` or `tools/call`): the request is sent again once, with a new id,
+/// at the version its `data.supported` shares with this client.
+async fn a_version_error_after_discover_is_retried_once(via: Via) {
+    for method in ["tools/list", "tools/call"] {
+        let a = connect(
+            via,
+            Client::builder("forgot"),
+            inline(json!({"era": "modern", "reject_first_of": {method: 1}})),
+            modern(),
+        )
+        .await;
+        assert_eq!(a.client().era(), Era::Modern);
+        echo_works(a.client()).await;
+        a.close().await;
+        let sent = a.received(method);
+        assert_eq!(sent.len(), 2, "one corrective retry of {method}");
+        assert_ne!(sent[0]["id"], sent[1]["id"]);
+        assert_eq!(sent[0]["params"], sent[1]["params"], "{method}");
+        assert_eq!(sent[1]["params"]["_meta"][META_VERSION], "2026-07-28");
+        assert_eq!(a.received("server/discover").len(), 1);
+    }
+}
+
+/// A second -32022 to the same request is `unsupported_protocol_version`: for
+/// `tools/list` the connect fails; for `tools/call` the call does, and the session
+/// goes on.
+async fn a_second_version_error_after_discover_fails(via: Via) {
+    let a = connect(
+        via,
+        Client::builder("list-twice"),
+        inline(json!({"era": "modern", "reject_first_of": {"tools/list": 2}})),
+        modern(),
+    )
+    .await;
+    assert_eq!(a.error().kind(), ErrorKind::UnsupportedProtocolVersion);
+    assert_eq!(a.received("tools/list").len(), 2);
+
+    let a = connect(
+        via,
+        Client::builder("call-twice"),
+        inline(json!({"era": "modern", "reject_first_of": {"tools/call": 2}})),
+        modern(),
+    )
+    .await;
+    let error = guard(
+        "echo",
+        a.client().call_tool("echo", args(json!({"text": "x"}))),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error.kind(),
+        ErrorKind::UnsupportedProtocolVersion,
+        "{error}"
+    );
+    assert_eq!(a.received("tools/call").len(), 2);
+    assert!(a.client().terminal_error().is_none());
+    echo_works(a.client()).await;
+    a.close().await;
 }
 
 async fn second_rejection_is_unsupported_protocol_version(via: Via) {

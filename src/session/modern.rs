@@ -74,7 +74,7 @@ pub(crate) async fn call_tool(
     shared: &Arc<Shared>,
     tool: &Tool,
     arguments: Value,
-    wire: Wire,
+    mut wire: Wire,
     mut deadline: Instant,
 ) -> Result<ToolResult> {
     let server = &shared.server;
@@ -90,6 +90,7 @@ pub(crate) async fn call_tool(
     let mut request_state: Option<String> = None;
     let mut rounds: u64 = 0;
     let mut header_recheck_done = false;
+    let mut corrective_used = false;
     let mut backoff = SHED_BACKOFF_FIRST;
     loop {
         let params = CallParams {
@@ -104,7 +105,7 @@ pub(crate) async fn call_tool(
             cancellable: true,
             tool_call: true,
             call: call_headers.clone(),
-            quiet: false,
+            ..RequestOptions::default()
         };
         let reply = shared
             .request_body("tools/call", params, deadline, options)
@@ -122,6 +123,16 @@ pub(crate) async fn call_tool(
                 // The rare paths are boxed: every call's future would otherwise
                 // carry their state (a catalog walk, the host handler's answers).
                 Box::pin(recheck_tool(shared, tool, wire)).await?;
+                continue;
+            }
+            // -32022 after `server/discover` succeeded: one corrective retry.
+            Err(error) if error.kind() == ErrorKind::UnsupportedProtocolVersion => {
+                wire = super::negotiate::retry_after_version_error(
+                    shared,
+                    "tools/call",
+                    error,
+                    &mut corrective_used,
+                )?;
                 continue;
             }
             other => other?,

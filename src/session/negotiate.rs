@@ -2,7 +2,9 @@
 //! §1.4-1.7), and the catalog walk both eras share.
 //!
 //! With [`ProtocolMode::Auto`] the engine sends `server/discover` before
-//! anything else, with the full `_meta`, and reads the outcome:
+//! anything else, with the full `_meta` and a string id
+//! (`server-discover-probe-<n>`, distinct from every later request's number id),
+//! and reads the outcome:
 //!
 //! | outcome | verdict |
 //! | --- | --- |
@@ -22,7 +24,9 @@
 //! late replies to the probe are dropped like any reply nobody waits for, and a
 //! timed-out probe is never cancelled. A legacy `initialize` answered with -32022
 //! (a modern-only server that was slow to answer the probe) sends the probe once
-//! more. [`ProtocolMode::Legacy`] skips the probe; [`ProtocolMode::Modern`]
+//! more. Once modern, a -32022 answering `tools/list` or `tools/call` gets the same
+//! corrective retry, once per request ([`retry_after_version_error`]).
+//! [`ProtocolMode::Legacy`] skips the probe; [`ProtocolMode::Modern`]
 //! refuses any verdict but modern with `unsupported_protocol_version`.
 
 use std::sync::Arc;
@@ -144,15 +148,24 @@ pub(crate) async fn walk_catalog(
         .param_headers(modern && shared.medium == Medium::Exchanges);
     let mut cursor: Option<String> = None;
     let mut hint: Option<CacheHint> = None;
+    let mut wire = wire;
+    let mut corrective_used = false;
     loop {
         let params = ListParams {
             meta: modern.then_some(&shared.request_meta),
             cursor: cursor.as_deref(),
         };
-        let page = shared
+        let page = match shared
             .request("tools/list", params, wire, Instant::now() + timeout, true)
             .await
-            .map_err(step_error(shared, "tools/list"))?;
+        {
+            Err(error) if modern && error.kind() == ErrorKind::UnsupportedProtocolVersion => {
+                wire =
+                    retry_after_version_error(shared, "tools/list", error, &mut corrective_used)?;
+                continue;
+            }
+            page => page.map_err(step_error(shared, "tools/list"))?,
+        };
         if modern {
             require_complete(shared, "tools/list", &page)?;
             let page_hint = CacheHint::from_result(&page);
@@ -199,6 +212,7 @@ pub(crate) async fn probe(shared: &Arc<Shared>, mode: ProtocolMode) -> Result<Ve
             wire,
             cancellable: false,
             quiet: true,
+            string_id: true,
             ..RequestOptions::default()
         };
         let outcome = shared
@@ -253,6 +267,62 @@ fn offered_modern_version(result: &Value) -> Option<&'static str> {
         .copied()
 }
 
+/// The versions a -32022 error's `data.supported` names (empty for any other error).
+fn supported_versions(error: &Error) -> &[String] {
+    match error.detail() {
+        Some(Detail::Remote { supported, .. }) => supported.as_slice(),
+        _ => &[],
+    }
+}
+
+/// The first modern version this client speaks that a -32022 error names.
+fn mutual_modern_version(error: &Error) -> Option<&'static str> {
+    let supported = supported_versions(error);
+    MODERN_PROTOCOL_VERSIONS
+        .iter()
+        .find(|ours| supported.iter().any(|v| v == *ours))
+        .copied()
+}
+
+/// The corrective retry of a modern request other than the probe
+/// (`protocol-2026-07-28.md` §1.3): a -32022 answering `tools/list` or
+/// `tools/call` after `server/discover` succeeded, whose `data.supported` names a
+/// version this client speaks, sends the same request once more (a new id) at that
+/// version; `used` records that it was spent. Any other error, a -32022 naming no
+/// mutual version, or a second -32022 fails (`unsupported_protocol_version`).
+///
+/// A -32022 means the server refused the request before running it, so sending
+/// it again replays nothing. This client speaks one modern version, which the
+/// session's `_meta` already states: the retry's wire is that same version.
+pub(crate) fn retry_after_version_error(
+    shared: &Shared,
+    method: &str,
+    error: Error,
+    used: &mut bool,
+) -> Result<Wire> {
+    if error.kind() != ErrorKind::UnsupportedProtocolVersion {
+        return Err(error);
+    }
+    let Some(version) = mutual_modern_version(&error) else {
+        return Err(error);
+    };
+    if std::mem::replace(used, true) {
+        let detail = error.detail().cloned();
+        let refused = Error::new(
+            ErrorKind::UnsupportedProtocolVersion,
+            format!(
+                "server \"{}\" refused protocol version {version} twice for {method}",
+                shared.server
+            ),
+        );
+        return Err(match detail {
+            Some(detail) => refused.with_detail(detail),
+            None => refused,
+        });
+    }
+    Ok(Wire::Modern(version))
+}
+
 enum ProbeError {
     Retry,
     Legacy(&'static str),
@@ -263,14 +333,8 @@ fn classify_probe_error(shared: &Shared, error: Error) -> Result<ProbeError> {
     let stream = shared.medium == Medium::Stream;
     match error.kind() {
         ErrorKind::UnsupportedProtocolVersion => {
-            let supported = match error.detail() {
-                Some(Detail::Remote { supported, .. }) => supported.as_slice(),
-                _ => &[],
-            };
-            if supported
-                .iter()
-                .any(|v| MODERN_PROTOCOL_VERSIONS.contains(&v.as_str()))
-            {
+            let supported = supported_versions(&error);
+            if mutual_modern_version(&error).is_some() {
                 Ok(ProbeError::Retry)
             } else if supported
                 .iter()

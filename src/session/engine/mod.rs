@@ -284,6 +284,7 @@ impl Shared {
     pub(crate) fn encode_request<P: Serialize + ?Sized>(
         &self,
         id: u64,
+        string_id: bool,
         method: &str,
         params: &P,
     ) -> Result<Bytes> {
@@ -292,7 +293,14 @@ impl Shared {
         let mut out = LimitedWriter::with_capacity(limit, self.request_buffer());
         let written = (|| -> std::io::Result<()> {
             out.write_all(b"{\"id\":")?;
+            if string_id {
+                out.write_all(b"\"")?;
+                out.write_all(request::PROBE_ID_PREFIX.as_bytes())?;
+            }
             out.write_all(itoa::Buffer::new().format(id).as_bytes())?;
+            if string_id {
+                out.write_all(b"\"")?;
+            }
             out.write_all(b",\"jsonrpc\":\"2.0\",\"method\":")?;
             method
                 .serialize(&mut serde_json::Serializer::new(&mut out))
@@ -341,7 +349,9 @@ mod tests {
         let shared = shared(1 << 20);
         let params = serde_json::json!({"name": "echo", "arguments": {"t": "a\"b\u{1}é", "n": [1.5, -2, null]}});
         for (id, method) in [(0, "tools/call"), (u64::MAX, "we\"ird\n/méthod")] {
-            let frame = shared.encode_request(id, method, &params).expect("fits");
+            let frame = shared
+                .encode_request(id, false, method, &params)
+                .expect("fits");
             let reference = serde_json::to_vec(&serde_json::json!({
                 "jsonrpc": "2.0", "id": id, "method": method, "params": params,
             }))
@@ -354,12 +364,15 @@ mod tests {
     fn request_frames_past_the_outbound_limit_are_refused() {
         let params = serde_json::json!({"text": "x".repeat(100)});
         let frame = shared(1 << 20)
-            .encode_request(1, "m", &params)
+            .encode_request(1, false, "m", &params)
             .expect("fits");
         let exact = shared(frame.len() as u64);
-        assert_eq!(exact.encode_request(1, "m", &params).expect("fits"), frame);
+        assert_eq!(
+            exact.encode_request(1, false, "m", &params).expect("fits"),
+            frame
+        );
         let error = shared(frame.len() as u64 - 1)
-            .encode_request(1, "m", &params)
+            .encode_request(1, false, "m", &params)
             .expect_err("one byte over");
         assert_eq!(error.kind(), ErrorKind::ProtocolError);
         assert!(error.message().contains("maxOutboundFrameBytes"));
@@ -371,7 +384,10 @@ mod tests {
         assert_eq!(shared.request_buffer(), *REQUEST_BUFFER.start());
         let encode = |text_len: usize| {
             let params = serde_json::json!({"text": "x".repeat(text_len)});
-            shared.encode_request(1, "m", &params).expect("fits").len()
+            shared
+                .encode_request(1, false, "m", &params)
+                .expect("fits")
+                .len()
         };
         let len = encode(600);
         assert!(shared.request_buffer() >= len, "room for a request as long");

@@ -14,6 +14,7 @@ use crate::error::{Detail, Error, ErrorKind, MAX_SUPPORTED_VERSIONS, Result};
 use crate::jsonrpc::{self, Inbound, RpcError};
 use crate::transport::{FrameMeta, FrameSource, InboundEvent};
 
+use super::request::reply_key;
 use super::{Shared, lock};
 use crate::session::inputs::INPUT_METHODS;
 
@@ -60,14 +61,14 @@ impl Shared {
                 Ok(None)
             }
             Inbound::Response { id, outcome } => {
-                let Some(id) = id.as_u64() else {
+                let Some(key) = reply_key(&id) else {
                     return Ok(None);
                 };
                 let outcome = outcome.map_err(|error| {
-                    let quiet = lock(&self.pending).get(&id).is_some_and(|c| c.quiet);
+                    let quiet = lock(&self.pending).get(&key.0).is_some_and(|c| c.quiet);
                     self.remote_error(error, quiet)
                 });
-                self.settle(id, outcome);
+                self.settle_reply(key, outcome);
                 Ok(None)
             }
             Inbound::NullIdError(error) => {

@@ -3,6 +3,7 @@
 //! medium hands it back), and what abandoning it owes the server.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -19,7 +20,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::jsonrpc::ResultBody;
+use crate::jsonrpc::{Id, ResultBody};
 use crate::observe;
 use crate::transport::{
     CallHeaders, Exchange, FrameMeta, Medium, OutboundFrame, RequestControl, RequestHandle,
@@ -27,6 +28,29 @@ use crate::transport::{
 
 use super::{NotificationFrame, Queued, Shared, lock, notification_meta};
 use crate::session::era::Wire;
+
+/// The prefix of the probe's string id: `server-discover-probe-<n>`, where `<n>`
+/// is the engine's id for it (the form the TypeScript client uses).
+pub(crate) const PROBE_ID_PREFIX: &str = "server-discover-probe-";
+
+/// The engine id and id form a reply's id names: a non-negative integer, or
+/// [`PROBE_ID_PREFIX`] followed by the canonical decimal digits of one (no sign,
+/// no leading zero). Anything else names no request of ours.
+pub(super) fn reply_key(id: &Id) -> Option<(u64, bool)> {
+    match id {
+        Id::Number(_) => id.as_u64().map(|n| (n, false)),
+        Id::String(s) => {
+            let digits = s.strip_prefix(PROBE_ID_PREFIX)?;
+            let canonical = !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit())
+                && (digits == "0" || !digits.starts_with('0'));
+            canonical
+                .then(|| digits.parse().ok())
+                .flatten()
+                .map(|n| (n, true))
+        }
+    }
+}
 
 /// Request states, advanced with compare-and-swap by the writer and the caller.
 pub(super) const QUEUED: u8 = 0;
@@ -47,6 +71,9 @@ pub(crate) struct RequestCtl {
     /// What it was written for (a stateless request on HTTP is cancelled by
     /// cutting its exchange, not by a notification).
     pub(super) wire: Wire,
+    /// Its id is written as the string [`PROBE_ID_PREFIX`]`<id>` (the probe), and
+    /// only a reply with that string id settles it.
+    pub(super) string_id: bool,
     /// A JSON-RPC error answering it is expected and not reported to the
     /// diagnostics observer (the probe: a legacy server's error is its answer),
     /// nor is an error with `id: null` that arrives while it waits.
@@ -200,6 +227,9 @@ pub(crate) struct RequestOptions {
     pub(crate) call: Option<Arc<CallHeaders>>,
     /// Keep a JSON-RPC error answering it from the diagnostics observer.
     pub(crate) quiet: bool,
+    /// Write its id as a string, [`PROBE_ID_PREFIX`]`<id>` (the `server/discover`
+    /// probe: distinct from every other request's id, which is a number).
+    pub(crate) string_id: bool,
 }
 
 impl Default for RequestOptions {
@@ -210,6 +240,7 @@ impl Default for RequestOptions {
             tool_call: false,
             call: None,
             quiet: false,
+            string_id: false,
         }
     }
 }
@@ -256,10 +287,11 @@ impl Shared {
             tool_call,
             call,
             quiet,
+            string_id,
         } = options;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         observe::request_sent(id);
-        let frame = self.encode_request(id, method, &params)?;
+        let frame = self.encode_request(id, string_id, method, &params)?;
         drop(params);
         let meta = FrameMeta {
             method: Some(method),
@@ -273,6 +305,7 @@ impl Shared {
             tool_call,
             cancellable,
             wire,
+            string_id,
             quiet,
             state: AtomicU8::new(QUEUED),
             outcome: Mutex::new(None),
@@ -449,6 +482,24 @@ impl Shared {
         }
     }
 
+    /// Completes the request a reply's id names ([`reply_key`]): a number settles
+    /// a request sent with a number id, a probe string id the probe; any other
+    /// reply is dropped.
+    pub(super) fn settle_reply(&self, (id, string_id): (u64, bool), outcome: Result<ResultBody>) {
+        let pending = {
+            let mut pending = lock(&self.pending);
+            match pending.entry(id) {
+                Entry::Occupied(entry) if entry.get().string_id == string_id => entry.remove(),
+                _ => {
+                    drop(pending);
+                    self.dropped.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+            }
+        };
+        pending.complete(outcome);
+    }
+
     /// Completes a pending request; a reply for an unknown id is dropped.
     pub(super) fn settle(&self, id: u64, outcome: Result<ResultBody>) {
         let Some(pending) = lock(&self.pending).remove(&id) else {
@@ -519,6 +570,40 @@ impl Drop for RequestGuard<'_> {
             {
                 self.shared.send_cancelled(control.id, control.wire);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(id: Value) -> Option<(u64, bool)> {
+        reply_key(&Id::from_json(&id)?)
+    }
+
+    #[test]
+    fn a_reply_id_names_a_request_only_in_the_form_it_was_sent() {
+        assert_eq!(key(serde_json::json!(7)), Some((7, false)));
+        assert_eq!(
+            key(serde_json::json!("server-discover-probe-0")),
+            Some((0, true))
+        );
+        assert_eq!(
+            key(serde_json::json!("server-discover-probe-42")),
+            Some((42, true))
+        );
+        for other in [
+            serde_json::json!(-1),
+            serde_json::json!("7"),
+            serde_json::json!("server-discover-probe-"),
+            serde_json::json!("server-discover-probe-07"),
+            serde_json::json!("server-discover-probe-+7"),
+            serde_json::json!("server-discover-probe-7 "),
+            serde_json::json!("server-discover-probe-99999999999999999999"),
+            serde_json::json!("SERVER-DISCOVER-PROBE-7"),
+        ] {
+            assert_eq!(key(other.clone()), None, "{other}");
         }
     }
 }

@@ -16,7 +16,9 @@
 //!    `data: {supported, requested}` (`server/discover` is exempt when
 //!    `discover_version_check` is off);
 //! 3. the first `reject_first_requests` well-formed requests get `-32022`
-//!    anyway (the conformance `request-metadata` scenario).
+//!    anyway (the conformance `request-metadata` scenario), and so do the first
+//!    `reject_first_of.<method>` well-formed requests of that method (a server
+//!    that forgot the version after `server/discover` succeeded).
 //!
 //! Generated results carry `resultType`, `_meta["io.modelcontextprotocol/serverInfo"]`
 //! and, for `server/discover` and `tools/list`, `ttlMs` and `cacheScope`.
@@ -65,6 +67,7 @@ pub(super) const FIELDS: &[&str] = &[
     "ttlMs",
     "cacheScope",
     "reject_first_requests",
+    "reject_first_of",
     "initialize_after_modern",
     "check_capabilities",
 ];
@@ -108,6 +111,8 @@ pub(super) struct Config {
     cache_scope: Option<Value>,
     /// How many first well-formed modern requests get `-32022` anyway.
     reject_first_requests: u64,
+    /// Per method: how many first well-formed requests of it get `-32022` anyway.
+    reject_first_of: HashMap<String, u64>,
     /// Dual era: refuse `initialize` with `-32022` once a modern request was served.
     reject_initialize_after_modern: bool,
     /// Answer `-32021` instead of `inputRequests` the request's capabilities do not cover.
@@ -168,6 +173,14 @@ impl Config {
             reject_first_requests: map
                 .get("reject_first_requests")
                 .map_or(Ok(0), |v| as_u64("reject_first_requests", v))?,
+            reject_first_of: match map.get("reject_first_of") {
+                None => HashMap::new(),
+                Some(Value::Object(counts)) => counts
+                    .iter()
+                    .map(|(method, n)| Ok((method.clone(), as_u64("reject_first_of", n)?)))
+                    .collect::<Result<_, String>>()?,
+                Some(_) => return Err("reject_first_of must be an object".into()),
+            },
             reject_initialize_after_modern,
             check_capabilities: map
                 .get("check_capabilities")
@@ -246,6 +259,8 @@ impl Scenario {
 pub(super) struct State {
     /// Well-formed modern requests read so far.
     requests: u64,
+    /// Well-formed modern requests read so far, per method.
+    requests_of: HashMap<String, u64>,
     /// Whether a modern request was answered with a result path (dual era).
     served_modern: bool,
     /// Dual era: a legacy `initialize` was served; everything is legacy now.
@@ -504,7 +519,20 @@ impl Server {
         self.modern.requests += 1;
         let checks_version = method != "server/discover" || config.discover_version_check;
         let unsupported = checks_version && !config.modern_versions.iter().any(|v| v == version);
-        if unsupported || self.modern.requests <= config.reject_first_requests {
+        let of_method = self
+            .modern
+            .requests_of
+            .entry(method.to_owned())
+            .or_default();
+        *of_method += 1;
+        let rejected_for_method = config
+            .reject_first_of
+            .get(method)
+            .is_some_and(|n| *of_method <= *n);
+        if unsupported
+            || self.modern.requests <= config.reject_first_requests
+            || rejected_for_method
+        {
             self.shared
                 .reply_error(id, config.version_error(json!(version)));
             return Flow::Continue;
