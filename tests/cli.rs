@@ -1384,11 +1384,24 @@ fn form_request() -> Value {
     }})
 }
 
+/// Without a terminal, or with `--no-input`, `call` declares no elicitation (a
+/// capability it would always decline misleads the server); a server that asks
+/// anyway is refused (`-32601`), and the call goes on without waiting.
 #[test]
-fn without_a_terminal_call_declines_an_elicitation() {
+fn without_a_terminal_call_declares_no_elicitation_and_refuses_one() {
     let dir = tempdir();
-    let config = asking_server(dir.path(), json!([form_request()]), json!({}));
+    let record = dir.path().join("record.jsonl");
+    let config = asking_server(
+        dir.path(),
+        json!([form_request()]),
+        json!({"args": [
+            json!({ "on_call": { "echo": { "request_first": [form_request()] } } }).to_string(),
+            "--record",
+            path_str(&record),
+        ]}),
+    );
     for extra in [&[][..], &["--no-input"][..]] {
+        let _ = std::fs::remove_file(&record);
         let mut args = vec![
             "--mcp-config",
             path_str(&config),
@@ -1400,9 +1413,12 @@ fn without_a_terminal_call_declines_an_elicitation() {
         args.extend_from_slice(extra);
         let run = cli(&args).stdin(Vec::new()).run();
         run.expect_code(0);
+        let text = recorded(&record).unwrap_or_default();
+        let init = recorded_frames(&text, "initialize");
+        assert_eq!(init[0]["params"]["capabilities"], json!({}), "{text}");
         assert_eq!(
-            reply_to(&run, 0)["result"],
-            json!({"action": "decline"}),
+            reply_to(&run, 0)["error"]["code"],
+            json!(-32601),
             "{}",
             run.show()
         );

@@ -334,7 +334,9 @@ async fn call(
 enum Asking {
     /// No tool is called: no elicitation declared.
     Nothing,
-    /// `call`: elicitation declared, asked on the terminal when `interactive`.
+    /// `call`: elicitation declared and asked on the terminal when `interactive`
+    /// (stdin is a terminal and `--no-input` is absent); otherwise not declared,
+    /// since a capability the host would always decline misleads the server.
     Elicitation { interactive: bool },
 }
 
@@ -366,7 +368,7 @@ async fn connect_all(
                 .protocol(entry.protocol);
             let (elicitation, interactive) = match asking {
                 Asking::Nothing => (false, false),
-                Asking::Elicitation { interactive } => (true, interactive),
+                Asking::Elicitation { interactive } => (interactive, interactive),
             };
             let host = prompt::CliHost::new(&entry.server, &entry.roots, elicitation, interactive);
             if host.declares_anything() {

@@ -1,11 +1,16 @@
 //! The CLI's host handler: answers a server's elicitation on a terminal, and serves
 //! the entry's `roots`.
 //!
-//! - `call` declares form and URL elicitation. When stdin is a terminal (and
-//!   `--no-input` is absent) a form is asked field by field on stderr, after the
+//! - `call` declares form and URL elicitation when stdin is a terminal and
+//!   `--no-input` is absent: a form is asked field by field on stderr, after the
 //!   server's message, marked as the server's words; the person may answer,
-//!   decline (`d`) or cancel (`c`). Without a terminal, or with `--no-input`, every
-//!   elicitation is declined at once: nothing waits on a person who is not there.
+//!   decline (`d`) or cancel (`c`). Without a terminal, or with `--no-input`,
+//!   elicitation is not declared (a capability the host would always decline
+//!   misleads the server), so no server may ask: one that asks anyway is refused
+//!   like any undeclared request (`-32601` in the legacy era; the call fails with
+//!   `missing_capability` in 2026-07-28), and nothing waits on a person who is not
+//!   there. Should a host declare it without a terminal, every elicitation is
+//!   declined at once.
 //! - `tools` and `lock` call no tool and declare no elicitation.
 //! - An entry's `roots` (file URIs) are declared and served as they are.
 //! - Sampling is never declared: the CLI has no model to ask.
