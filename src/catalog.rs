@@ -71,6 +71,7 @@
 //! # Ok::<(), smthrs_mcp::Error>(())
 //! ```
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{Map, Value};
@@ -295,7 +296,11 @@ impl CatalogBuilder {
             return Err(fail("tools is not an array"));
         };
         if entries.len() > self.max_tools.saturating_sub(self.tools.len()) {
-            return Err(fail("the catalog has more tools than maxTools"));
+            let listed = self.tools.len().saturating_add(entries.len());
+            return Err(fail(&format!(
+                "the catalog lists {listed} tools by this page; maxTools is {}",
+                self.max_tools
+            )));
         }
 
         let mut accepted: Vec<Tool> = Vec::with_capacity(entries.len());
@@ -331,7 +336,10 @@ impl CatalogBuilder {
                     return Err(fail("nextCursor repeats a cursor already seen"));
                 }
                 if page >= self.max_catalog_pages {
-                    return Err(fail("the catalog has more pages than maxCatalogPages"));
+                    return Err(fail(&format!(
+                        "the catalog has more than {0} pages; maxCatalogPages is {0}",
+                        self.max_catalog_pages
+                    )));
                 }
                 Some(cursor.clone())
             }
@@ -354,6 +362,11 @@ impl CatalogBuilder {
         Ok(next)
     }
 
+    /// Tools accepted so far, and pages added.
+    pub(crate) fn progress(&self) -> (usize, usize) {
+        (self.tools.len(), self.pages)
+    }
+
     /// Freezes the accepted tools into a [`Catalog`], in server order.
     pub fn finish(self) -> Catalog {
         Catalog {
@@ -369,17 +382,26 @@ impl CatalogBuilder {
         &self,
         entry: Value,
         is_duplicate: impl Fn(&str) -> bool,
-    ) -> std::result::Result<Tool, &'static str> {
+    ) -> std::result::Result<Tool, Cow<'static, str>> {
         let Value::Object(entry) = entry else {
-            return Err("the entry is not an object");
+            return Err("the entry is not an object".into());
         };
         let name = match entry.get("name") {
             Some(Value::String(name)) if !name.is_empty() => name,
-            _ => return Err("name is not a non-empty string"),
+            _ => return Err("name is not a non-empty string".into()),
         };
+        if name.len() > self.max_tool_name_bytes {
+            // Counts only: the name itself broke a rule, so it is never shown.
+            return Err(format!(
+                "the tool name is {} bytes; maxToolNameBytes is {}",
+                name.len(),
+                self.max_tool_name_bytes
+            )
+            .into());
+        }
         check_tool_name(name, self.max_tool_name_bytes)?;
         if is_duplicate(name) {
-            return Err("the tool name duplicates another tool's name");
+            return Err("the tool name duplicates another tool's name".into());
         }
         let description =
             optional_string(&entry, "description").map_err(|()| "description is not a string")?;
@@ -390,16 +412,16 @@ impl CatalogBuilder {
             .as_object()
             .ok_or("inputSchema is not an object")?;
         if input_schema.get("type").and_then(Value::as_str) != Some("object") {
-            return Err("inputSchema.type is not exactly \"object\"");
+            return Err("inputSchema.type is not exactly \"object\"".into());
         }
         if entry
             .get("outputSchema")
             .is_some_and(|schema| !schema.is_object())
         {
-            return Err("outputSchema is not an object");
+            return Err("outputSchema is not an object".into());
         }
         if entry.get("annotations").is_some_and(|a| !a.is_object()) {
-            return Err("annotations is not an object");
+            return Err("annotations is not an object".into());
         }
 
         let description_bytes = description.map_or(0, str::len);
@@ -408,7 +430,15 @@ impl CatalogBuilder {
             None => true,
         };
         if over {
-            return Err("description plus inputSchema exceed maxToolDocumentBytes");
+            // The name passed every name rule, so it may be shown (escaped to
+            // ASCII); the document's size is counted only on this path.
+            let bytes = description_bytes.saturating_add(encoded_len(input_value));
+            return Err(format!(
+                "tool \"{}\" has a description plus inputSchema of {bytes} bytes; maxToolDocumentBytes is {}",
+                name.escape_default(),
+                self.max_tool_document_bytes
+            )
+            .into());
         }
 
         // The members were checked above; the tool keeps the entry alone.
@@ -418,6 +448,24 @@ impl CatalogBuilder {
             as_sent: entry,
         })
     }
+}
+
+/// The length of `value`'s compact JSON encoding, counted without building it.
+fn encoded_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// An optional string member: absent is `None`; any other value than a string,

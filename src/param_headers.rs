@@ -227,8 +227,10 @@ pub(crate) fn mirror(
             .saturating_add(PREFIX.len() + spec.name.len())
             .saturating_add(value.len());
         if bytes as u64 > limits.max_param_header_bytes {
+            // Counted up to the header that crossed the bound (the rest is not
+            // encoded).
             return Err(Error::protocol(format!(
-                "Mcp-Param-* headers of the call to server \"{server}\" exceed maxParamHeaderBytes ({} bytes)",
+                "Mcp-Param-* headers of the call to server \"{server}\" reach {bytes} bytes; maxParamHeaderBytes is {}",
                 limits.max_param_header_bytes
             )));
         }

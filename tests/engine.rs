@@ -120,6 +120,7 @@ engine_tests!(
     answered_call_is_never_cancelled,
     catalog_pages_are_walked,
     catalog_rules_refuse_bad_catalogs,
+    a_catalog_past_max_tools_names_how_far_past,
     null_catalog_members_are_refused_by_name,
     close_records_scope_closed_for_later_calls,
     close_right_after_a_timeout_still_sends_the_cancellation,
@@ -696,6 +697,52 @@ async fn catalog_rules_refuse_bad_catalogs(via: Via) {
 
 /// A member sent as `null` is present, so it must have its type: `outputSchema: null`
 /// and `nextCursor: null` fail the connection, and the message names the member.
+/// A catalog past `maxTools` fails the connection (never truncated) with the
+/// count the server lists and the bound: the walk goes on only to count, to the
+/// end when it can, else "at least" what it reached.
+async fn a_catalog_past_max_tools_names_how_far_past(via: Via) {
+    for (name, max_tools, expected) in [
+        ("too-many-tools", 256, "lists 257 tools; maxTools is 256"),
+        ("too-many-tools", 4, "lists 257 tools; maxTools is 4"),
+        // Past the bound on page 2 of 3: page 3 is still counted.
+        ("paged-catalog", 1, "lists 3 tools; maxTools is 1"),
+        // 10 tools a page forever: counted to maxCatalogPages (32) pages.
+        (
+            "endless-tools",
+            25,
+            "lists at least 320 tools; maxTools is 25",
+        ),
+    ] {
+        let builder = Client::builder("many").limits(limits(|l| l.max_tools = max_tools));
+        let error = open(via, builder, scenario(name)).await.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{name}: {error}");
+        assert_eq!(
+            error.message(),
+            format!("server \"many\" {expected}"),
+            "{name}"
+        );
+    }
+    let builder = Client::builder("pages").limits(limits(|l| l.max_catalog_pages = 3));
+    let error = open(via, builder, scenario("endless-pages"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.message(),
+        "tools/list page 3: the catalog has more than 3 pages; maxCatalogPages is 3"
+    );
+    let error = open(via, Client::builder("doc"), scenario("huge-tool-document"))
+        .await
+        .unwrap_err();
+    assert!(
+        error.message().starts_with(
+            "tools/list page 1: tools[0]: tool \"echo\" has a description plus inputSchema of 70"
+        ) && error
+            .message()
+            .ends_with(" bytes; maxToolDocumentBytes is 65536"),
+        "{error}"
+    );
+}
+
 async fn null_catalog_members_are_refused_by_name(via: Via) {
     for (name, member) in [
         ("null-members", "outputSchema"),
@@ -913,7 +960,12 @@ async fn flood_without_newline_is_a_protocol_error() {
     let builder = Client::builder("flood").limits(limits(|l| l.max_frame_bytes = 64 * 1024));
     let error = builder.connect(scenario("flood-stdout")).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
-    assert!(error.to_string().contains("maxFrameBytes"));
+    assert!(
+        error
+            .message()
+            .ends_with("of more than 65536 bytes; maxFrameBytes is 65536"),
+        "{error}"
+    );
 }
 
 /// Processes whose command line mentions `needle` (Linux /proc scan).

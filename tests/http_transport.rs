@@ -915,7 +915,12 @@ async fn assert_bounded(content_type: &'static str, prefix: &'static str) {
     sink.send(request(PING, &Pending::new())).await.unwrap();
     let error = closed(&mut source).await;
     assert_eq!(error.kind(), ErrorKind::ProtocolError, "{content_type}");
-    assert!(error.message().contains("maxFrameBytes"), "{error}");
+    assert!(
+        error
+            .message()
+            .ends_with("of more than 65536 bytes; maxFrameBytes is 65536"),
+        "{error}"
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     let sent = sent.load(Ordering::SeqCst);
     // The client stopped reading at the limit; only socket buffers' worth more left.

@@ -137,7 +137,11 @@ fn name_byte_length_is_bounded() {
         let err = CatalogBuilder::new(&limits)
             .add_page(page(vec![tool(name)]))
             .unwrap_err();
-        assert!(err.message().contains("exceeds maxToolNameBytes"), "{name}");
+        assert!(
+            err.message()
+                .ends_with(&format!("is {} bytes; maxToolNameBytes is 4", name.len())),
+            "{name}"
+        );
     }
     assert!(rejects_entry(tool(&"x".repeat(129))).contains("maxToolNameBytes"));
     let at_limit = builder().add_page(page(vec![tool(&"x".repeat(128))]));
@@ -388,7 +392,10 @@ fn tool_count_is_bounded_across_pages() {
         .add_page(page(vec![tool("c"), tool("d")]))
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidResponse);
-    assert!(err.message().contains("more tools than maxTools"));
+    assert_eq!(
+        err.message(),
+        "tools/list page 2: the catalog lists 4 tools by this page; maxTools is 3"
+    );
 
     let mut builder = CatalogBuilder::new(&limits);
     builder
@@ -453,7 +460,10 @@ fn the_page_count_is_bounded() {
         .add_page(json!({ "tools": [tool("b")], "nextCursor": "2" }))
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidResponse);
-    assert!(err.message().contains("more pages than maxCatalogPages"));
+    assert_eq!(
+        err.message(),
+        "tools/list page 2: the catalog has more than 2 pages; maxCatalogPages is 2"
+    );
 
     // The last allowed page without a cursor is fine.
     let mut builder = CatalogBuilder::new(&limits);
@@ -481,4 +491,37 @@ fn a_failed_page_adds_nothing() {
     let catalog = builder.finish();
     assert_eq!(catalog.len(), 1);
     assert!(catalog.get("b").is_none());
+}
+
+#[test]
+fn count_bounds_name_the_count_and_the_option_never_server_text() {
+    let limits = Limits {
+        max_tool_name_bytes: 8,
+        max_tool_document_bytes: 100,
+        ..Limits::default()
+    };
+    // The name broke a rule: only its length is shown.
+    let err = CatalogBuilder::new(&limits)
+        .add_page(page(vec![tool("secret_name_x")]))
+        .unwrap_err();
+    assert_eq!(
+        err.message(),
+        "tools/list page 1: tools[0]: the tool name is 13 bytes; maxToolNameBytes is 8"
+    );
+    // The name passed every rule: it is shown, escaped to ASCII, with the size.
+    let mut big = tool("caf\u{e9}");
+    big["description"] = json!("d".repeat(90));
+    let schema_bytes = serde_json::to_vec(&big["inputSchema"]).unwrap().len();
+    let err = CatalogBuilder::new(&limits)
+        .add_page(page(vec![tool("ok"), big]))
+        .unwrap_err();
+    assert_eq!(
+        err.message(),
+        format!(
+            "tools/list page 1: tools[1]: tool \"caf\\u{{e9}}\" has a description plus \
+             inputSchema of {} bytes; maxToolDocumentBytes is 100",
+            90 + schema_bytes
+        )
+    );
+    assert!(err.message().is_ascii());
 }

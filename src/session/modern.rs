@@ -171,7 +171,8 @@ pub(crate) async fn call_tool(
             Some(Value::String(state)) => {
                 if state.len() as u64 > shared.limits.max_request_state_bytes {
                     return Err(Error::invalid_response(format!(
-                        "server \"{server}\" sent a requestState larger than maxRequestStateBytes ({} bytes)",
+                        "server \"{server}\" sent a requestState of {} bytes; maxRequestStateBytes is {}",
+                        state.len(),
                         shared.limits.max_request_state_bytes
                     )));
                 }
@@ -199,7 +200,8 @@ pub(crate) async fn call_tool(
             Some(Value::Object(requests)) => {
                 if requests.len() > MAX_INPUT_REQUESTS {
                     return Err(Error::invalid_response(format!(
-                        "server \"{server}\" sent more than {MAX_INPUT_REQUESTS} inputRequests"
+                        "server \"{server}\" sent {} inputRequests; at most {MAX_INPUT_REQUESTS} are answered (a fixed bound)",
+                        requests.len()
                     )));
                 }
                 let started = Instant::now();

@@ -29,6 +29,7 @@
 //! [`ProtocolMode::Legacy`] skips the probe; [`ProtocolMode::Modern`]
 //! refuses any verdict but modern with `unsupported_protocol_version`.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -42,6 +43,7 @@ use super::facts::{CacheHint, ServerInfo, instructions};
 use crate::catalog::{Catalog, CatalogBuilder};
 use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::jsonrpc::{self, ResultBody};
+use crate::limits::Limits;
 use crate::transport::Medium;
 
 /// What the handshake (legacy) or `server/discover` (modern) told us.
@@ -171,6 +173,11 @@ pub(crate) async fn walk_catalog(
             let page_hint = CacheHint::from_result(&page);
             hint = Some(hint.map_or(page_hint, |h| h.stricter(page_hint)));
         }
+        let (accepted, pages) = builder.progress();
+        let listed = accepted.saturating_add(tools_on(&page));
+        if listed > Limits::usize_of(shared.limits.max_tools) {
+            return Err(past_max_tools(shared, wire, &page, listed, pages + 1).await);
+        }
         match builder.add_page(page)? {
             Some(next) => cursor = Some(next),
             None => break,
@@ -181,6 +188,79 @@ pub(crate) async fn walk_catalog(
         shared.tool_dropped(tool, reason);
     }
     Ok((catalog, hint))
+}
+
+/// How many entries a `tools/list` page's `tools` array has (0 when it is not one).
+fn tools_on(page: &Value) -> usize {
+    page.get("tools")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+}
+
+/// The catalog lists more than `maxTools` tools by page `page` (`listed` so far):
+/// the walk goes on only to count, so that the error says how far past the bound
+/// the server is (`server "s" lists 262 tools; maxTools is 256`). Counting follows
+/// `nextCursor` under the same rules and bounds as the walk (`maxCatalogPages`,
+/// no repeated cursor, `handshakeTimeoutMs` a page) and keeps nothing; when it
+/// cannot reach the last page the count is "at least". The connection fails
+/// either way: a catalog is never truncated.
+async fn past_max_tools(
+    shared: &Arc<Shared>,
+    wire: Wire,
+    page: &Value,
+    mut listed: usize,
+    mut pages: usize,
+) -> Error {
+    let modern = wire.is_modern();
+    let max_pages = Limits::usize_of(shared.limits.max_catalog_pages);
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut last_is_final = page_is_last(page);
+    let mut next = next_cursor(page, modern);
+    let complete = loop {
+        let Some(cursor) = next.take() else {
+            break last_is_final;
+        };
+        if pages >= max_pages || !seen.insert(cursor.clone()) {
+            break false;
+        }
+        let params = ListParams {
+            meta: modern.then_some(&shared.request_meta),
+            cursor: Some(&cursor),
+        };
+        let deadline = Instant::now() + shared.limits.handshake_timeout();
+        let Ok(more) = shared
+            .request("tools/list", params, wire, deadline, true)
+            .await
+        else {
+            break false;
+        };
+        pages += 1;
+        listed = listed.saturating_add(tools_on(&more));
+        last_is_final = page_is_last(&more);
+        next = next_cursor(&more, modern);
+    };
+    let (at_least, max) = (
+        if complete { "" } else { "at least " },
+        shared.limits.max_tools,
+    );
+    Error::invalid_response(format!(
+        "server \"{}\" lists {at_least}{listed} tools; maxTools is {max}",
+        shared.server
+    ))
+}
+
+/// A page's `nextCursor` when it is one the walk would follow.
+fn next_cursor(page: &Value, modern: bool) -> Option<String> {
+    match page.get("nextCursor") {
+        Some(Value::String(cursor)) if !cursor.is_empty() || modern => Some(cursor.clone()),
+        _ => None,
+    }
+}
+
+/// A page with no `nextCursor` member is the last; one whose `nextCursor` is not
+/// a cursor the walk follows ends the count without knowing the rest.
+fn page_is_last(page: &Value) -> bool {
+    page.get("nextCursor").is_none()
 }
 
 /// What the probe decided.

@@ -248,7 +248,7 @@ impl StdoutSource {
 impl StdoutSource {
     fn too_long(&self) -> InboundEvent {
         InboundEvent::Closed(Error::protocol(format!(
-            "inbound frame exceeds maxFrameBytes ({} bytes)",
+            "inbound frame of more than {0} bytes; maxFrameBytes is {0}",
             self.max_frame
         )))
     }

@@ -370,8 +370,8 @@ impl Shared {
 
     fn too_large(&self) -> Error {
         Error::protocol(format!(
-            "server \"{}\" sent a message larger than maxFrameBytes",
-            self.server
+            "server \"{}\" sent a message of more than {} bytes; maxFrameBytes is {}",
+            self.server, self.max_frame, self.max_frame
         ))
     }
 
