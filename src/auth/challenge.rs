@@ -306,7 +306,10 @@ pub fn render_challenges(challenges: &[Challenge]) -> String {
             out.push_str(t);
         }
         for (j, (name, value)) in c.params.iter().enumerate() {
-            out.push_str(if j == 0 { " " } else { ", " });
+            // After a token68 the parser reads a parameter of the same challenge
+            // only past a comma (without one, the next token starts a challenge).
+            let first = j == 0 && c.token68.is_none();
+            out.push_str(if first { " " } else { ", " });
             out.push_str(name);
             out.push_str("=\"");
             for ch in value.chars() {
@@ -400,6 +403,18 @@ mod tests {
         let long = format!("Bearer scope=\"{}\"", "x".repeat(MAX_HEADER_BYTES * 2));
         // Cut at the bound: the quoted string never ends, so no parameter.
         assert!(parse(&long)[0].params.is_empty());
+    }
+
+    #[test]
+    fn a_token68_followed_by_parameters_renders_with_the_comma_between() {
+        // The fuzz finding `fuzz/artifacts-found/www_authenticate/token68-then-params`.
+        let c = parse("bEaReR ScobEaReR ,cope=2");
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].token68.as_deref(), Some("ScobEaReR"));
+        assert_eq!(c[0].params, [("cope".to_owned(), "2".to_owned())]);
+        let rendered = render_challenges(&c);
+        assert_eq!(rendered, r#"bEaReR ScobEaReR, cope="2""#);
+        assert_eq!(parse(&rendered), c);
     }
 
     #[test]
