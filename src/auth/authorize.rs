@@ -432,6 +432,30 @@ mod tests {
     }
 
     #[test]
+    fn every_standard_authorization_error_code_is_named() {
+        let (_, r) = record(false);
+        // RFC 6749 §4.1.2.1 and RFC 8707 §2.
+        for code in [
+            "invalid_request",
+            "unauthorized_client",
+            "access_denied",
+            "unsupported_response_type",
+            "invalid_scope",
+            "server_error",
+            "temporarily_unavailable",
+            "invalid_target",
+        ] {
+            let q = format!(
+                "state={}&error={code}&error_description=remote-text",
+                r.state.expose_secret()
+            );
+            let err = validate_callback("s", &r, &q).unwrap_err();
+            assert!(err.message().contains(&format!("({code})")), "{err}");
+            assert!(!err.message().contains("remote-text"), "{err}");
+        }
+    }
+
+    #[test]
     fn constant_time_comparison() {
         assert!(constant_time_eq("abc", "abc"));
         assert!(!constant_time_eq("abc", "abd"));

@@ -296,6 +296,57 @@ mod tests {
         assert!(err.message().contains("already used"));
     }
 
+    /// The whole response to one GET.
+    async fn page(port: u16, target: &str) -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        s.write_all(format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    /// The page the browser sees for a callback carrying `rest` after the state.
+    async fn page_for(rest: &str) -> String {
+        let authorizer = LoopbackAuthorizer::bind(None)
+            .await
+            .unwrap()
+            .show_url(|_, _| {});
+        let port = authorizer.port().unwrap();
+        let http = http();
+        let state = SecretString::from("expected-state");
+        let request = authorization_request(&authorizer, &state, &http);
+        let target = format!("/callback?state=expected-state{rest}");
+        let (query, page) = tokio::join!(authorizer.authorize(request), page(port, &target));
+        // The chain validates the query (and reports the error) itself.
+        assert!(query.is_ok());
+        page
+    }
+
+    #[tokio::test]
+    async fn the_page_says_what_happened_and_reflects_no_server_text() {
+        let ok = page_for("&code=c0de").await;
+        assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
+        assert!(ok.contains("<title>Authorized</title>"), "{ok}");
+        assert!(!ok.contains("c0de"), "{ok}");
+        let hostile = "%3Cscript%3Ealert(1)%3C%2Fscript%3E";
+        let denied =
+            page_for(&format!("&error=access_denied&error_description={hostile}")).await;
+        assert!(!denied.contains("<title>Authorized"), "{denied}");
+        assert!(denied.contains("denied") && denied.contains("access_denied"), "{denied}");
+        assert!(!denied.contains("script") && !denied.contains("alert"), "{denied}");
+        let failed = page_for("&error=invalid_target").await;
+        assert!(!failed.contains("<title>Authorized"), "{failed}");
+        assert!(failed.contains("invalid_target"), "{failed}");
+        let unknown = page_for(&format!("&error={hostile}")).await;
+        assert!(!unknown.contains("<title>Authorized"), "{unknown}");
+        assert!(unknown.contains("an unknown error"), "{unknown}");
+        assert!(!unknown.contains("script") && !unknown.contains("alert"), "{unknown}");
+        let nothing = page_for("").await;
+        assert!(!nothing.contains("<title>Authorized"), "{nothing}");
+    }
+
     #[tokio::test]
     async fn the_deadline_ends_the_wait_with_timeout() {
         let authorizer = LoopbackAuthorizer::bind(None)
