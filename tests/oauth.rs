@@ -605,7 +605,11 @@ async fn a_step_up_without_a_new_scope_names_the_login_command() {
     let (code, _, stderr) = run(setup.command(&["call", "mcp/srv/echo"])).await;
     assert_eq!(code, 1, "{stderr}");
     assert!(
-        stderr.lines().last().unwrap().contains("smthrs-mcp login srv"),
+        stderr
+            .lines()
+            .last()
+            .unwrap()
+            .contains("smthrs-mcp login srv"),
         "{stderr}"
     );
     assert!(server.state.authorize_scopes.lock().unwrap().is_empty());
@@ -808,7 +812,10 @@ async fn the_observer_sees_every_step_of_the_chain_and_no_secret() {
     // No token, code, state or server text reached the observer.
     for debug in &all {
         assert!(!debug.contains("remote-text"), "{debug}");
-        assert!(!debug.contains("state") && !debug.contains("verifier"), "{debug}");
+        assert!(
+            !debug.contains("state") && !debug.contains("verifier"),
+            "{debug}"
+        );
         for n in 1..200 {
             for secret in [format!("at-{n}"), format!("rt-{n}"), format!("code-{n}")] {
                 assert!(!debug.contains(&secret), "{debug}");

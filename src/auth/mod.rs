@@ -228,7 +228,9 @@ impl OAuth {
     }
 
     /// Requests `offline_access` (a refresh token) when the authorization server
-    /// lists it in `scopes_supported` and some scope is requested. Default: `true`.
+    /// lists it in `scopes_supported` and some scope is requested; such a request
+    /// also carries `prompt=consent`, without which an OpenID provider may drop
+    /// `offline_access` (OpenID Connect Core §11). Default: `true`.
     pub fn offline_access(mut self, enabled: bool) -> Self {
         self.offline_access = enabled;
         self

@@ -205,7 +205,10 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
             }
             json_response(200, prm)
         }
-        ("GET", "/.well-known/oauth-authorization-server" | "/.well-known/openid-configuration") => {
+        (
+            "GET",
+            "/.well-known/oauth-authorization-server" | "/.well-known/openid-configuration",
+        ) => {
             let oidc = *state.oidc.lock().unwrap();
             if oidc != (path == "/.well-known/openid-configuration") {
                 return status(404);
@@ -310,7 +313,12 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
             let code = format!("code-{}", state.next());
             state.pending.lock().unwrap().insert(
                 code.clone(),
-                (query["code_challenge"].clone(), scopes, client, with_refresh),
+                (
+                    query["code_challenge"].clone(),
+                    scopes,
+                    client,
+                    with_refresh,
+                ),
             );
             location
                 .query_pairs_mut()

@@ -533,6 +533,18 @@ impl DiagnosticObserver for PrintDiagnostics {
                 version,
                 reason,
             } => format!("server \"{server}\": speaking {version}: {reason}"),
+            DiagnosticEvent::OAuthStep {
+                server,
+                step,
+                outcome,
+                detail,
+            } => match detail {
+                Some(detail) => format!(
+                    "server \"{server}\": {step}: {outcome}: {}",
+                    one_line(detail)
+                ),
+                None => format!("server \"{server}\": {step}: {outcome}"),
+            },
             _ => return,
         };
         eprintln!("diagnostic: {}: {line}", event.name());
