@@ -413,12 +413,23 @@ async fn login_end_to_end_then_tools_then_logout() {
     assert!(last.starts_with("smthrs-mcp: unauthorized: "), "{last}");
     assert!(last.contains("smthrs-mcp login srv"), "{last}");
 
-    let mut login = setup.command(&["login", "srv"]);
+    // With --diagnostics, the step that failed is reported (crate text only).
+    let (code, _, stderr) = run(setup.command(&["--diagnostics", "tools"])).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(
+            "diagnostic: oauth-step: server \"srv\": authorization: failed: unauthorized: "
+        ),
+        "{stderr}"
+    );
+
+    let mut login = setup.command(&["--diagnostics", "login", "srv"]);
     login
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let mut child = login.spawn().unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut rest = Vec::new();
     let url = loop {
         let line = lines
             .next_line()
@@ -428,6 +439,7 @@ async fn login_end_to_end_then_tools_then_logout() {
         if line.starts_with("http") {
             break line;
         }
+        rest.push(line);
     };
     // The browser: GET the authorization URL, follow its redirect to the listener.
     let location = browser_get(&url).await.1.expect("a redirect");
@@ -436,6 +448,24 @@ async fn login_end_to_end_then_tools_then_logout() {
     assert_eq!(code, 200);
     let out = child.wait_with_output().await.unwrap();
     assert!(out.status.success());
+    // All of stderr: every step of the login, reported without a secret.
+    while let Some(line) = lines.next_line().await.unwrap() {
+        rest.push(line);
+    }
+    for step in [
+        "protected-resource-metadata",
+        "registration",
+        "authorization",
+        "token",
+    ] {
+        let line = format!("diagnostic: oauth-step: server \"srv\": {step}: ok");
+        assert!(rest.contains(&line), "{step}: {rest:?}");
+    }
+    assert!(
+        rest.iter()
+            .all(|l| !l.contains("at-") && !l.contains("code-")),
+        "{rest:?}"
+    );
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         "ok: logged in to srv"
