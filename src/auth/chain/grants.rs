@@ -9,9 +9,8 @@ use url::Url;
 
 use crate::auth::ClientCredentials;
 use crate::auth::authorize::{AuthorizationRequest, authorization_url, validate_callback};
-use crate::auth::http::AuthHttp;
-use crate::auth::http::MAX_TOKEN_RESPONSE_BYTES;
-use crate::auth::metadata::decode_registration;
+use crate::auth::http::{AuthHttp, MAX_TOKEN_RESPONSE_BYTES};
+use crate::auth::metadata::{AuthorizationServerMetadata, decode_registration};
 use crate::auth::registration::{self, Plan, Registration, RegistrationKind};
 use crate::auth::store::StoredTokens;
 use crate::auth::token::{self, AuthMethod, TokenEndpoint, TokenFailure, choose_auth_method};
@@ -157,35 +156,12 @@ impl Chain {
             self.report(diag, "authorization", &Err::<(), _>(e.clone()));
             return Err(e);
         };
-        if !meta.response_types_supported.is_empty()
-            && !meta.response_types_supported.iter().any(|t| t == "code")
-        {
-            return Err(unauthorized(format!(
-                "server \"{server}\": the authorization server does not offer the authorization code flow"
-            )));
-        }
-        if !meta
-            .code_challenge_methods_supported
-            .as_ref()
-            .is_some_and(|l| l.iter().any(|m| m == "S256"))
-        {
-            return Err(unauthorized(format!(
-                "server \"{server}\": the authorization server does not advertise PKCE S256; refusing to authorize"
-            )));
-        }
-        let auth_endpoint = meta.authorization_endpoint.clone().ok_or_else(|| {
-            unauthorized(format!(
-                "server \"{server}\": the authorization server has no authorization endpoint"
-            ))
-        })?;
         let http = self.http().await.clone();
-        let auth_url = Url::parse(&auth_endpoint).map_err(|_| {
-            unauthorized(format!(
-                "server \"{server}\": the authorization endpoint is not a valid URL"
-            ))
-        })?;
-        http.policy()
-            .check_url(&auth_url, "authorization endpoint")?;
+        let auth_endpoint = self.code_flow_endpoint(meta, &http);
+        if auth_endpoint.is_err() {
+            self.report(diag, "authorization", &auth_endpoint);
+        }
+        let auth_endpoint = auth_endpoint?;
         let redirect_uri = authorizer.redirect_uri().to_owned();
         let scope_text = scopes.join(" ");
         let plan = registration::plan(
@@ -258,6 +234,45 @@ impl Chain {
             tokens,
         };
         self.save_tokens(state, stored, new_registration).await
+    }
+
+    /// The authorization endpoint, when the server offers the authorization code
+    /// flow with PKCE S256 there and the address policy admits it.
+    fn code_flow_endpoint(
+        &self,
+        meta: &AuthorizationServerMetadata,
+        http: &AuthHttp,
+    ) -> Result<String> {
+        let server = &self.server;
+        if !meta.response_types_supported.is_empty()
+            && !meta.response_types_supported.iter().any(|t| t == "code")
+        {
+            return Err(unauthorized(format!(
+                "server \"{server}\": the authorization server does not offer the authorization code flow"
+            )));
+        }
+        if !meta
+            .code_challenge_methods_supported
+            .as_ref()
+            .is_some_and(|l| l.iter().any(|m| m == "S256"))
+        {
+            return Err(unauthorized(format!(
+                "server \"{server}\": the authorization server does not advertise PKCE S256; refusing to authorize"
+            )));
+        }
+        let auth_endpoint = meta.authorization_endpoint.clone().ok_or_else(|| {
+            unauthorized(format!(
+                "server \"{server}\": the authorization server has no authorization endpoint"
+            ))
+        })?;
+        let auth_url = Url::parse(&auth_endpoint).map_err(|_| {
+            unauthorized(format!(
+                "server \"{server}\": the authorization endpoint is not a valid URL"
+            ))
+        })?;
+        http.policy()
+            .check_url(&auth_url, "authorization endpoint")?;
+        Ok(auth_endpoint)
     }
 
     /// Dynamic Client Registration (RFC 7591) at `endpoint`. A refusal of a body
