@@ -2,7 +2,8 @@
 //!
 //! Some facts about a failing server are useful to an operator but must never reach
 //! an ordinary error: the child's (redacted) stderr tail, and the bodies of JSON-RPC
-//! error replies. They go only to a [`DiagnosticObserver`] the host installs
+//! error replies. The OAuth chain reports each step's outcome here too (crate text
+//! only: tokens, codes and server text never reach it). They go only to a [`DiagnosticObserver`] the host installs
 //! explicitly; without one they are discarded. Values are wrapped in
 //! [`SecretString`] so that printing an event with `{:?}` withholds them.
 //!
@@ -55,6 +56,23 @@ pub enum DiagnosticEvent {
         /// Which rule it broke.
         reason: &'static str,
     },
+    /// One step of an HTTP server's OAuth chain, and how it ended. Every field is
+    /// crate-authored: no token, code, `state`, verifier, secret or server text
+    /// (the chain never puts an `error_description` or a body into an error).
+    OAuthStep {
+        /// The configured server name.
+        server: Arc<str>,
+        /// The step: `protected-resource-metadata`,
+        /// `authorization-server-metadata`, `registration`, `authorization`,
+        /// `token` (the code exchange), `refresh`, `client-credentials`, or
+        /// `step-up` (the whole answer to a `403 insufficient_scope`).
+        step: &'static str,
+        /// `ok` or `failed`.
+        outcome: &'static str,
+        /// On failure: the kind and message of the error (the same crate text
+        /// an error of the chain carries).
+        detail: Option<String>,
+    },
     /// The client probed with `server/discover` and fell back to the legacy
     /// handshake (a downgrade is worth knowing: a hostile server can force one).
     LegacyFallback {
@@ -69,13 +87,14 @@ pub enum DiagnosticEvent {
 
 impl DiagnosticEvent {
     /// A short stable name for the event (`stderr-tail`, `remote-error`,
-    /// `server-request-dropped`, `tool-dropped`, `legacy-fallback`).
+    /// `server-request-dropped`, `tool-dropped`, `oauth-step`, `legacy-fallback`).
     pub fn name(&self) -> &'static str {
         match self {
             DiagnosticEvent::StderrTail { .. } => "stderr-tail",
             DiagnosticEvent::RemoteError { .. } => "remote-error",
             DiagnosticEvent::ServerRequestDropped { .. } => "server-request-dropped",
             DiagnosticEvent::ToolDropped { .. } => "tool-dropped",
+            DiagnosticEvent::OAuthStep { .. } => "oauth-step",
             DiagnosticEvent::LegacyFallback { .. } => "legacy-fallback",
         }
     }
@@ -105,6 +124,18 @@ impl fmt::Debug for DiagnosticEvent {
                 .field("server", server)
                 .field("tool", &"[REDACTED]")
                 .field("reason", reason)
+                .finish(),
+            DiagnosticEvent::OAuthStep {
+                server,
+                step,
+                outcome,
+                detail,
+            } => f
+                .debug_struct("OAuthStep")
+                .field("server", server)
+                .field("step", step)
+                .field("outcome", outcome)
+                .field("detail", detail)
                 .finish(),
             DiagnosticEvent::LegacyFallback {
                 server,

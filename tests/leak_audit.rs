@@ -1089,11 +1089,26 @@ async fn oauth_errors() {
             .build()
             .unwrap();
         audit_debug(what, &transport);
+        let observer = Collect::new();
         let error = Client::builder("remote")
+            .diagnostics(observer.clone())
             .connect(transport)
             .await
             .unwrap_err();
         audit(what, &error, ErrorKind::Unauthorized);
+        // The chain's steps reach the observer, and no secret with them.
+        let steps: Vec<_> = observer
+            .events()
+            .into_iter()
+            .filter(|(name, _)| name == "oauth-step")
+            .collect();
+        assert!(
+            steps.iter().any(|(_, t)| t.contains("failed")),
+            "{what}: {steps:?}"
+        );
+        for (_, text) in &steps {
+            assert_clean(what, text);
+        }
     }
     // Without an authorizer: the hint, nothing from the challenge.
     let server = oauth_peer((500, String::new()), "").await;

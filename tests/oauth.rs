@@ -413,12 +413,23 @@ async fn login_end_to_end_then_tools_then_logout() {
     assert!(last.starts_with("smthrs-mcp: unauthorized: "), "{last}");
     assert!(last.contains("smthrs-mcp login srv"), "{last}");
 
-    let mut login = setup.command(&["login", "srv"]);
+    // With --diagnostics, the step that failed is reported (crate text only).
+    let (code, _, stderr) = run(setup.command(&["--diagnostics", "tools"])).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(
+            "diagnostic: oauth-step: server \"srv\": authorization: failed: unauthorized: "
+        ),
+        "{stderr}"
+    );
+
+    let mut login = setup.command(&["--diagnostics", "login", "srv"]);
     login
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let mut child = login.spawn().unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut rest = Vec::new();
     let url = loop {
         let line = lines
             .next_line()
@@ -428,6 +439,7 @@ async fn login_end_to_end_then_tools_then_logout() {
         if line.starts_with("http") {
             break line;
         }
+        rest.push(line);
     };
     // The browser: GET the authorization URL, follow its redirect to the listener.
     let location = browser_get(&url).await.1.expect("a redirect");
@@ -436,6 +448,24 @@ async fn login_end_to_end_then_tools_then_logout() {
     assert_eq!(code, 200);
     let out = child.wait_with_output().await.unwrap();
     assert!(out.status.success());
+    // All of stderr: every step of the login, reported without a secret.
+    while let Some(line) = lines.next_line().await.unwrap() {
+        rest.push(line);
+    }
+    for step in [
+        "protected-resource-metadata",
+        "registration",
+        "authorization",
+        "token",
+    ] {
+        let line = format!("diagnostic: oauth-step: server \"srv\": {step}: ok");
+        assert!(rest.contains(&line), "{step}: {rest:?}");
+    }
+    assert!(
+        rest.iter()
+            .all(|l| !l.contains("at-") && !l.contains("code-")),
+        "{rest:?}"
+    );
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         "ok: logged in to srv"
@@ -486,4 +516,340 @@ async fn browser_get(url: &str) -> (u16, Option<String>) {
         .get("location")
         .map(|v| v.to_str().unwrap().to_owned());
     (resp.status().as_u16(), location)
+}
+
+// ----- issue 30 §3: what a real OpenID provider and a real SDK server do -----
+
+fn authorize_prompts(server: &OAuthServer) -> Vec<String> {
+    server.state.authorize_prompts.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn an_openid_provider_grants_offline_access_because_consent_is_prompted() {
+    // OpenID Connect Core §11: without prompt=consent the provider may drop
+    // offline_access, and then issues no refresh token.
+    let server = OAuthServer::start().await;
+    *server.state.oidc.lock().unwrap() = true;
+    *server.state.challenge_scope.lock().unwrap() = Some("read".into());
+    let store = Arc::new(MemoryStore::new());
+    let client = connect(
+        &server.url(),
+        OAuth::new().authorizer(headless()).store(store.clone()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        *server.state.authorize_scopes.lock().unwrap(),
+        ["read offline_access"]
+    );
+    assert_eq!(authorize_prompts(&server), ["consent"]);
+    let stored = store.load("srv").unwrap().unwrap().tokens.unwrap();
+    assert!(stored.tokens.refresh_token.is_some(), "no refresh token");
+    // So a refused token is refreshed, without a person.
+    server.state.expire_access_tokens();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    assert_eq!(*server.state.refreshes.lock().unwrap(), 1);
+    assert_eq!(server.state.authorize_scopes.lock().unwrap().len(), 1);
+    client.close().await;
+    // Without offline_access (a plain OAuth server lists none), no prompt.
+    let plain = OAuthServer::start().await;
+    *plain.state.challenge_scope.lock().unwrap() = Some("read".into());
+    let client = connect(&plain.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap();
+    client.close().await;
+    assert_eq!(*plain.state.authorize_scopes.lock().unwrap(), ["read"]);
+    assert_eq!(authorize_prompts(&plain), [""]);
+}
+
+#[tokio::test]
+async fn a_step_up_challenge_without_scope_falls_back_to_the_resource_metadata_scopes() {
+    let server = OAuthServer::start().await;
+    *server.state.challenge_scope.lock().unwrap() = Some("read".into());
+    *server.state.call_scopes.lock().unwrap() = vec!["write".into()];
+    *server.state.step_up_without_scope.lock().unwrap() = true;
+    *server.state.prm_scopes.lock().unwrap() = Some(vec!["read".into(), "write".into()]);
+    let client = connect(&server.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap();
+    let result = client.call_tool("echo", Map::new()).await.unwrap();
+    assert!(!result.is_error);
+    assert_eq!(
+        *server.state.authorize_scopes.lock().unwrap(),
+        ["read", "read write"]
+    );
+    client.close().await;
+}
+
+/// A CLI setup whose token file holds a live login (pre-registered client id)
+/// granted `scopes`.
+fn logged_in(server: &OAuthServer, scopes: &[&str]) -> CliSetup {
+    let setup = CliSetup::new(&server.url());
+    let (client_id, access, refresh) = server.state.seed(scopes);
+    let store = setup.store();
+    let _lock = store.lock("srv").unwrap();
+    store
+        .save(
+            "srv",
+            &StoredAuth {
+                registrations: vec![],
+                tokens: Some(StoredTokens {
+                    issuer: server.issuer(),
+                    resource: format!("{}/mcp", server.issuer()),
+                    token_endpoint: format!("{}/token", server.issuer()),
+                    client_id: client_id.clone(),
+                    tokens: TokenSet {
+                        access_token: SecretString::from(access),
+                        refresh_token: Some(SecretString::from(refresh)),
+                        expires_at: None,
+                        scopes: scopes.iter().map(|s| s.to_string()).collect(),
+                    },
+                }),
+            },
+        )
+        .unwrap();
+    std::fs::write(
+        &setup.config,
+        json!([{"server": "srv", "url": server.url(), "oauth": {"clientId": client_id}}])
+            .to_string(),
+    )
+    .unwrap();
+    setup
+}
+
+#[tokio::test]
+async fn a_step_up_without_a_new_scope_names_the_login_command() {
+    // The challenge names no scope and the resource metadata lists none: nothing
+    // new can be asked for, and the CLI says what to run (cli-contract.md).
+    let server = OAuthServer::start().await;
+    *server.state.call_scopes.lock().unwrap() = vec!["write".into()];
+    *server.state.step_up_without_scope.lock().unwrap() = true;
+    let setup = logged_in(&server, &["read"]);
+    let (code, _, stderr) = run(setup.command(&["call", "mcp/srv/echo"])).await;
+    assert_eq!(code, 1, "{stderr}");
+    let last = stderr.lines().last().unwrap();
+    assert!(last.starts_with("smthrs-mcp: unauthorized: "), "{last}");
+    assert!(last.contains("smthrs-mcp login srv"), "{last}");
+    // With scopes to fall back to, the CLI (no person) names it too.
+    *server.state.prm_scopes.lock().unwrap() = Some(vec!["read".into(), "write".into()]);
+    let (code, _, stderr) = run(setup.command(&["call", "mcp/srv/echo"])).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .last()
+            .unwrap()
+            .contains("smthrs-mcp login srv"),
+        "{stderr}"
+    );
+    assert!(server.state.authorize_scopes.lock().unwrap().is_empty());
+}
+
+/// Connects with a fresh store and the headless authorizer; the error.
+async fn refused(server: &OAuthServer) -> smthrs_mcp::Error {
+    connect(&server.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap_err()
+}
+
+fn assert_named(err: &smthrs_mcp::Error, code: &str) {
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    let shown = if code.starts_with("made_up") {
+        "an unknown error"
+    } else {
+        code
+    };
+    let text = format!("{err} {err:?}");
+    assert!(text.contains(&format!("({shown})")), "{code}: {text}");
+    assert!(
+        !text.contains("remote-text") && !text.contains("made_up"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn every_standard_authorization_error_is_named_and_no_server_text_surfaces() {
+    let server = OAuthServer::start().await;
+    // RFC 6749 §4.1.2.1 and RFC 8707 §2.
+    for code in [
+        "invalid_request",
+        "unauthorized_client",
+        "access_denied",
+        "unsupported_response_type",
+        "invalid_scope",
+        "server_error",
+        "temporarily_unavailable",
+        "invalid_target",
+        "made_up_by_the_server",
+    ] {
+        *server.state.authorize_error.lock().unwrap() = Some(code.into());
+        let err = refused(&server).await;
+        assert_named(&err, code);
+        assert!(err.message().contains("authoriz"), "{err}");
+    }
+    assert!(!log(&server).contains(&"POST /token".to_string()));
+}
+
+#[tokio::test]
+async fn every_standard_token_error_is_named_and_no_server_text_surfaces() {
+    let server = OAuthServer::start().await;
+    // RFC 6749 §5.2 and RFC 8707 §2.
+    for code in [
+        "invalid_request",
+        "invalid_client",
+        "invalid_grant",
+        "unauthorized_client",
+        "unsupported_grant_type",
+        "invalid_scope",
+        "invalid_target",
+        "made_up_by_the_server",
+    ] {
+        *server.state.token_error.lock().unwrap() = Some(code.into());
+        let err = refused(&server).await;
+        assert_named(&err, code);
+        assert!(err.message().contains("token endpoint"), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn a_registration_refused_for_its_scope_is_retried_once_without_it() {
+    let server = OAuthServer::start().await;
+    *server.state.challenge_scope.lock().unwrap() = Some("read".into());
+    *server.state.register_refuses_scope.lock().unwrap() = true;
+    let client = connect(&server.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap();
+    client.close().await;
+    assert_eq!(
+        *server.state.register_scopes.lock().unwrap(),
+        [Some("read".to_owned()), None]
+    );
+    // The scope is still requested where it belongs: on the authorization.
+    assert_eq!(*server.state.authorize_scopes.lock().unwrap(), ["read"]);
+}
+
+#[tokio::test]
+async fn a_refused_registration_names_the_step_and_a_known_code_only() {
+    let server = OAuthServer::start().await;
+    *server.state.challenge_scope.lock().unwrap() = Some("read".into());
+    // RFC 7591 §3.2.2, and one made up.
+    for (code, attempts) in [
+        ("invalid_client_metadata", 2),
+        ("invalid_redirect_uri", 1),
+        ("invalid_software_statement", 1),
+        ("unapproved_software_statement", 1),
+        ("made_up_by_the_server", 2),
+    ] {
+        server.state.register_scopes.lock().unwrap().clear();
+        *server.state.register_error.lock().unwrap() = Some(code.into());
+        let err = refused(&server).await;
+        assert_named(&err, code);
+        assert!(err.message().contains("regist"), "{err}");
+        // Retried once without scope, unless the code names another field.
+        assert_eq!(
+            server.state.register_scopes.lock().unwrap().len(),
+            attempts,
+            "{code}"
+        );
+    }
+    assert!(!log(&server).contains(&"GET /authorize".to_string()));
+}
+
+/// Keeps the `Debug` rendering and name of every diagnostic event.
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<(String, String)>>);
+
+impl smthrs_mcp::DiagnosticObserver for Recorder {
+    fn observe(&self, event: smthrs_mcp::DiagnosticEvent) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((event.name().to_owned(), format!("{event:?}")));
+    }
+}
+
+impl Recorder {
+    /// The OAuth steps seen, as `step outcome` (from their `Debug`).
+    fn steps(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(name, _)| name == "oauth-step")
+            .map(|(_, debug)| debug.clone())
+            .collect()
+    }
+
+    fn take(&self) -> Vec<String> {
+        let steps = self.steps();
+        self.0.lock().unwrap().clear();
+        steps
+    }
+}
+
+fn saw(steps: &[String], step: &str, outcome: &str) -> bool {
+    steps.iter().any(|d| {
+        d.contains(&format!("step: \"{step}\"")) && d.contains(&format!("outcome: \"{outcome}\""))
+    })
+}
+
+#[tokio::test]
+async fn the_observer_sees_every_step_of_the_chain_and_no_secret() {
+    let server = OAuthServer::start().await;
+    *server.state.challenge_scope.lock().unwrap() = Some("read".into());
+    *server.state.call_scopes.lock().unwrap() = vec!["write".into()];
+    let recorder = Arc::new(Recorder::default());
+    let transport = HttpTransport::builder("srv", server.url())
+        .oauth(OAuth::new().authorizer(headless()))
+        .build()
+        .unwrap();
+    let client = Client::builder("srv")
+        .diagnostics(recorder.clone())
+        .connect(transport)
+        .await
+        .unwrap();
+    let mut all = Vec::new();
+    let steps = recorder.take();
+    for step in [
+        "protected-resource-metadata",
+        "authorization-server-metadata",
+        "registration",
+        "authorization",
+        "token",
+    ] {
+        assert!(saw(&steps, step, "ok"), "{step}: {steps:#?}");
+    }
+    all.extend(steps);
+    // Step-up (403 insufficient_scope).
+    client.call_tool("echo", Map::new()).await.unwrap();
+    let steps = recorder.take();
+    assert!(saw(&steps, "step-up", "ok"), "{steps:#?}");
+    all.extend(steps);
+    // A refused token is refreshed.
+    server.state.expire_access_tokens();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    let steps = recorder.take();
+    assert!(saw(&steps, "refresh", "ok"), "{steps:#?}");
+    all.extend(steps);
+    // Failures: the refresh and then the new authorization's token request.
+    server.state.expire_access_tokens();
+    *server.state.token_error.lock().unwrap() = Some("invalid_grant".into());
+    assert!(client.call_tool("echo", Map::new()).await.is_err());
+    let steps = recorder.take();
+    assert!(saw(&steps, "refresh", "failed"), "{steps:#?}");
+    assert!(saw(&steps, "token", "failed"), "{steps:#?}");
+    all.extend(steps);
+    // No token, code, state or server text reached the observer.
+    for debug in &all {
+        assert!(!debug.contains("remote-text"), "{debug}");
+        assert!(
+            !debug.contains("state") && !debug.contains("verifier"),
+            "{debug}"
+        );
+        for n in 1..200 {
+            for secret in [format!("at-{n}"), format!("rt-{n}"), format!("code-{n}")] {
+                assert!(!debug.contains(&secret), "{debug}");
+            }
+        }
+    }
 }

@@ -196,6 +196,19 @@ impl fmt::Debug for FlowRecord {
 
 /// Builds the authorization URL and its flow record. `authorization_endpoint` was
 /// checked by the address policy; `resource` is sent byte for byte.
+///
+/// **`prompt=consent` with `offline_access`.** When the scopes include
+/// `offline_access`, the request also carries `prompt=consent`. `offline_access`
+/// is defined by OpenID Connect Core §11, which lets a provider ignore it unless
+/// consent is prompted (and then issue no refresh token); the chain requests it
+/// only from a server whose metadata lists it in `scopes_supported`, which is what
+/// an OpenID provider advertising offline access looks like. So the rule needs no
+/// guess at whether the server "is" OpenID Connect (metadata from
+/// `openid-configuration`, `openid` in `scopes_supported`): any request with
+/// `offline_access` gets the prompt. A plain OAuth server must ignore the
+/// parameter (RFC 6749 §3.1). This is what the official TypeScript SDK client
+/// does (`startAuthorization`: `prompt=consent` whenever the scope includes
+/// `offline_access`); the Python SDK client never adds `offline_access` itself.
 pub(crate) fn authorization_url(
     authorization_endpoint: &str,
     client_id: &str,
@@ -213,12 +226,15 @@ pub(crate) fn authorization_url(
         .set_auth_uri(auth_url)
         .set_redirect_uri(redirect);
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
-    let (url, state) = client
+    let mut request = client
         .authorize_url(CsrfToken::new_random)
         .set_pkce_challenge(challenge)
         .add_scopes(scopes.iter().map(|s| oauth2::Scope::new(s.clone())))
-        .add_extra_param("resource", resource)
-        .url();
+        .add_extra_param("resource", resource);
+    if scopes.iter().any(|s| s == "offline_access") {
+        request = request.add_extra_param("prompt", "consent");
+    }
+    let (url, state) = request.url();
     Ok((
         SecretString::from(url.to_string()),
         FlowRecord {
@@ -230,6 +246,30 @@ pub(crate) fn authorization_url(
             scopes: scopes.to_vec(),
         },
     ))
+}
+
+/// The error codes an authorization response may carry: RFC 6749 §4.1.2.1 and
+/// RFC 8707 §2 (`invalid_target`, a `resource` the server refuses).
+pub(crate) const AUTHORIZATION_ERRORS: [&str; 8] = [
+    "invalid_request",
+    "unauthorized_client",
+    "access_denied",
+    "unsupported_response_type",
+    "invalid_scope",
+    "server_error",
+    "temporarily_unavailable",
+    "invalid_target",
+];
+
+/// How a message names an authorization response's `error`: a standard code as
+/// crate text (the static string, not the server's), anything else as
+/// `an unknown error`.
+pub(crate) fn authorization_error_name(error: &str) -> &'static str {
+    AUTHORIZATION_ERRORS
+        .iter()
+        .find(|known| **known == error)
+        .copied()
+        .unwrap_or("an unknown error")
 }
 
 /// Validates the redirect's query against the flow record, in the order the
@@ -285,22 +325,9 @@ pub(crate) fn validate_callback(
         _ => {}
     }
     if let Some(error) = error {
-        const KNOWN: [&str; 7] = [
-            "access_denied",
-            "invalid_request",
-            "unauthorized_client",
-            "unsupported_response_type",
-            "invalid_scope",
-            "server_error",
-            "temporarily_unavailable",
-        ];
-        let shown = if KNOWN.contains(&error.as_str()) {
-            error.as_str()
-        } else {
-            "an unknown error"
-        };
         return Err(unauthorized(&format!(
-            "server \"{server}\": the authorization server refused the authorization ({shown})"
+            "server \"{server}\": the authorization server refused the authorization ({})",
+            authorization_error_name(&error)
         )));
     }
     match code {
@@ -342,6 +369,7 @@ mod tests {
         assert_eq!(q["resource"], "http://localhost:3");
         assert_eq!(q["scope"], "a b");
         assert_eq!(q["redirect_uri"], "http://127.0.0.1:1/callback");
+        assert!(!q.contains_key("prompt"));
         assert_eq!(q["state"], r.state.expose_secret());
         // 16 random bytes of state (128 bits), 43-char verifier.
         assert!(q["state"].len() >= 22);
@@ -429,6 +457,30 @@ mod tests {
                 .message()
                 .contains("no code")
         );
+    }
+
+    #[test]
+    fn every_standard_authorization_error_code_is_named() {
+        let (_, r) = record(false);
+        // RFC 6749 §4.1.2.1 and RFC 8707 §2.
+        for code in [
+            "invalid_request",
+            "unauthorized_client",
+            "access_denied",
+            "unsupported_response_type",
+            "invalid_scope",
+            "server_error",
+            "temporarily_unavailable",
+            "invalid_target",
+        ] {
+            let q = format!(
+                "state={}&error={code}&error_description=remote-text",
+                r.state.expose_secret()
+            );
+            let err = validate_callback("s", &r, &q).unwrap_err();
+            assert!(err.message().contains(&format!("({code})")), "{err}");
+            assert!(!err.message().contains("remote-text"), "{err}");
+        }
     }
 
     #[test]

@@ -6,10 +6,12 @@
 //!   is `http://127.0.0.1:<port>/callback`.
 //! - It accepts requests only while an authorization is pending, reads at most
 //!   [`MAX_REQUEST_HEAD_BYTES`] of each, and answers `GET /callback` whose `state`
-//!   equals the request's (compared in constant time) with a static page; then it
-//!   closes, so later requests are refused. Other paths get `404`, a wrong or
-//!   missing `state` `400`; neither ends the wait (a stray or forged request
-//!   cannot abort a login), but at most [`MAX_REQUESTS`] are answered.
+//!   equals the request's (compared in constant time) with a page saying what
+//!   happened (authorized; denied or failed, naming a standard `error` code and
+//!   never text from the request); then it closes, so later requests are
+//!   refused. Other paths get `404`, a wrong or missing `state` `400`; neither
+//!   ends the wait (a stray or forged request cannot abort a login), but at most
+//!   [`MAX_REQUESTS`] are answered.
 //! - The wait ends at the deadline (default [`DEFAULT_DEADLINE`]) with `timeout`.
 //!
 //! The listener is hand-written (a request line and headers, no body): it serves
@@ -24,7 +26,7 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::authorize::{AuthorizationRequest, Authorizer};
+use super::authorize::{AuthorizationRequest, Authorizer, authorization_error_name};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How long a person has to complete the authorization by default: 5 minutes.
@@ -106,7 +108,32 @@ impl LoopbackAuthorizer {
 }
 
 const PAGE_OK: &str = "<!doctype html><title>Authorized</title><p>Authorization received. You may close this window.</p>";
+const PAGE_NO_CODE: &str = "<!doctype html><title>Not authorized</title><p>The authorization failed: the response carries no code. You may close this window.</p>";
 const PAGE_BAD: &str = "<!doctype html><title>Not accepted</title><p>This request does not belong to the pending authorization.</p>";
+
+/// The page for a callback whose `state` matched: what happened, in crate text
+/// only. An `error` is named when it is a standard code
+/// ([`authorization_error_name`]) and is `an unknown error` otherwise; nothing
+/// from the query (`error_description`, `error_uri`, an unknown code) is
+/// reflected, so nothing needs escaping. The chain still validates the response
+/// (`iss`, then `error` or `code`) and reports the outcome.
+fn callback_page(query: &str) -> std::borrow::Cow<'static, str> {
+    let mut error = None;
+    let mut code = false;
+    for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
+        match &*k {
+            "error" => error = Some(authorization_error_name(&v)),
+            "code" => code = code || !v.is_empty(),
+            _ => {}
+        }
+    }
+    match error {
+        Some("access_denied") => "<!doctype html><title>Not authorized</title><p>The authorization was denied (access_denied). You may close this window.</p>".into(),
+        Some(name) => format!("<!doctype html><title>Not authorized</title><p>The authorization failed ({name}). You may close this window.</p>").into(),
+        None if code => PAGE_OK.into(),
+        None => PAGE_NO_CODE.into(),
+    }
+}
 
 async fn respond(stream: &mut TcpStream, status: &str, body: &str) {
     let response = format!(
@@ -182,7 +209,7 @@ impl LoopbackAuthorizer {
                     respond(&mut stream, "400 Bad Request", PAGE_BAD).await;
                     continue;
                 }
-                respond(&mut stream, "200 OK", PAGE_OK).await;
+                respond(&mut stream, "200 OK", &callback_page(query)).await;
                 return Ok(SecretString::from(query.to_owned()));
             }
             Err(Error::new(
@@ -294,6 +321,65 @@ mod tests {
         let again = authorization_request(&authorizer, &state, &http);
         let err = authorizer.authorize(again).await.unwrap_err();
         assert!(err.message().contains("already used"));
+    }
+
+    /// The whole response to one GET.
+    async fn page(port: u16, target: &str) -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        s.write_all(format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    /// The page the browser sees for a callback carrying `rest` after the state.
+    async fn page_for(rest: &str) -> String {
+        let authorizer = LoopbackAuthorizer::bind(None)
+            .await
+            .unwrap()
+            .show_url(|_, _| {});
+        let port = authorizer.port().unwrap();
+        let http = http();
+        let state = SecretString::from("expected-state");
+        let request = authorization_request(&authorizer, &state, &http);
+        let target = format!("/callback?state=expected-state{rest}");
+        let (query, page) = tokio::join!(authorizer.authorize(request), page(port, &target));
+        // The chain validates the query (and reports the error) itself.
+        assert!(query.is_ok());
+        page
+    }
+
+    #[tokio::test]
+    async fn the_page_says_what_happened_and_reflects_no_server_text() {
+        let ok = page_for("&code=c0de").await;
+        assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
+        assert!(ok.contains("<title>Authorized</title>"), "{ok}");
+        assert!(!ok.contains("c0de"), "{ok}");
+        let hostile = "%3Cscript%3Ealert(1)%3C%2Fscript%3E";
+        let denied = page_for(&format!("&error=access_denied&error_description={hostile}")).await;
+        assert!(!denied.contains("<title>Authorized"), "{denied}");
+        assert!(
+            denied.contains("denied") && denied.contains("access_denied"),
+            "{denied}"
+        );
+        assert!(
+            !denied.contains("script") && !denied.contains("alert"),
+            "{denied}"
+        );
+        let failed = page_for("&error=invalid_target").await;
+        assert!(!failed.contains("<title>Authorized"), "{failed}");
+        assert!(failed.contains("invalid_target"), "{failed}");
+        let unknown = page_for(&format!("&error={hostile}")).await;
+        assert!(!unknown.contains("<title>Authorized"), "{unknown}");
+        assert!(unknown.contains("an unknown error"), "{unknown}");
+        assert!(
+            !unknown.contains("script") && !unknown.contains("alert"),
+            "{unknown}"
+        );
+        let nothing = page_for("").await;
+        assert!(!nothing.contains("<title>Authorized"), "{nothing}");
     }
 
     #[tokio::test]

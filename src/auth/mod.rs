@@ -11,15 +11,25 @@
 //! 3. authorization server metadata is fetched in the specification's order
 //!    (RFC 8414, then OpenID Connect) and its `issuer` must equal the one asked for;
 //! 4. the client is registered: pre-registered credentials, a Client ID Metadata
-//!    Document, or Dynamic Client Registration ([`registration`]), per issuer;
+//!    Document, or Dynamic Client Registration ([`registration`]; a registration
+//!    refused for its optional `scope` is retried once without it), per issuer;
 //! 5. an [`Authorizer`] has a person (or, headless, the client itself) open the
 //!    authorization URL (PKCE S256, `state`, `resource`, scope rules), and the
 //!    redirect is validated (`state`, RFC 9207 `iss`) ([`authorize`]);
 //! 6. the code is redeemed with the client authentication the server advertises
 //!    ([`token`]); the token goes on every request to the server, is refreshed
 //!    before it expires (single-flight, across processes with a [`FileStore`]), and
-//!    a `403 insufficient_scope` re-authorizes once with the union of scopes;
+//!    a `403 insufficient_scope` re-authorizes once with the union of scopes (the
+//!    challenge's, or when it names none the resource metadata's
+//!    `scopes_supported`; with nothing new to ask for, `unauthorized` with the
+//!    login hint);
 //! 7. machine clients use [`ClientCredentials`] instead of steps 4-5.
+//!
+//! Each step's outcome (discovery, registration, authorization, token, refresh,
+//! step-up) goes to the session's
+//! [diagnostics observer](crate::diagnostics::DiagnosticObserver) as an
+//! `oauth-step` event, in crate text only. A refusal names a standard OAuth error
+//! code at most, never the server's `error_description`.
 //!
 //! Every request the chain makes goes through the egress grants and the
 //! [`policy`] on discovered URLs and the addresses they resolve to; no redirect is
@@ -228,7 +238,9 @@ impl OAuth {
     }
 
     /// Requests `offline_access` (a refresh token) when the authorization server
-    /// lists it in `scopes_supported` and some scope is requested. Default: `true`.
+    /// lists it in `scopes_supported` and some scope is requested; such a request
+    /// also carries `prompt=consent`, without which an OpenID provider may drop
+    /// `offline_access` (OpenID Connect Core §11). Default: `true`.
     pub fn offline_access(mut self, enabled: bool) -> Self {
         self.offline_access = enabled;
         self

@@ -186,6 +186,39 @@ pub(crate) fn registration_body(
     body
 }
 
+/// The error codes of a refused Dynamic Client Registration (RFC 7591 §3.2.2).
+pub(crate) const REGISTRATION_ERRORS: [&str; 4] = [
+    "invalid_redirect_uri",
+    "invalid_client_metadata",
+    "invalid_software_statement",
+    "unapproved_software_statement",
+];
+
+/// How a message names the `error` of a refused registration (the response
+/// body, already capped): a standard code as crate text (the static string, not
+/// the server's), anything else (an unknown code, no code, not JSON) as
+/// `an unknown error`. Nothing else of the body is read.
+pub(crate) fn registration_error_name(body: &[u8]) -> &'static str {
+    let error = match crate::json_bounds::parse_value(body) {
+        Ok(Value::Object(map)) => map.get("error").and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    };
+    error
+        .and_then(|e| REGISTRATION_ERRORS.iter().find(|known| **known == e))
+        .copied()
+        .unwrap_or("an unknown error")
+}
+
+/// True when a registration that carried `scope` and was refused with `error`
+/// (named by [`registration_error_name`]) is worth one more attempt without
+/// `scope`: `scope` is optional in RFC 7591 §2, and a server with a fixed set of
+/// resource scopes (an OpenID provider with resource indicators) may refuse it as
+/// `invalid_client_metadata`. A code that names another field (the redirect URI,
+/// a software statement) is not retried; an unknown one is.
+pub(crate) fn retry_without_scope(error: &str) -> bool {
+    matches!(error, "invalid_client_metadata" | "an unknown error")
+}
+
 /// Checks a Client ID Metadata Document URL's shape: `https` with a path (the
 /// document itself is hosted by the application, not fetched here).
 pub fn check_metadata_document_url(url: &str) -> Result<()> {
@@ -314,6 +347,25 @@ mod tests {
         assert_eq!(body["token_endpoint_auth_method"], "none");
         assert_eq!(body["scope"], "a b");
         assert!(registration_body("n", "u", None).get("scope").is_none());
+    }
+
+    #[test]
+    fn registration_errors_are_named_from_the_standard_codes_only() {
+        for code in REGISTRATION_ERRORS {
+            let body = json!({"error": code, "error_description": "remote-text"});
+            assert_eq!(registration_error_name(body.to_string().as_bytes()), code);
+        }
+        for body in [
+            &br#"{"error":"remote-text"}"#[..],
+            br#"{"error":1}"#,
+            b"remote-text",
+            b"",
+        ] {
+            assert_eq!(registration_error_name(body), "an unknown error");
+        }
+        assert!(retry_without_scope("invalid_client_metadata"));
+        assert!(retry_without_scope("an unknown error"));
+        assert!(!retry_without_scope("invalid_redirect_uri"));
     }
 
     #[test]

@@ -164,10 +164,28 @@ impl TokenEndpoint<'_> {
 pub(crate) enum TokenFailure {
     /// `invalid_grant`: the code or refresh token is no longer valid.
     InvalidGrant,
-    /// `invalid_client` / `unauthorized_client`: the registration is not valid.
-    InvalidClient,
+    /// `invalid_client` / `unauthorized_client` (the code): the registration is
+    /// not valid.
+    InvalidClient(&'static str),
     /// Anything else (already a public error).
     Other(Error),
+}
+
+/// How a message names a token endpoint `error` that is not `invalid_grant`,
+/// `invalid_client` or `unauthorized_client`: the other codes of RFC 6749 §5.2
+/// and RFC 8707 §2 (`invalid_target`) as crate text, anything else as
+/// `an unknown error`.
+fn token_error_name(error: &BasicErrorResponseType) -> &'static str {
+    match error {
+        BasicErrorResponseType::InvalidRequest => "invalid_request",
+        BasicErrorResponseType::InvalidClient => "invalid_client",
+        BasicErrorResponseType::InvalidGrant => "invalid_grant",
+        BasicErrorResponseType::UnauthorizedClient => "unauthorized_client",
+        BasicErrorResponseType::UnsupportedGrantType => "unsupported_grant_type",
+        BasicErrorResponseType::InvalidScope => "invalid_scope",
+        BasicErrorResponseType::Extension(code) if code == "invalid_target" => "invalid_target",
+        BasicErrorResponseType::Extension(_) => "an unknown error",
+    }
 }
 
 fn map_error(
@@ -178,21 +196,17 @@ fn map_error(
         RequestTokenError::Request(e) => TokenFailure::Other(e),
         RequestTokenError::ServerResponse(response) => match response.error() {
             BasicErrorResponseType::InvalidGrant => TokenFailure::InvalidGrant,
-            BasicErrorResponseType::InvalidClient | BasicErrorResponseType::UnauthorizedClient => {
-                TokenFailure::InvalidClient
+            code @ (BasicErrorResponseType::InvalidClient
+            | BasicErrorResponseType::UnauthorizedClient) => {
+                TokenFailure::InvalidClient(token_error_name(code))
             }
-            other => {
-                let code = match other {
-                    BasicErrorResponseType::InvalidRequest => "invalid_request",
-                    BasicErrorResponseType::InvalidScope => "invalid_scope",
-                    BasicErrorResponseType::UnsupportedGrantType => "unsupported_grant_type",
-                    _ => "an unknown error",
-                };
-                TokenFailure::Other(Error::new(
-                    ErrorKind::Unauthorized,
-                    format!("server \"{server}\": the token endpoint refused the request ({code})"),
-                ))
-            }
+            other => TokenFailure::Other(Error::new(
+                ErrorKind::Unauthorized,
+                format!(
+                    "server \"{server}\": the token endpoint refused the request ({})",
+                    token_error_name(other)
+                ),
+            )),
         },
         // Parse errors carry the body: never shown.
         RequestTokenError::Parse(..) | RequestTokenError::Other(_) => {
@@ -216,11 +230,9 @@ impl TokenFailure {
                     "server \"{server}\": the token endpoint refused the grant (invalid_grant)"
                 ),
             ),
-            TokenFailure::InvalidClient => Error::new(
+            TokenFailure::InvalidClient(code) => Error::new(
                 ErrorKind::Unauthorized,
-                format!(
-                    "server \"{server}\": the token endpoint refused the client (invalid_client)"
-                ),
+                format!("server \"{server}\": the token endpoint refused the client ({code})"),
             ),
             TokenFailure::Other(e) => e,
         }

@@ -44,6 +44,7 @@ use http::header::AUTHORIZATION;
 use tower::{Layer, Service, ServiceExt};
 
 use crate::auth::chain::Chain;
+use crate::diagnostics::Diagnostics;
 use crate::error::{Error, ErrorKind};
 use crate::layer::BoxError;
 use crate::transport::http::{HttpRequest, HttpResponse};
@@ -52,11 +53,24 @@ use crate::transport::http::{HttpRequest, HttpResponse};
 #[derive(Clone)]
 pub struct OAuthLayer {
     chain: Arc<Chain>,
+    diagnostics: Diagnostics,
 }
 
 impl OAuthLayer {
     pub(crate) fn new(chain: Arc<Chain>) -> Self {
-        OAuthLayer { chain }
+        OAuthLayer {
+            chain,
+            diagnostics: Diagnostics::none(),
+        }
+    }
+
+    /// The same layer, reporting the chain's steps to `diagnostics` (the
+    /// session's observer; the transport sets it per session).
+    pub(crate) fn with_diagnostics(&self, diagnostics: Diagnostics) -> Self {
+        OAuthLayer {
+            chain: self.chain.clone(),
+            diagnostics,
+        }
     }
 }
 
@@ -75,6 +89,7 @@ impl<S> Layer<S> for OAuthLayer {
         OAuthService {
             inner,
             chain: self.chain.clone(),
+            diagnostics: self.diagnostics.clone(),
         }
     }
 }
@@ -84,6 +99,7 @@ impl<S> Layer<S> for OAuthLayer {
 pub struct OAuthService<S> {
     inner: S,
     chain: Arc<Chain>,
+    diagnostics: Diagnostics,
 }
 
 impl<S> fmt::Debug for OAuthService<S> {
@@ -132,6 +148,7 @@ where
 
     fn call(&mut self, mut req: HttpRequest) -> Self::Future {
         let chain = self.chain.clone();
+        let diagnostics = self.diagnostics.clone();
         // The ready service serves the first attempt; a clone serves the retry.
         let clone = self.inner.clone();
         let mut first = std::mem::replace(&mut self.inner, clone);
@@ -142,7 +159,7 @@ where
                 return first.call(req).await;
             }
             let current = chain
-                .token_for_request()
+                .token_for_request(&diagnostics)
                 .await
                 .map_err(|e| Box::new(e) as BoxError)?;
             let sent = current.as_ref().map(|c| c.generation);
@@ -164,7 +181,7 @@ where
             // The refusal's body is never read.
             drop(response);
             let next = chain
-                .on_challenge(status, &headers, sent)
+                .on_challenge(status, &headers, sent, &diagnostics)
                 .await
                 .map_err(|e| Box::new(e) as BoxError)?;
             let mut retry = retry;

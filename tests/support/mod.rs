@@ -137,6 +137,15 @@ impl DiagnosticObserver for Collect {
                     .map(|d| d.expose_secret().to_string())
                     .unwrap_or_default()
             ),
+            DiagnosticEvent::OAuthStep {
+                step,
+                outcome,
+                detail,
+                ..
+            } => format!(
+                "{step} {outcome} {} {event:?}",
+                detail.as_deref().unwrap_or_default()
+            ),
             _ => String::new(),
         };
         self.0

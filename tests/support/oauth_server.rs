@@ -11,6 +11,12 @@
 //!   (no person: `302` to the redirect URI with `code`, `state`, `iss`), `/token`
 //!   (authorization code with PKCE check, refresh with rotation: a refresh token
 //!   used twice revokes every token of its family, as real servers do).
+//! - Knobs for what real providers do: an OpenID provider (`oidc`: metadata only at
+//!   `/.well-known/openid-configuration`, and, as OpenID Connect Core §11 allows, a
+//!   refresh token only for `offline_access` requested with `prompt=consent`), a
+//!   step-up challenge without `scope`, PRM `scopes_supported`, refusals at the
+//!   authorization, token and registration endpoints (with server-authored text
+//!   that must never surface).
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
@@ -23,7 +29,8 @@ use sha2::Digest;
 
 use super::http_server::{Body, Recorded, TestServer, full, status, with_header};
 
-type Pending = (String, Vec<String>, String);
+/// (code challenge, granted scopes, client id, a refresh token is issued).
+type Pending = (String, Vec<String>, String, bool);
 
 #[derive(Default)]
 pub struct AsState {
@@ -52,7 +59,28 @@ pub struct AsState {
     pub authorize_scopes: Mutex<Vec<String>>,
     pub refreshes: Mutex<u64>,
     pub reuse_detected: Mutex<u64>,
+    /// Behave as an OpenID provider (see the module docs).
+    pub oidc: Mutex<bool>,
+    /// The `prompt` of every authorization request (empty when absent).
+    pub authorize_prompts: Mutex<Vec<String>>,
+    /// `403 insufficient_scope` challenges name no scope.
+    pub step_up_without_scope: Mutex<bool>,
+    /// PRM `scopes_supported`.
+    pub prm_scopes: Mutex<Option<Vec<String>>>,
+    /// `/authorize` redirects with this `error` (and an `error_description`).
+    pub authorize_error: Mutex<Option<String>>,
+    /// `/token` answers 400 with this `error` (and an `error_description`).
+    pub token_error: Mutex<Option<String>>,
+    /// `/register` refuses a body carrying `scope` (400 `invalid_client_metadata`).
+    pub register_refuses_scope: Mutex<bool>,
+    /// `/register` refuses every body with this `error`.
+    pub register_error: Mutex<Option<String>>,
+    /// The `scope` of every registration request (`None` when absent).
+    pub register_scopes: Mutex<Vec<Option<String>>>,
 }
+
+/// Server-authored text planted in every refusal: it must never surface.
+pub const REMOTE_TEXT: &str = "remote-text<script>alert(1)</script>";
 
 impl AsState {
     fn next(&self) -> u64 {
@@ -66,6 +94,10 @@ impl AsState {
     }
 
     fn issue(&self, family: u64, scopes: &[String]) -> Value {
+        self.issue_with(family, scopes, true)
+    }
+
+    fn issue_with(&self, family: u64, scopes: &[String], with_refresh: bool) -> Value {
         let n = self.next();
         let access = format!("at-{n}");
         let refresh = format!("rt-{n}");
@@ -83,13 +115,17 @@ impl AsState {
             .entry(family)
             .or_default()
             .push(access.clone());
-        json!({
+        let mut issued = json!({
             "access_token": access,
             "token_type": "Bearer",
             "expires_in": *self.expires_in.lock().unwrap(),
             "refresh_token": refresh,
             "scope": scopes.join(" "),
-        })
+        });
+        if !with_refresh {
+            issued.as_object_mut().unwrap().remove("refresh_token");
+        }
+        issued
     }
 
     /// Makes every access token invalid (as if expired), keeping refresh tokens.
@@ -130,7 +166,8 @@ fn unauthorized(state: &AsState, code: u16, error: &str, scope: Option<String>) 
         "Bearer error=\"{error}\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
         state.base()
     );
-    if let Some(scope) = scope {
+    let omitted = code == 403 && *state.step_up_without_scope.lock().unwrap();
+    if let Some(scope) = scope.filter(|_| !omitted) {
         challenge.push_str(&format!(", scope=\"{scope}\""));
     }
     with_header(status(code), "www-authenticate", &challenge)
@@ -161,14 +198,22 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 .unwrap()
                 .clone()
                 .unwrap_or(base.clone());
-            json_response(
-                200,
-                json!({"resource": format!("{base}/mcp"), "authorization_servers": [issuer]}),
-            )
+            let mut prm =
+                json!({"resource": format!("{base}/mcp"), "authorization_servers": [issuer]});
+            if let Some(scopes) = state.prm_scopes.lock().unwrap().clone() {
+                prm["scopes_supported"] = json!(scopes);
+            }
+            json_response(200, prm)
         }
-        ("GET", "/.well-known/oauth-authorization-server") => json_response(
-            200,
-            json!({
+        (
+            "GET",
+            "/.well-known/oauth-authorization-server" | "/.well-known/openid-configuration",
+        ) => {
+            let oidc = *state.oidc.lock().unwrap();
+            if oidc != (path == "/.well-known/openid-configuration") {
+                return status(404);
+            }
+            let mut metadata = json!({
                 "issuer": base,
                 "authorization_endpoint": format!("{base}/authorize"),
                 "token_endpoint": format!("{base}/token"),
@@ -178,11 +223,33 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["none"],
                 "authorization_response_iss_parameter_supported": true,
-            }),
-        ),
+            });
+            if oidc {
+                metadata["scopes_supported"] = json!(["openid", "offline_access", "read", "write"]);
+                metadata["jwks_uri"] = json!(format!("{base}/jwks"));
+                metadata["subject_types_supported"] = json!(["public"]);
+                metadata["id_token_signing_alg_values_supported"] = json!(["RS256"]);
+            }
+            json_response(200, metadata)
+        }
         ("POST", "/register") => {
             let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
             assert_eq!(body["application_type"], "native");
+            state
+                .register_scopes
+                .lock()
+                .unwrap()
+                .push(body["scope"].as_str().map(str::to_owned));
+            let refused = state.register_error.lock().unwrap().clone().or_else(|| {
+                (*state.register_refuses_scope.lock().unwrap() && body.get("scope").is_some())
+                    .then(|| "invalid_client_metadata".to_owned())
+            });
+            if let Some(error) = refused {
+                return json_response(
+                    400,
+                    json!({"error": error, "error_description": REMOTE_TEXT}),
+                );
+            }
             let id = format!(
                 "client-{}-{}",
                 base.rsplit(':').next().unwrap_or(""),
@@ -228,12 +295,31 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 .lock()
                 .unwrap()
                 .push(query.get("scope").cloned().unwrap_or_default());
+            let prompt = query.get("prompt").cloned().unwrap_or_default();
+            state.authorize_prompts.lock().unwrap().push(prompt.clone());
+            let mut location = url::Url::parse(&query["redirect_uri"]).unwrap();
+            if let Some(error) = state.authorize_error.lock().unwrap().clone() {
+                location
+                    .query_pairs_mut()
+                    .append_pair("error", &error)
+                    .append_pair("error_description", REMOTE_TEXT)
+                    .append_pair("state", &query["state"])
+                    .append_pair("iss", &base);
+                return with_header(status(302), "location", location.as_str());
+            }
+            // OpenID Connect Core §11: offline access only with consent prompted.
+            let with_refresh = !*state.oidc.lock().unwrap()
+                || (scopes.iter().any(|s| s == "offline_access") && prompt == "consent");
             let code = format!("code-{}", state.next());
             state.pending.lock().unwrap().insert(
                 code.clone(),
-                (query["code_challenge"].clone(), scopes, client),
+                (
+                    query["code_challenge"].clone(),
+                    scopes,
+                    client,
+                    with_refresh,
+                ),
             );
-            let mut location = url::Url::parse(&query["redirect_uri"]).unwrap();
             location
                 .query_pairs_mut()
                 .append_pair("code", &code)
@@ -251,9 +337,15 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 "token:{}",
                 f.get("client_id").cloned().unwrap_or_default()
             ));
+            if let Some(error) = state.token_error.lock().unwrap().clone() {
+                return json_response(
+                    400,
+                    json!({"error": error, "error_description": REMOTE_TEXT}),
+                );
+            }
             match f.get("grant_type").map(String::as_str) {
                 Some("authorization_code") => {
-                    let Some((challenge, scopes, _client)) =
+                    let Some((challenge, scopes, _client, with_refresh)) =
                         state.pending.lock().unwrap().remove(&f["code"])
                     else {
                         return json_response(400, json!({"error": "invalid_grant"}));
@@ -264,7 +356,7 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                         return json_response(400, json!({"error": "invalid_grant"}));
                     }
                     let family = state.next();
-                    json_response(200, state.issue(family, &scopes))
+                    json_response(200, state.issue_with(family, &scopes, with_refresh))
                 }
                 Some("refresh_token") => {
                     let token = f["refresh_token"].clone();

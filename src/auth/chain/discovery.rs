@@ -8,12 +8,14 @@ use url::Url;
 
 use crate::auth::challenge::BearerChallenge;
 use crate::auth::metadata::{
-    AuthorizationServerMetadata, MAX_METADATA_BYTES, authorization_server_metadata_urls,
-    decode_authorization_server_metadata, decode_protected_resource_metadata, legacy_resource,
-    origin_text, protected_resource_metadata_urls, resource_matches,
+    AuthorizationServerMetadata, MAX_METADATA_BYTES, ProtectedResourceMetadata,
+    authorization_server_metadata_urls, decode_authorization_server_metadata,
+    decode_protected_resource_metadata, legacy_resource, origin_text,
+    protected_resource_metadata_urls, resource_matches,
 };
 use crate::auth::registration::{self, Registration, RegistrationKind};
 use crate::auth::token::{TokenEndpoint, choose_auth_method};
+use crate::diagnostics::Diagnostics;
 use crate::error::Result;
 
 use super::{Chain, Discovered, State, prefixed, unauthorized, union};
@@ -78,7 +80,49 @@ impl Chain {
         }
     }
 
-    pub(super) async fn discover(&self, challenge: &BearerChallenge) -> Result<Discovered> {
+    /// Discovery from a challenge: the Protected Resource Metadata (or, when
+    /// there is none and it is enabled, the 2025-03-26 fallback), then the first
+    /// authorization server whose metadata is usable. Each step is reported to
+    /// `diag`.
+    pub(super) async fn discover(
+        &self,
+        challenge: &BearerChallenge,
+        diag: &Diagnostics,
+    ) -> Result<Discovered> {
+        const PRM: &str = "protected-resource-metadata";
+        let prm = match self.protected_resource(challenge).await {
+            Ok(Some(prm)) => prm,
+            Ok(None) if self.config.legacy_discovery => {
+                let found = self.discover_legacy().await;
+                self.report(diag, "authorization-server-metadata", &found);
+                return found;
+            }
+            Ok(None) => {
+                let e = unauthorized(format!(
+                    "server \"{}\" asks for authorization but publishes no protected resource metadata",
+                    self.server
+                ));
+                self.report(diag, PRM, &Err::<(), _>(e.clone()));
+                return Err(e);
+            }
+            Err(e) => {
+                self.report(diag, PRM, &Err::<(), _>(e.clone()));
+                return Err(e);
+            }
+        };
+        self.report(diag, PRM, &Ok(()));
+        let found = self.authorization_server(prm).await;
+        self.report(diag, "authorization-server-metadata", &found);
+        found
+    }
+
+    /// The Protected Resource Metadata: the URL the challenge names, else the
+    /// well-known ones; `None` when none is published. Its `resource` must
+    /// identify the server.
+    async fn protected_resource(
+        &self,
+        challenge: &BearerChallenge,
+    ) -> Result<Option<ProtectedResourceMetadata>> {
         let server = &self.server;
         const PRM: &str = "protected resource metadata";
         let candidates = match &challenge.resource_metadata {
@@ -94,19 +138,18 @@ impl Chain {
                 break;
             }
         }
-        let Some(prm) = prm else {
-            if self.config.legacy_discovery {
-                return self.discover_legacy().await;
-            }
-            return Err(unauthorized(format!(
-                "server \"{server}\" asks for authorization but publishes no protected resource metadata"
-            )));
-        };
-        if !resource_matches(&prm.resource, &self.mcp) {
+        if let Some(prm) = &prm
+            && !resource_matches(&prm.resource, &self.mcp)
+        {
             return Err(unauthorized(format!(
                 "server \"{server}\": its protected resource metadata names another resource; not authorizing"
             )));
         }
+        Ok(prm)
+    }
+
+    /// The first authorization server `prm` names whose metadata is usable.
+    async fn authorization_server(&self, prm: ProtectedResourceMetadata) -> Result<Discovered> {
         let mut last = None;
         for issuer in &prm.authorization_servers {
             match self.fetch_metadata(issuer).await {
@@ -114,7 +157,7 @@ impl Chain {
                     return Ok(Discovered {
                         resource: prm.resource.clone(),
                         metadata,
-                        prm: Some(prm.clone()),
+                        prm: Some(prm),
                     });
                 }
                 Err(e) => last = Some(e),
@@ -122,7 +165,8 @@ impl Chain {
         }
         Err(last.unwrap_or_else(|| {
             unauthorized(format!(
-                "server \"{server}\": no authorization server metadata found"
+                "server \"{}\": no authorization server metadata found",
+                self.server
             ))
         }))
     }

@@ -9,11 +9,12 @@ use url::Url;
 
 use crate::auth::ClientCredentials;
 use crate::auth::authorize::{AuthorizationRequest, authorization_url, validate_callback};
-use crate::auth::http::MAX_TOKEN_RESPONSE_BYTES;
-use crate::auth::metadata::decode_registration;
+use crate::auth::http::{AuthHttp, MAX_TOKEN_RESPONSE_BYTES};
+use crate::auth::metadata::{AuthorizationServerMetadata, decode_registration};
 use crate::auth::registration::{self, Plan, Registration, RegistrationKind};
 use crate::auth::store::StoredTokens;
 use crate::auth::token::{self, AuthMethod, TokenEndpoint, TokenFailure, choose_auth_method};
+use crate::diagnostics::Diagnostics;
 use crate::error::Result;
 
 use super::{Chain, Current, Discovered, State, prefixed, unauthorized, union};
@@ -24,6 +25,17 @@ impl Chain {
     /// meanwhile is used instead of refreshing again. On `invalid_grant` the
     /// tokens are cleared only if the stored refresh token is still the one sent.
     pub(super) async fn refresh_locked(
+        &self,
+        state: &mut State,
+        found: Option<&Discovered>,
+        diag: &Diagnostics,
+    ) -> Result<Current> {
+        let result = self.refresh_single_flight(state, found).await;
+        self.report(diag, "refresh", &result);
+        result
+    }
+
+    async fn refresh_single_flight(
         &self,
         state: &mut State,
         found: Option<&Discovered>,
@@ -115,11 +127,15 @@ impl Chain {
         }
     }
 
+    /// Obtains a token for `scopes`: client credentials when configured, else the
+    /// authorization code flow (registration, authorization, code exchange), each
+    /// step reported to `diag`.
     pub(super) async fn authorize(
         &self,
         state: &mut State,
         found: &Discovered,
         scopes: Vec<String>,
+        diag: &Diagnostics,
     ) -> Result<Current> {
         let server = self.server.to_string();
         let meta = &found.metadata;
@@ -129,13 +145,105 @@ impl Chain {
             ))
         })?;
         if let Some(creds) = &self.config.client_credentials {
-            return self
+            let result = self
                 .client_credentials(state, found, creds, &token_url, scopes)
                 .await;
+            self.report(diag, "client-credentials", &result);
+            return result;
         }
         let Some(authorizer) = self.config.authorizer.clone() else {
-            return Err(self.login_needed("a person must log in"));
+            let e = self.login_needed("a person must log in");
+            self.report(diag, "authorization", &Err::<(), _>(e.clone()));
+            return Err(e);
         };
+        let http = self.http().await.clone();
+        let auth_endpoint = self.code_flow_endpoint(meta, &http);
+        if auth_endpoint.is_err() {
+            self.report(diag, "authorization", &auth_endpoint);
+        }
+        let auth_endpoint = auth_endpoint?;
+        let redirect_uri = authorizer.redirect_uri().to_owned();
+        let scope_text = scopes.join(" ");
+        let plan = registration::plan(
+            &server,
+            meta,
+            self.config.pre_registered.as_ref(),
+            self.config.metadata_document.as_deref(),
+            state.stored.registration(&meta.issuer),
+            Some(&redirect_uri),
+        );
+        if plan.is_err() {
+            self.report(diag, "registration", &plan);
+        }
+        let (registration, new_registration) = match plan? {
+            Plan::Use(r) => (r, None),
+            Plan::Register(endpoint) => {
+                let r = self
+                    .register(&http, &endpoint, &meta.issuer, &redirect_uri, &scope_text)
+                    .await;
+                self.report(diag, "registration", &r);
+                let r = r?;
+                (r.clone(), Some(r))
+            }
+        };
+        let (url, record) = authorization_url(
+            &auth_endpoint,
+            &registration.client_id,
+            &redirect_uri,
+            &found.resource,
+            &scopes,
+            &meta.issuer,
+            meta.authorization_response_iss_parameter_supported,
+        )?;
+        union(&mut state.requested, &scopes);
+        let code = authorizer
+            .authorize(AuthorizationRequest {
+                url,
+                state: &record.state,
+                redirect_uri: &redirect_uri,
+                server: &server,
+                http: &http,
+            })
+            .await
+            .and_then(|query| validate_callback(&server, &record, query.expose_secret()));
+        self.report(diag, "authorization", &code);
+        let code = code?;
+        let endpoint = self.endpoint(
+            &token_url,
+            &registration,
+            meta.token_endpoint_auth_methods_supported.as_deref(),
+            &found.resource,
+        );
+        let tokens = token::exchange_code(
+            &http,
+            &endpoint,
+            code,
+            record.verifier,
+            &redirect_uri,
+            &scopes,
+        )
+        .await
+        .map_err(|e| e.into_error(&server));
+        self.report(diag, "token", &tokens);
+        let tokens = tokens?;
+        let stored = StoredTokens {
+            issuer: meta.issuer.clone(),
+            resource: found.resource.clone(),
+            token_endpoint: token_url.clone(),
+            client_id: registration.client_id.clone(),
+            tokens,
+        };
+        self.save_tokens(state, stored, new_registration).await
+    }
+
+    /// The authorization endpoint, when the server offers the authorization code
+    /// flow with PKCE S256 there and the address policy admits it.
+    fn code_flow_endpoint(
+        &self,
+        meta: &AuthorizationServerMetadata,
+        http: &AuthHttp,
+    ) -> Result<String> {
+        let server = &self.server;
         if !meta.response_types_supported.is_empty()
             && !meta.response_types_supported.iter().any(|t| t == "code")
         {
@@ -157,7 +265,6 @@ impl Chain {
                 "server \"{server}\": the authorization server has no authorization endpoint"
             ))
         })?;
-        let http = self.http().await.clone();
         let auth_url = Url::parse(&auth_endpoint).map_err(|_| {
             unauthorized(format!(
                 "server \"{server}\": the authorization endpoint is not a valid URL"
@@ -165,101 +272,67 @@ impl Chain {
         })?;
         http.policy()
             .check_url(&auth_url, "authorization endpoint")?;
-        let redirect_uri = authorizer.redirect_uri().to_owned();
-        let scope_text = scopes.join(" ");
-        let (registration, new_registration) = match registration::plan(
-            &server,
-            meta,
-            self.config.pre_registered.as_ref(),
-            self.config.metadata_document.as_deref(),
-            state.stored.registration(&meta.issuer),
-            Some(&redirect_uri),
-        )? {
-            Plan::Use(r) => (r, None),
-            Plan::Register(endpoint) => {
-                let body = registration::registration_body(
-                    &self.config.client_name,
-                    &redirect_uri,
-                    Some(&scope_text),
-                );
-                let mut headers = HeaderMap::new();
-                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-                let fetched = http
-                    .send(
-                        Method::POST,
-                        &endpoint,
-                        headers,
-                        bytes::Bytes::from(body.to_string()),
-                        MAX_TOKEN_RESPONSE_BYTES,
-                        "registration endpoint",
-                    )
-                    .await?;
-                if !fetched.status.is_success() {
-                    return Err(unauthorized(format!(
-                        "server \"{server}\": the authorization server refused to register this client (HTTP {})",
-                        fetched.status.as_u16()
-                    )));
-                }
-                let raw = decode_registration(&fetched.body).map_err(|e| prefixed(&server, e))?;
-                let r = Registration {
-                    issuer: meta.issuer.clone(),
-                    client_id: raw.client_id,
-                    client_secret: raw
-                        .client_secret
-                        .filter(|s| !s.is_empty())
-                        .map(SecretString::from),
-                    token_endpoint_auth_method: raw.token_endpoint_auth_method,
-                    redirect_uris: vec![redirect_uri.clone()],
-                    kind: RegistrationKind::Dynamic,
-                };
-                (r.clone(), Some(r))
+        Ok(auth_endpoint)
+    }
+
+    /// Dynamic Client Registration (RFC 7591) at `endpoint`. A refusal of a body
+    /// carrying `scope` is retried once without it
+    /// ([`registration::retry_without_scope`]); a final refusal names the step, the
+    /// HTTP status and the standard error code at most.
+    async fn register(
+        &self,
+        http: &AuthHttp,
+        endpoint: &Url,
+        issuer: &str,
+        redirect_uri: &str,
+        scope: &str,
+    ) -> Result<Registration> {
+        let server = &self.server;
+        let mut scope = Some(scope).filter(|s| !s.is_empty());
+        let fetched = loop {
+            let body =
+                registration::registration_body(&self.config.client_name, redirect_uri, scope);
+            let mut headers = HeaderMap::new();
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+            let fetched = http
+                .send(
+                    Method::POST,
+                    endpoint,
+                    headers,
+                    bytes::Bytes::from(body.to_string()),
+                    MAX_TOKEN_RESPONSE_BYTES,
+                    "registration endpoint",
+                )
+                .await?;
+            if fetched.status.is_success() {
+                break fetched;
             }
+            let error = registration::registration_error_name(&fetched.body);
+            if scope.is_some()
+                && fetched.status == http::StatusCode::BAD_REQUEST
+                && registration::retry_without_scope(error)
+            {
+                scope = None;
+                continue;
+            }
+            return Err(unauthorized(format!(
+                "server \"{server}\": the authorization server refused to register this client: HTTP {} ({error})",
+                fetched.status.as_u16()
+            )));
         };
-        let (url, record) = authorization_url(
-            &auth_endpoint,
-            &registration.client_id,
-            &redirect_uri,
-            &found.resource,
-            &scopes,
-            &meta.issuer,
-            meta.authorization_response_iss_parameter_supported,
-        )?;
-        union(&mut state.requested, &scopes);
-        let query = authorizer
-            .authorize(AuthorizationRequest {
-                url,
-                state: &record.state,
-                redirect_uri: &redirect_uri,
-                server: &server,
-                http: &http,
-            })
-            .await?;
-        let code = validate_callback(&server, &record, query.expose_secret())?;
-        let endpoint = self.endpoint(
-            &token_url,
-            &registration,
-            meta.token_endpoint_auth_methods_supported.as_deref(),
-            &found.resource,
-        );
-        let tokens = token::exchange_code(
-            &http,
-            &endpoint,
-            code,
-            record.verifier,
-            &redirect_uri,
-            &scopes,
-        )
-        .await
-        .map_err(|e| e.into_error(&server))?;
-        let stored = StoredTokens {
-            issuer: meta.issuer.clone(),
-            resource: found.resource.clone(),
-            token_endpoint: token_url.clone(),
-            client_id: registration.client_id.clone(),
-            tokens,
-        };
-        self.save_tokens(state, stored, new_registration).await
+        let raw = decode_registration(&fetched.body).map_err(|e| prefixed(server, e))?;
+        Ok(Registration {
+            issuer: issuer.to_owned(),
+            client_id: raw.client_id,
+            client_secret: raw
+                .client_secret
+                .filter(|s| !s.is_empty())
+                .map(SecretString::from),
+            token_endpoint_auth_method: raw.token_endpoint_auth_method,
+            redirect_uris: vec![redirect_uri.to_owned()],
+            kind: RegistrationKind::Dynamic,
+        })
     }
 
     pub(super) async fn client_credentials(

@@ -33,6 +33,7 @@ use super::policy::AddressPolicy;
 use super::registration::Registration;
 use super::store::{StoredAuth, StoredTokens, TokenStore};
 use super::token::{self, TokenSet};
+use crate::diagnostics::{DiagnosticEvent, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layer::EgressGrants;
 
@@ -197,6 +198,24 @@ impl Chain {
         ))
     }
 
+    /// Reports one step's outcome to the diagnostics observer (crate text only:
+    /// the error's kind and message, never a token, code or server text).
+    fn report<T>(&self, diag: &Diagnostics, step: &'static str, result: &Result<T>) {
+        if !diag.is_enabled() {
+            return;
+        }
+        let (outcome, detail) = match result {
+            Ok(_) => ("ok", None),
+            Err(e) => ("failed", Some(format!("{}: {}", e.kind(), e.message()))),
+        };
+        diag.emit(DiagnosticEvent::OAuthStep {
+            server: self.server.clone(),
+            step,
+            outcome,
+            detail,
+        });
+    }
+
     // ----- the store, on the blocking pool -----
 
     async fn with_store<T: Send + 'static>(
@@ -271,8 +290,8 @@ impl Chain {
     // ----- what the layer calls -----
 
     /// The token to send a request with, refreshing it first when it is about to
-    /// expire and a refresh token is held.
-    pub(crate) async fn token_for_request(&self) -> Result<Option<Current>> {
+    /// expire and a refresh token is held. Steps are reported to `diag`.
+    pub(crate) async fn token_for_request(&self, diag: &Diagnostics) -> Result<Option<Current>> {
         if let Some(c) = self.current() {
             let fresh = c
                 .expires_at
@@ -292,7 +311,7 @@ impl Chain {
             .is_some_and(|at| at <= token::now() + token::REFRESH_MARGIN.as_secs())
             && c.has_refresh
         {
-            match self.refresh_locked(&mut state, None).await {
+            match self.refresh_locked(&mut state, None, diag).await {
                 Ok(c) => return Ok(Some(c)),
                 // The 401 that follows runs the whole chain.
                 Err(_) => {
@@ -306,81 +325,109 @@ impl Chain {
 
     /// Handles a `401` or `403` answering a request sent with `sent` (a
     /// generation, `None` without a token). Returns the token to retry with.
+    /// Steps are reported to `diag`.
     pub(crate) async fn on_challenge(
         &self,
         status: StatusCode,
         headers: &HeaderMap,
         sent: Option<u64>,
+        diag: &Diagnostics,
     ) -> Result<Current> {
         let challenge = BearerChallenge::from_headers(headers);
         let mut state = self.state.lock().await;
         self.load(&mut state).await?;
+        if status == StatusCode::FORBIDDEN {
+            let result = self.step_up(&mut state, &challenge, diag).await;
+            self.report(diag, "step-up", &result);
+            return result;
+        }
         // Another request already replaced the token this one was refused with.
         if let Some(c) = self.current()
             && Some(c.generation) != sent
-            && status == StatusCode::UNAUTHORIZED
         {
             return Ok(c);
-        }
-        let step_up = status == StatusCode::FORBIDDEN;
-        if step_up {
-            if challenge.error.as_deref() != Some("insufficient_scope") {
-                return Err(unauthorized(format!(
-                    "server \"{}\" refused the request: HTTP 403",
-                    self.server
-                )));
-            }
-            let wanted = challenge.scopes();
-            // One step-up per scope: asking again for scopes already asked for
-            // (granted or not) would loop.
-            if wanted.is_empty()
-                || wanted
-                    .iter()
-                    .all(|s| state.granted.contains(s) || state.requested.contains(s))
-            {
-                return Err(unauthorized(format!(
-                    "server \"{}\" refused the request for lack of scope (HTTP 403 insufficient_scope), and the scopes it names were already requested",
-                    self.server
-                )));
-            }
         }
         self.clear_current();
         // Nobody can act and nothing can be refreshed: fail at once, without
         // discovery.
-        let can_refresh = !step_up
-            && state
-                .stored
-                .tokens
-                .as_ref()
-                .is_some_and(|t| t.tokens.refresh_token.is_some());
+        let can_refresh = state
+            .stored
+            .tokens
+            .as_ref()
+            .is_some_and(|t| t.tokens.refresh_token.is_some());
         if self.config.authorizer.is_none()
             && self.config.client_credentials.is_none()
             && !can_refresh
         {
-            return Err(self.login_needed("a person must log in"));
+            let e = self.login_needed("a person must log in");
+            self.report(diag, "authorization", &Err::<(), _>(e.clone()));
+            return Err(e);
         }
-        let found = self.discover(&challenge).await?;
+        let found = self.discover(&challenge, diag).await?;
         let issuer = found.metadata.issuer.clone();
-        // A refresh (same issuer and resource only) unless this is a step-up: a
-        // refresh cannot widen the scope.
-        if !step_up
-            && let Some(t) = &state.stored.tokens
+        // A refresh (same issuer and resource only).
+        if let Some(t) = &state.stored.tokens
             && t.issuer == issuer
             && t.resource == found.resource
             && t.tokens.refresh_token.is_some()
-            && let Ok(c) = self.refresh_locked(&mut state, Some(&found)).await
+            && let Ok(c) = self.refresh_locked(&mut state, Some(&found), diag).await
         {
             return Ok(c);
         }
-        let scopes = if step_up {
-            let mut s = state.requested.clone();
-            union(&mut s, &state.granted.clone());
-            union(&mut s, &challenge.scopes());
-            s
-        } else {
-            self.select_scopes(&challenge, &found)
+        let scopes = self.select_scopes(&challenge, &found);
+        self.authorize(&mut state, &found, scopes, diag).await
+    }
+
+    /// A `403`: only `insufficient_scope` re-authorizes (a new authorization, not
+    /// a refresh: a refresh cannot widen the scope), with the union of the scopes
+    /// requested and granted before and the ones the challenge names. A challenge
+    /// that names none falls back to the resource's `scopes_supported` (its
+    /// Protected Resource Metadata). One step-up per scope: when no scope is left
+    /// that was not already requested (granted or not), asking again would loop,
+    /// and the error is `unauthorized` with the login hint.
+    async fn step_up(
+        &self,
+        state: &mut State,
+        challenge: &BearerChallenge,
+        diag: &Diagnostics,
+    ) -> Result<Current> {
+        if challenge.error.as_deref() != Some("insufficient_scope") {
+            return Err(unauthorized(format!(
+                "server \"{}\" refused the request: HTTP 403",
+                self.server
+            )));
+        }
+        let mut wanted = challenge.scopes();
+        let mut found = None;
+        if wanted.is_empty() {
+            let discovered = self.discover(challenge, diag).await?;
+            wanted = discovered
+                .prm
+                .as_ref()
+                .and_then(|p| p.scopes_supported.clone())
+                .unwrap_or_default();
+            found = Some(discovered);
+        }
+        if wanted
+            .iter()
+            .all(|s| state.granted.contains(s) || state.requested.contains(s))
+        {
+            return Err(self.login_needed(
+                "HTTP 403 insufficient_scope, and the scopes it names, or its resource metadata lists, were already requested",
+            ));
+        }
+        self.clear_current();
+        if self.config.authorizer.is_none() && self.config.client_credentials.is_none() {
+            return Err(self.login_needed("a person must log in"));
+        }
+        let found = match found {
+            Some(found) => found,
+            None => self.discover(challenge, diag).await?,
         };
-        self.authorize(&mut state, &found, scopes).await
+        let mut scopes = state.requested.clone();
+        union(&mut scopes, &state.granted.clone());
+        union(&mut scopes, &wanted);
+        self.authorize(state, &found, scopes, diag).await
     }
 }
 

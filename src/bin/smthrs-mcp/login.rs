@@ -21,7 +21,7 @@ use secrecy::SecretString;
 use smthrs_mcp::auth::{FileStore, LoopbackAuthorizer, OAuth, PreRegisteredClient, TokenStore};
 use smthrs_mcp::config::{EntryTransport, OAuthEntry, ServerEntry};
 use smthrs_mcp::transport::http::HttpTransport;
-use smthrs_mcp::{Client, Error, ErrorKind};
+use smthrs_mcp::{Client, DiagnosticObserver, Error, ErrorKind};
 
 /// How long `login` waits for the browser's redirect.
 pub const LOGIN_DEADLINE: Duration = Duration::from_secs(300);
@@ -95,8 +95,13 @@ pub fn oauth_entry<'a>(
     }
 }
 
-/// `login SERVER`.
-pub async fn login(entry: &ServerEntry, oauth_entry: &OAuthEntry) -> Result<(), Error> {
+/// `login SERVER`. With `observer` (`--diagnostics`), the chain's steps are
+/// reported to it.
+pub async fn login(
+    entry: &ServerEntry,
+    oauth_entry: &OAuthEntry,
+    observer: Option<Arc<dyn DiagnosticObserver>>,
+) -> Result<(), Error> {
     let server = entry.server.as_str();
     let EntryTransport::Http(http) = &entry.transport else {
         unreachable!("oauth_entry checked the kind")
@@ -132,10 +137,11 @@ pub async fn login(entry: &ServerEntry, oauth_entry: &OAuthEntry) -> Result<(), 
     limits.handshake_timeout_ms = limits
         .handshake_timeout_ms
         .max(LOGIN_DEADLINE.as_millis() as u64 + 60_000);
-    let client = Client::builder(server)
-        .limits(limits)
-        .connect(transport)
-        .await?;
+    let mut builder = Client::builder(server).limits(limits);
+    if let Some(observer) = observer {
+        builder = builder.diagnostics(observer);
+    }
+    let client = builder.connect(transport).await?;
     client.close().await;
     let key = server.to_owned();
     let stored = tokio::task::spawn_blocking(move || -> Result<bool, Error> {

@@ -287,7 +287,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Login { server } => {
             let (entry, oauth) = login::oauth_entry(&entries, &server)
                 .map_err(|m| Failure::Usage(format!("{label}: {m}")))?;
-            login::login(entry, oauth).await?;
+            let observer = cli
+                .diagnostics
+                .then(|| Arc::new(PrintDiagnostics) as Arc<dyn DiagnosticObserver>);
+            login::login(entry, oauth, observer).await?;
             print_stdout(&format!("ok: logged in to {server}"));
             Ok(())
         }
@@ -535,6 +538,18 @@ impl DiagnosticObserver for PrintDiagnostics {
                 version,
                 reason,
             } => format!("server \"{server}\": speaking {version}: {reason}"),
+            DiagnosticEvent::OAuthStep {
+                server,
+                step,
+                outcome,
+                detail,
+            } => match detail {
+                Some(detail) => format!(
+                    "server \"{server}\": {step}: {outcome}: {}",
+                    one_line(detail)
+                ),
+                None => format!("server \"{server}\": {step}: {outcome}"),
+            },
             _ => return,
         };
         eprintln!("diagnostic: {}: {line}", event.name());

@@ -121,6 +121,7 @@ use secrecy::SecretString;
 use tower::util::{BoxCloneService, Either};
 use tower::{Layer, Service, ServiceExt};
 
+use crate::diagnostics::Diagnostics;
 use crate::error::{Error, Result};
 use crate::layer::{BearerAuthLayer, BoxError, EgressGrants, EgressPolicyLayer};
 use crate::transport::{Connection, Transport, TransportContext};
@@ -493,7 +494,7 @@ impl HttpTransport {
         self.inner.egress.grants()
     }
 
-    fn stack(&self, session: Arc<session::SessionState>) -> HttpService {
+    fn stack(&self, session: Arc<session::SessionState>, diagnostics: &Diagnostics) -> HttpService {
         let prepared = &self.inner;
         // One concrete stack under one box (`Either` for the optional layers):
         // each box is an allocation and a dynamic call per request and per clone.
@@ -503,7 +504,7 @@ impl HttpTransport {
             None => Either::Right(service),
         };
         let service = match &prepared.oauth {
-            Some(oauth) => Either::Left(oauth.layer(service)),
+            Some(oauth) => Either::Left(oauth.with_diagnostics(diagnostics.clone()).layer(service)),
             None => Either::Right(service),
         };
         let mut service = BoxCloneService::new(prepared.egress.layer(service));
@@ -535,7 +536,8 @@ impl Transport for HttpTransport {
         Box::pin(async move {
             ctx.limits.validate()?;
             let session = Arc::new(session::SessionState::default());
-            let service = this.stack(session.clone());
+            // The OAuth chain reports its steps to this session's observer.
+            let service = this.stack(session.clone(), &ctx.diagnostics);
             Ok(driver::open(driver::OpenParams {
                 server: ctx.server,
                 endpoint: this.inner.endpoint.clone(),
