@@ -290,7 +290,7 @@ pub struct SamplingRequest {
 }
 
 /// Why an input request was refused before the handler saw it (crate-authored).
-pub(crate) type Refusal = &'static str;
+pub(crate) type Refusal = std::borrow::Cow<'static, str>;
 
 /// Checks an `elicitation/create` request's params.
 pub(crate) fn elicit_request(
@@ -303,16 +303,21 @@ pub(crate) fn elicit_request(
         .ok_or("elicitation params are not an object")?;
     let message = match params.get("message") {
         Some(Value::String(m)) => m,
-        _ => return Err("elicitation message is not a string"),
+        _ => return Err("elicitation message is not a string".into()),
     };
     if message.len() as u64 > limits.max_elicitation_message_bytes {
-        return Err("elicitation message exceeds maxElicitationMessageBytes");
+        return Err(format!(
+            "elicitation message is {} bytes; maxElicitationMessageBytes is {}",
+            message.len(),
+            limits.max_elicitation_message_bytes
+        )
+        .into());
     }
     let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
     match mode {
         "form" => {
             if !caps.elicitation_form {
-                return Err("form elicitation is not declared");
+                return Err("form elicitation is not declared".into());
             }
             let fields = form_fields(params.get("requestedSchema"), limits)?;
             Ok(ElicitRequest::Form(FormRequest {
@@ -322,7 +327,7 @@ pub(crate) fn elicit_request(
         }
         "url" => {
             if !caps.elicitation_url {
-                return Err("URL elicitation is not declared");
+                return Err("URL elicitation is not declared".into());
             }
             let raw = params
                 .get("url")
@@ -337,10 +342,10 @@ pub(crate) fn elicit_request(
             };
             let allowed = url.scheme() == "https" || (url.scheme() == "http" && loopback);
             if !allowed || url.host().is_none() {
-                return Err("elicitation url is not https (or http on loopback)");
+                return Err("elicitation url is not https (or http on loopback)".into());
             }
             if !url.username().is_empty() || url.password().is_some() {
-                return Err("elicitation url carries userinfo");
+                return Err("elicitation url carries userinfo".into());
             }
             let origin = url.origin().ascii_serialization();
             Ok(ElicitRequest::Url(UrlRequest {
@@ -349,7 +354,7 @@ pub(crate) fn elicit_request(
                 origin,
             }))
         }
-        _ => Err("unknown elicitation mode"),
+        _ => Err("unknown elicitation mode".into()),
     }
 }
 
@@ -358,16 +363,21 @@ fn form_fields(schema: Option<&Value>, limits: &Limits) -> Result<Vec<FormField>
         .and_then(Value::as_object)
         .ok_or("requestedSchema is not an object")?;
     if schema.get("type").and_then(Value::as_str) != Some("object") {
-        return Err("requestedSchema.type is not \"object\"");
+        return Err("requestedSchema.type is not \"object\"".into());
     }
     let empty = Map::new();
     let properties = match schema.get("properties") {
         None => &empty,
         Some(Value::Object(p)) => p,
-        Some(_) => return Err("requestedSchema.properties is not an object"),
+        Some(_) => return Err("requestedSchema.properties is not an object".into()),
     };
     if properties.len() as u64 > limits.max_elicitation_fields {
-        return Err("requestedSchema has more fields than maxElicitationFields");
+        return Err(format!(
+            "requestedSchema has {} fields; maxElicitationFields is {}",
+            properties.len(),
+            limits.max_elicitation_fields
+        )
+        .into());
     }
     let required: Vec<&str> = match schema.get("required") {
         None => Vec::new(),
@@ -378,11 +388,11 @@ fn form_fields(schema: Option<&Value>, limits: &Limits) -> Result<Vec<FormField>
                     .ok_or("requestedSchema.required is not a list of names")
             })
             .collect::<Result<_, _>>()?,
-        Some(_) => return Err("requestedSchema.required is not a list of names"),
+        Some(_) => return Err("requestedSchema.required is not a list of names".into()),
     };
     if let Some(missing) = required.iter().find(|r| !properties.contains_key(**r)) {
         let _ = missing;
-        return Err("requestedSchema.required names an unknown field");
+        return Err("requestedSchema.required names an unknown field".into());
     }
     properties
         .iter()
@@ -396,7 +406,7 @@ fn form_fields(schema: Option<&Value>, limits: &Limits) -> Result<Vec<FormField>
                     {
                         Ok(Some(s.clone()))
                     }
-                    Some(_) => Err("a field's title or description is not a bounded string"),
+                    Some(_) => Err("a field's title or description is not a bounded string".into()),
                 }
             };
             let kind = field_kind(field)?;
@@ -435,7 +445,7 @@ fn field_kind(field: &Map<String, Value>) -> Result<FieldKind, Refusal> {
             Some(v) => v
                 .as_f64()
                 .map(Some)
-                .ok_or("a numeric constraint is not a number"),
+                .ok_or("a numeric constraint is not a number".into()),
         }
     };
     let count = |key: &str| -> Result<Option<u64>, Refusal> {
@@ -444,7 +454,7 @@ fn field_kind(field: &Map<String, Value>) -> Result<FieldKind, Refusal> {
             Some(v) => v
                 .as_u64()
                 .map(Some)
-                .ok_or("a length constraint is not a count"),
+                .ok_or("a length constraint is not a count".into()),
         }
     };
     match field.get("type").and_then(Value::as_str) {
@@ -490,7 +500,9 @@ fn field_kind(field: &Map<String, Value>) -> Result<FieldKind, Refusal> {
                 {
                     Some(f.clone())
                 }
-                Some(_) => return Err("a string format is not one of email, uri, date, date-time"),
+                Some(_) => {
+                    return Err("a string format is not one of email, uri, date, date-time".into());
+                }
             };
             Ok(FieldKind::String {
                 min_length: count("minLength")?,
@@ -521,7 +533,7 @@ fn field_kind(field: &Map<String, Value>) -> Result<FieldKind, Refusal> {
                 values: values.ok_or("a multi-select's items are not an enum of strings")?,
             })
         }
-        _ => Err("a field is not a primitive (string, number, integer, boolean, enum)"),
+        _ => Err("a field is not a primitive (string, number, integer, boolean, enum)".into()),
     }
 }
 
@@ -555,7 +567,7 @@ pub(crate) fn elicit_result(
             ElicitRequest::Form(form) => {
                 for key in content.keys() {
                     if !form.fields.iter().any(|f| &f.name == key) {
-                        return Err("the host answered a field the form does not have");
+                        return Err("the host answered a field the form does not have".into());
                     }
                 }
                 for field in &form.fields {
@@ -566,7 +578,7 @@ pub(crate) fn elicit_result(
                             if let Some(default) = &field.default {
                                 content.insert(field.name.clone(), default.clone());
                             } else if field.required {
-                                return Err("the host left a required field out");
+                                return Err("the host left a required field out".into());
                             }
                         }
                     }
@@ -590,7 +602,12 @@ pub(crate) fn sampling_request(
         .and_then(Value::as_array)
         .ok_or("sampling messages are not a list")?;
     if messages.len() as u64 > limits.max_sampling_messages {
-        return Err("sampling request has more messages than maxSamplingMessages");
+        return Err(format!(
+            "sampling request has {} messages; maxSamplingMessages is {}",
+            messages.len(),
+            limits.max_sampling_messages
+        )
+        .into());
     }
     Ok(SamplingRequest {
         params: params.clone(),

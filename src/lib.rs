@@ -71,7 +71,7 @@ pub mod fuzzing {
 
     /// Checks an `elicitation/create` request's params, every mode declared:
     /// `Ok(field count, or 0 for URL mode)` or the rule broken.
-    pub fn elicitation_request(params: &Value) -> Result<usize, &'static str> {
+    pub fn elicitation_request(params: &Value) -> Result<usize, std::borrow::Cow<'static, str>> {
         let caps = crate::handler::HostCapabilities {
             elicitation_form: true,
             elicitation_url: true,

@@ -579,6 +579,17 @@ async fn modern_refused_elicitations_fail_the_call(via: Via) {
             ErrorKind::InvalidResponse,
             "{case}: {error:?}"
         );
+        // A count bound names the count and the option.
+        let counted = match case {
+            "oversized message" => {
+                Some("elicitation message is 65 bytes; maxElicitationMessageBytes is 64")
+            }
+            "too many fields" => Some("requestedSchema has 3 fields; maxElicitationFields is 2"),
+            _ => None,
+        };
+        if let Some(counted) = counted {
+            assert!(error.message().ends_with(counted), "{case}: {error}");
+        }
         a.close().await;
         assert_eq!(host.reached(), 0, "{case}");
         assert_eq!(a.received("tools/call").len(), 1, "{case}: no retry");
@@ -639,6 +650,12 @@ async fn oversized_sampling_requests_never_reach_the_host(via: Via) {
         .await
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error:?}");
+    assert!(
+        error
+            .message()
+            .ends_with("sampling request has 3 messages; maxSamplingMessages is 2"),
+        "{error}"
+    );
     a.close().await;
     assert_eq!(host.reached(), 0);
     assert_eq!(a.received("tools/call").len(), 1);

@@ -113,7 +113,7 @@ impl Inputs {
         pause: bool,
     ) -> Answer {
         let Some(handler) = self.handler.clone() else {
-            return Answer::Refused("nothing is declared");
+            return Answer::Refused("nothing is declared".into());
         };
         let limits = &shared.limits;
         let _paused = pause.then(|| self.clock.pause());
@@ -170,7 +170,7 @@ impl Inputs {
                     Err(_) => timed_out(),
                 }
             }
-            _ => Answer::Refused("an unknown input request"),
+            _ => Answer::Refused("an unknown input request".into()),
         }
     }
 
