@@ -159,11 +159,17 @@ impl Cursor<'_> {
                 }
                 b'\\' => {
                     self.i += 1;
-                    out.push(self.peek()?);
+                    // quoted-pair = "\" ( HTAB / SP / VCHAR / obs-text ): a
+                    // control character is not made text by escaping it.
+                    let escaped = self.peek()?;
+                    if is_ctl(escaped) {
+                        return None;
+                    }
+                    out.push(escaped);
                     self.i += 1;
                 }
                 b => {
-                    if b < 0x20 && b != b'\t' || b == 0x7f {
+                    if is_ctl(b) {
                         return None;
                     }
                     out.push(b);
@@ -172,6 +178,12 @@ impl Cursor<'_> {
             }
         }
     }
+}
+
+/// A control character other than HTAB, which neither qdtext nor a quoted-pair
+/// may carry (RFC 9110 §5.6.4).
+fn is_ctl(b: u8) -> bool {
+    b < 0x20 && b != b'\t' || b == 0x7f
 }
 
 /// Parses the values of one or more `WWW-Authenticate` fields into challenges.
@@ -415,6 +427,20 @@ mod tests {
         let rendered = render_challenges(&c);
         assert_eq!(rendered, r#"bEaReR ScobEaReR, cope="2""#);
         assert_eq!(parse(&rendered), c);
+    }
+
+    #[test]
+    fn an_escaped_control_character_makes_the_quoted_string_malformed() {
+        // The fuzz finding `fuzz/artifacts-found/www_authenticate/escaped-control`:
+        // `\<0x12>` was read as text, which the renderer then wrote raw and the
+        // parser refused.
+        let c = parse("Bearer error=\"a\\\u{12}b\", scope=\"x\"");
+        assert_eq!(c.len(), 1);
+        assert!(c[0].params.is_empty(), "{c:?}");
+        assert_eq!(parse(&render_challenges(&c)), c);
+        // An escaped tab, space or visible character is still text.
+        let ok = parse("Bearer error=\"a\\\tb\\ c\\\"d\"");
+        assert_eq!(ok[0].param("error"), Some("a\tb c\"d"));
     }
 
     #[test]
