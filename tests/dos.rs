@@ -4,16 +4,23 @@
 //! (or fail with its own typed error) and meet its deadlines: a call under a short
 //! `requestTimeoutMs` ends with `timeout`, never a hang.
 //!
-//! These tests assert behaviour, not time or memory. The memory and time figures in
-//! `DOS.md` come from the `#[ignore]`d `measure_*` functions at the end, each run in
-//! its own process so that its peak RSS (VmHWM) is its own:
+//! These tests assert behaviour, not time or memory, with one exception that is
+//! the behaviour: a deadline under a flood fires within the margin the design
+//! gives it (`FLOOD_DEADLINE_MARGIN`, see `Limits::request_timeout_ms`), over
+//! both transports, both eras and both runtime flavours. The memory and time
+//! figures in `DOS.md` come from the `#[ignore]`d `measure_*` functions at the
+//! end, each run in its own process so that its peak RSS (VmHWM) is its own:
 //!
 //! ```sh
-//! for m in deep_nest ping_flood notification_flood unknown_id_flood sse_trickle sse_blank_lines; do
+//! for m in deep_nest ping_flood notification_flood unknown_id_flood sse_trickle sse_blank_lines \
+//!     deadline_overshoot; do
 //!   cargo test --release --test dos -- --ignored --exact measure_$m --nocapture
 //! done
 //! ```
 
+#[allow(unused_macros)] // `both_transports`: the flood tests also vary the runtime
+#[path = "support/eras.rs"]
+mod eras;
 #[path = "support/http_server.rs"]
 mod http_server;
 mod support;
@@ -24,12 +31,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use eras::Via;
 use futures_util::StreamExt;
 use http_server::{Recorded, TestServer, json as json_response, status, streaming};
 use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
-use smthrs_mcp::{Client, ErrorKind, Limits};
-use support::{Recording, Server, args};
+use smthrs_mcp::{Client, Era, ErrorKind, Limits};
+use support::http_bridge::BridgeOptions;
+use support::{Recording, Server, args, inline};
 
 /// A guard against a hang: far above every deadline a test sets.
 const HANG: Duration = Duration::from_secs(60);
@@ -349,7 +358,7 @@ async fn stderr_flood_is_drained_and_the_tail_stays_bounded() {
 /// stream that sends one byte, then one more every `gap`, never finishing an event.
 async fn trickle_server(gap: Duration, sent: Arc<AtomicUsize>) -> TestServer {
     stream_server(
-        move || {
+        move |_| {
             let first = futures_util::stream::once(async { Bytes::from_static(b"d") });
             let rest = futures_util::stream::unfold((), move |()| async move {
                 tokio::time::sleep(gap).await;
@@ -362,10 +371,10 @@ async fn trickle_server(gap: Duration, sent: Arc<AtomicUsize>) -> TestServer {
     .await
 }
 
-/// A server that answers `tools/call` with the event stream `body` makes (its
-/// bytes counted into `sent`), and the handshake with JSON.
+/// A server that answers `tools/call` with the event stream `body` makes for the
+/// request's id (its bytes counted into `sent`), and the handshake with JSON.
 async fn stream_server(
-    body: impl Fn() -> futures_util::stream::BoxStream<'static, Bytes> + Send + Sync + 'static,
+    body: impl Fn(&Value) -> futures_util::stream::BoxStream<'static, Bytes> + Send + Sync + 'static,
     sent: Arc<AtomicUsize>,
 ) -> TestServer {
     let body = Arc::new(body);
@@ -392,7 +401,7 @@ async fn stream_server(
                     .to_string(),
                 ),
                 Some("tools/call") => {
-                    let body = body().inspect(move |chunk| {
+                    let body = body(&id).inspect(move |chunk| {
                         sent.fetch_add(chunk.len(), Ordering::SeqCst);
                     });
                     streaming("text/event-stream", body)
@@ -404,10 +413,10 @@ async fn stream_server(
     .await
 }
 
-/// Connects to `server` over HTTP with a 300 ms request deadline, then checks
-/// that three calls in a row each time out (well within `HANG`) and leave the
-/// session usable.
-async fn three_calls_meet_the_deadline(name: &str, server: &TestServer) {
+/// Connects to `server` over HTTP with a 300 ms request deadline, then times
+/// `calls` calls in a row: each must time out and leave the session usable.
+/// Returns how late each deadline fired.
+async fn timed_calls(name: &str, server: &TestServer, calls: usize) -> Vec<Duration> {
     let transport = HttpTransport::builder(name, server.url()).build().unwrap();
     let client = tokio::time::timeout(
         HANG,
@@ -416,15 +425,23 @@ async fn three_calls_meet_the_deadline(name: &str, server: &TestServer) {
     .await
     .unwrap()
     .unwrap();
-    for _ in 0..3 {
+    let mut late = Vec::with_capacity(calls);
+    for _ in 0..calls {
         let started = Instant::now();
         let error = call(&client, "echo", json!({})).await.unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Timeout, "{error:?}");
-        let took = started.elapsed();
-        assert!(took < Duration::from_secs(10), "{took:?}");
+        late.push(started.elapsed().saturating_sub(Duration::from_millis(300)));
     }
     assert!(client.terminal_error().is_none());
     client.close().await;
+    late
+}
+
+/// [`timed_calls`], three of them, each late by less than the margin.
+async fn three_calls_meet_the_deadline(name: &str, server: &TestServer) {
+    for late in timed_calls(name, server, 3).await {
+        assert!(late < FLOOD_DEADLINE_MARGIN, "{name}: {late:?} late");
+    }
 }
 
 #[tokio::test]
@@ -435,26 +452,246 @@ async fn sse_trickle_meets_the_request_deadline() {
     assert!(sent.load(Ordering::SeqCst) >= 3, "the streams were opened");
 }
 
+/// A server answering every call with `notifications/message` events as fast as
+/// its connection task can write them, never the reply.
+async fn sse_flood_server(sent: Arc<AtomicUsize>) -> TestServer {
+    let chunk = Bytes::from(
+        "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n"
+            .repeat(64),
+    );
+    stream_server(
+        move |_| futures_util::stream::repeat(chunk.clone()).boxed(),
+        sent,
+    )
+    .await
+}
+
+/// [`timed_calls`] against [`sse_flood_server`].
+async fn sse_flood_deadlines(calls: usize) -> Vec<Duration> {
+    let sent = Arc::new(AtomicUsize::new(0));
+    let server = sse_flood_server(sent.clone()).await;
+    let late = timed_calls("flood", &server, calls).await;
+    assert!(sent.load(Ordering::SeqCst) > 1 << 20, "the server flooded");
+    late
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sse_event_flood_meets_the_request_deadline() {
-    // Notifications as fast as the server can write them, never the reply: the
-    // caller routing them (it drives its exchange) still meets its deadline,
-    // with the server's connection task filling the stream on another thread.
-    let chunk = Bytes::from(
+    // The caller routing the events (it drives its exchange) still meets its
+    // deadline, with the server's connection task filling the stream on
+    // another thread.
+    let sent = Arc::new(AtomicUsize::new(0));
+    let server = sse_flood_server(sent.clone()).await;
+    three_calls_meet_the_deadline("flood", &server).await;
+    assert!(sent.load(Ordering::SeqCst) > 1 << 20, "the server flooded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_flood_after_the_reply_does_not_hold_the_call() {
+    // The reply first, then events as fast as the server can write them on the
+    // same stream: the call returns its result; the rest of the stream is
+    // detached, never drained by the caller.
+    let flood = Bytes::from(
         "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n"
             .repeat(64),
     );
     let sent = Arc::new(AtomicUsize::new(0));
     let server = stream_server(
-        move || futures_util::stream::repeat(chunk.clone()).boxed(),
+        move |id| {
+            let reply = json!({"jsonrpc": "2.0", "id": id, "result": {
+                "content": [{"type": "text", "text": "answered"}]}});
+            let reply = Bytes::from(format!("data: {reply}\n\n"));
+            futures_util::stream::once(async move { reply })
+                .chain(futures_util::stream::repeat(flood.clone()))
+                .boxed()
+        },
         sent.clone(),
     )
     .await;
+    let transport = HttpTransport::builder("after", server.url())
+        .build()
+        .unwrap();
+    let client = tokio::time::timeout(
+        HANG,
+        Client::builder("after")
+            .limits(limits(30_000))
+            .connect(transport),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    for _ in 0..3 {
+        let started = Instant::now();
+        let result = call(&client, "echo", json!({})).await.unwrap();
+        assert_eq!(result.content[0]["text"], "answered");
+        // The same margin a deadline has: a reply in hand is not held by the flood.
+        let took = started.elapsed();
+        assert!(took < FLOOD_DEADLINE_MARGIN, "the call took {took:?}");
+    }
+    assert!(client.terminal_error().is_none());
+    client.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn sse_event_flood_on_one_thread_meets_the_request_deadline() {
+    let sent = Arc::new(AtomicUsize::new(0));
+    let server = sse_flood_server(sent.clone()).await;
     three_calls_meet_the_deadline("flood", &server).await;
     assert!(sent.load(Ordering::SeqCst) > 1 << 20, "the server flooded");
 }
 
+// ----- a deadline under a notification flood: both transports, eras, runtimes -----
+
+/// What a deadline may overshoot under any flood, with room for a debug build on
+/// a busy two-core machine: the design bounds the late part to routing the frames
+/// at hand when it passes (at most one cooperative budget of them) and one
+/// scheduling round (`Limits::request_timeout_ms`; DOS.md has the measured
+/// overshoot). A hang guard in spirit, but ten times tighter than the bound this
+/// test had before the reader and the exchange yielded.
+const FLOOD_DEADLINE_MARGIN: Duration = Duration::from_secs(1);
+
+/// The deadline under the flood.
+const FLOOD_DEADLINE_MS: u64 = 300;
+
+/// A scripted server whose `echo` floods `notifications/message` for longer than
+/// the deadline and never answers, in `era`.
+fn flooding_server(era: Era) -> Server {
+    inline(json!({
+        "era": if era == Era::Modern { "modern" } else { "legacy" },
+        "on_call": {"echo": {"notification_flood_ms": 4 * FLOOD_DEADLINE_MS, "no_reply": true}},
+    }))
+}
+
+/// Connects to the flooding server over `via` in `era`, then times `calls`
+/// calls, each answered by nothing but the flood; returns how late each
+/// deadline fired. Every call must end with `timeout` and leave the session up.
+async fn deadlines_under_a_flood(via: Via, era: Era, calls: usize) -> Vec<Duration> {
+    let options = match era {
+        Era::Modern => BridgeOptions::modern(),
+        _ => BridgeOptions::default(),
+    };
+    let builder = Client::builder("flood").limits(limits(FLOOD_DEADLINE_MS));
+    let attempt = eras::connect(via, builder, flooding_server(era), options).await;
+    let client = attempt.client();
+    assert_eq!(client.era(), era);
+    let deadline = Duration::from_millis(FLOOD_DEADLINE_MS);
+    let mut late = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let started = Instant::now();
+        let error = call(client, "echo", json!({})).await.unwrap_err();
+        let took = started.elapsed();
+        assert_eq!(error.kind(), ErrorKind::Timeout, "{error:?}");
+        assert!(took >= deadline, "fired early: {took:?}");
+        late.push(took - deadline);
+    }
+    assert!(
+        client.terminal_error().is_none(),
+        "the flood left the session up"
+    );
+    let flooded = || -> u64 {
+        attempt
+            .lines()
+            .iter()
+            .filter_map(|line| line["flooded_lines"].as_u64())
+            .sum()
+    };
+    // The first call's flood ends (and is recorded) a little after the last call.
+    eras::eventually("a flood recorded", || flooded() > 0).await;
+    assert!(flooded() > 1_000, "the server flooded: {} lines", flooded());
+    attempt.close().await;
+    late
+}
+
+async fn a_deadline_fires_on_time_under_a_flood(via: Via, era: Era) {
+    for late in deadlines_under_a_flood(via, era, 3).await {
+        assert!(
+            late < FLOOD_DEADLINE_MARGIN,
+            "{via:?} {era:?}: the deadline fired {late:?} late"
+        );
+    }
+}
+
+/// One test per transport, era and runtime flavour.
+macro_rules! deadline_under_a_flood {
+    ($($name:ident: $via:ident, $era:ident, ($($flavor:tt)*);)*) => {
+        mod deadline_under_a_flood {
+            use super::*;
+            $(
+                #[tokio::test($($flavor)*)]
+                async fn $name() {
+                    a_deadline_fires_on_time_under_a_flood(Via::$via, Era::$era).await
+                }
+            )*
+        }
+    };
+}
+
+deadline_under_a_flood! {
+    stdio_legacy_current_thread: Stdio, Legacy, (flavor = "current_thread");
+    stdio_legacy_multi_thread: Stdio, Legacy, (flavor = "multi_thread", worker_threads = 2);
+    stdio_modern_current_thread: Stdio, Modern, (flavor = "current_thread");
+    stdio_modern_multi_thread: Stdio, Modern, (flavor = "multi_thread", worker_threads = 2);
+    http_legacy_current_thread: Http, Legacy, (flavor = "current_thread");
+    http_legacy_multi_thread: Http, Legacy, (flavor = "multi_thread", worker_threads = 2);
+    http_modern_current_thread: Http, Modern, (flavor = "current_thread");
+    http_modern_multi_thread: Http, Modern, (flavor = "multi_thread", worker_threads = 2);
+}
+
 // ----- measurements for DOS.md (ignored: run one per process) -----
+
+/// Median, 99th percentile and maximum of `late`, in milliseconds.
+fn spread(mut late: Vec<Duration>) -> String {
+    late.sort();
+    let at = |q: f64| late[((late.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1e3;
+    format!(
+        "median {:.1} ms, p99 {:.1} ms, max {:.1} ms over {} deadlines",
+        at(0.5),
+        at(0.99),
+        at(1.0),
+        late.len()
+    )
+}
+
+/// How late a 300 ms deadline fires under a notification flood, for every
+/// transport, era and runtime flavour (DOS.md, "A deadline under a flood").
+#[test]
+#[ignore = "measurement for DOS.md; run alone"]
+fn measure_deadline_overshoot() {
+    // Deadlines per case: `FLOOD_CALLS` (default 100).
+    let calls: usize = std::env::var("FLOOD_CALLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100);
+    for flavor in ["current_thread", "multi_thread"] {
+        let runtime = match flavor {
+            "current_thread" => tokio::runtime::Builder::new_current_thread(),
+            _ => {
+                let mut builder = tokio::runtime::Builder::new_multi_thread();
+                builder.worker_threads(2);
+                builder
+            }
+        }
+        .enable_all()
+        .build()
+        .unwrap();
+        runtime.block_on(async {
+            for (via, era) in [
+                (Via::Stdio, Era::Legacy),
+                (Via::Stdio, Era::Modern),
+                (Via::Http, Era::Legacy),
+                (Via::Http, Era::Modern),
+            ] {
+                let late = deadlines_under_a_flood(via, era, calls).await;
+                println!("MEASURE {flavor} {via:?} {era:?}: {}", spread(late));
+            }
+            let late = sse_flood_deadlines(calls).await;
+            println!(
+                "MEASURE {flavor} in-process SSE flood Legacy: {}",
+                spread(late)
+            );
+        });
+    }
+}
 
 fn rss_kib(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

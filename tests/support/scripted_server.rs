@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Chunk size used when flooding stdout or stderr.
 const FLOOD_CHUNK: usize = 64 * 1024;
@@ -328,6 +328,9 @@ struct CallScript {
     requests_at_once: Vec<ServerRequest>,
     /// Bytes written to stdout without a newline before anything else is written.
     flood_bytes: u64,
+    /// For this many milliseconds, `notifications/message` lines as fast as
+    /// stdout takes them (on a worker thread), before the rest of the script.
+    notification_flood_ms: u64,
     /// Exit with this status instead of answering.
     exit_code: Option<i32>,
     /// Close stdout (fd 1) instead of answering, and stay alive.
@@ -396,6 +399,7 @@ impl CallScript {
                     }
                 }
                 "flood_bytes" => script.flood_bytes = as_u64(&name, inner)?,
+                "notification_flood_ms" => script.notification_flood_ms = as_u64(&name, inner)?,
                 "exit_code" => {
                     script.exit_code =
                         Some(as_i32(inner).ok_or_else(|| format!("{name} must be an integer"))?)
@@ -423,6 +427,7 @@ impl CallScript {
     /// Whether the call must run on its own thread (it sleeps or waits).
     fn waits(&self) -> bool {
         self.delay_ms > 0
+            || self.notification_flood_ms > 0
             || self.ping_first.is_some()
             || !self.request_first.is_empty()
             || !self.requests_at_once.is_empty()
@@ -505,6 +510,16 @@ struct Scenario {
 }
 
 impl Scenario {
+    /// Appends one line to the record file, if there is one (what the server
+    /// did, beside what it received).
+    fn append_record(&self, line: &Value) {
+        if let Some(path) = &self.record
+            && let Ok(mut file) = OpenOptions::new().append(true).open(path)
+        {
+            let _ = writeln!(file, "{line}");
+        }
+    }
+
     /// Decodes and checks a scenario object; the error names the bad field.
     fn from_json(value: &Value) -> Result<Scenario, String> {
         const FIELDS: &[&str] = &[
@@ -880,6 +895,29 @@ impl Shared {
             remaining -= len as u64;
         }
         let _ = out.flush();
+    }
+
+    /// Writes `notifications/message` lines for `period`, in 64 KiB batches,
+    /// releasing stdout between batches (replies to the client's requests
+    /// interleave); stops quietly when stdout is gone. Returns the lines written.
+    fn flood_notifications(&self, period: Duration) -> u64 {
+        const LINE: &[u8] =
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"flood\"}}\n";
+        let per_batch = FLOOD_CHUNK / LINE.len();
+        let batch = LINE.repeat(per_batch);
+        let until = Instant::now() + period;
+        let mut written = 0;
+        while Instant::now() < until {
+            let mut out = self.lock_out();
+            if self.stdout_closed.load(Ordering::SeqCst)
+                || out.write_all(&batch).is_err()
+                || out.flush().is_err()
+            {
+                break;
+            }
+            written += per_batch as u64;
+        }
+        written
     }
 
     /// Flushes and closes stdout (fd 1); later writes are skipped.
@@ -1403,6 +1441,12 @@ impl Call {
             }
             if script.flood_bytes > 0 {
                 shared.flood(script.flood_bytes);
+            }
+            if script.notification_flood_ms > 0 {
+                let lines =
+                    shared.flood_notifications(Duration::from_millis(script.notification_flood_ms));
+                self.scenario
+                    .append_record(&json!({"flooded_lines": lines}));
             }
             shared.write_lines(script.raw_lines.iter().map(|line| line.render(&self.id)));
             if let Some(ping) = &script.ping_first {

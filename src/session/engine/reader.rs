@@ -221,7 +221,14 @@ pub(crate) async fn run_reader(shared: Arc<Shared>, mut source: Box<dyn FrameSou
             None => source.try_next(),
         };
         let event = match at_hand {
-            Some(event) => event,
+            Some(event) => {
+                // Frames always at hand (a flood) must not keep the runtime from
+                // its timers, the callers' deadlines among them: spend the task's
+                // cooperative budget, yielding when it is gone (DOS.md, "A
+                // deadline under a flood").
+                tokio::task::consume_budget().await;
+                event
+            }
             None => tokio::select! {
                 biased;
                 _ = &mut ended => return,

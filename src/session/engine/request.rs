@@ -9,6 +9,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -28,6 +29,7 @@ use crate::transport::{
 
 use super::{NotificationFrame, Queued, Shared, lock, notification_meta};
 use crate::session::era::Wire;
+use crate::session::inputs::PauseClock;
 
 /// The prefix of the probe's string id: `server-discover-probe-<n>`, where `<n>`
 /// is the engine's id for it (the form the TypeScript client uses).
@@ -151,6 +153,46 @@ impl RequestControl for RequestCtl {
 
     fn fail(&self, error: Error) {
         RequestCtl::fail(self, error)
+    }
+}
+
+/// Frames [`Shared::finish_at_hand`] routes after the reply at most, before
+/// the rest of the exchange is detached.
+const FRAMES_AT_HAND: usize = 16;
+
+/// A request's deadline, moved on by the time the host handler spent answering
+/// legacy server requests meanwhile (a person filling a form is not the server
+/// being slow).
+struct ReplyDeadline<'a> {
+    clock: &'a PauseClock,
+    at: Instant,
+    paused_at_start: Duration,
+    extended: Duration,
+}
+
+impl<'a> ReplyDeadline<'a> {
+    fn new(clock: &'a PauseClock, at: Instant) -> Self {
+        ReplyDeadline {
+            clock,
+            at,
+            paused_at_start: clock.total(),
+            extended: Duration::ZERO,
+        }
+    }
+
+    /// Whether the deadline has passed, after moving it on by the pauses since
+    /// the last look (the clock is read only once the instant has passed: a
+    /// pause only ever moves it later).
+    fn passed(&mut self) -> bool {
+        if Instant::now() < self.at {
+            return false;
+        }
+        let paused = self.clock.total().saturating_sub(self.paused_at_start);
+        if paused > self.extended {
+            self.at += paused - self.extended;
+            self.extended = paused;
+        }
+        Instant::now() >= self.at
     }
 }
 
@@ -362,32 +404,27 @@ impl Shared {
         outcome
     }
 
-    /// Waits for a request's reply until `deadline`, which moves on by the time the
-    /// host handler spent answering legacy server requests meanwhile (a person
-    /// filling a form is not the server being slow).
+    /// Waits for a request's reply until `deadline` ([`ReplyDeadline`]).
     async fn wait_reply(
         &self,
         control: &RequestCtl,
         method: &str,
-        mut deadline: Instant,
+        deadline: Instant,
     ) -> Result<ResultBody> {
-        let paused_at_start = self.inputs.clock.total();
-        let mut extended = std::time::Duration::ZERO;
+        let mut deadline = ReplyDeadline::new(&self.inputs.clock, deadline);
         loop {
-            if let Ok(outcome) = tokio::time::timeout_at(deadline, Reply(control)).await {
+            if let Ok(outcome) = tokio::time::timeout_at(deadline.at, Reply(control)).await {
                 return outcome;
             }
-            let paused = self.inputs.clock.total().saturating_sub(paused_at_start);
-            if paused > extended {
-                deadline += paused - extended;
-                extended = paused;
-                continue;
+            if deadline.passed() {
+                return Err(self.timed_out(method));
             }
-            return Err(Error::timeout(format!(
-                "{method} to server \"{}\" timed out",
-                self.server
-            )));
         }
+    }
+
+    /// The error of a request whose deadline passed.
+    fn timed_out(&self, method: &str) -> Error {
+        Error::timeout(format!("{method} to server \"{}\" timed out", self.server))
     }
 
     /// [`Shared::wait_reply`] while driving the request's exchange from this task:
@@ -409,6 +446,11 @@ impl Shared {
         }
         let reply = self.wait_reply(control, method, deadline);
         tokio::pin!(reply);
+        // The timer in `reply` fires only when the runtime turns its driver, which
+        // a server flooding this exchange can put off for as long as it floods:
+        // the clock is also read after every frame, and the loop yields once the
+        // task's cooperative budget is spent (DOS.md, "A deadline under a flood").
+        let mut late = ReplyDeadline::new(&self.inputs.clock, deadline);
         loop {
             let step = std::future::poll_fn(|cx| {
                 if let Poll::Ready(outcome) = reply.as_mut().poll(cx) {
@@ -429,7 +471,18 @@ impl Shared {
                     self.finish_at_hand(&mut exchange);
                     return outcome;
                 }
-                Step::Frame(frame) => self.route_here(frame),
+                Step::Frame(frame) => {
+                    self.route_here(frame);
+                    if late.passed() {
+                        // A reply this frame just settled still wins.
+                        let mut cx = Context::from_waker(std::task::Waker::noop());
+                        return match reply.as_mut().poll(&mut cx) {
+                            Poll::Ready(outcome) => outcome,
+                            Poll::Pending => Err(self.timed_out(method)),
+                        };
+                    }
+                    tokio::task::consume_budget().await;
+                }
                 Step::Ended(frame) => {
                     if let Some(frame) = frame {
                         self.route_here(frame);
@@ -444,8 +497,10 @@ impl Shared {
     /// Once the reply is in: what the exchange can do without waiting (an event
     /// stream's end, usually in the same read as the reply) is done here, so
     /// that only an exchange still waiting on the server is detached to a task.
+    /// At most [`FRAMES_AT_HAND`] frames: a stream that goes on flooding after
+    /// the reply is detached, never drained here.
     fn finish_at_hand(self: &Arc<Self>, exchange: &mut Exchange) {
-        loop {
+        for _ in 0..FRAMES_AT_HAND {
             let polled = exchange.poll_run(&mut Context::from_waker(std::task::Waker::noop()));
             match polled {
                 Poll::Ready(Some(frame)) => return self.route_here(frame),
