@@ -74,6 +74,13 @@ pub struct Limits {
     /// Bounds each `initialize` and `tools/list` exchange (ms). Default 10 000.
     pub handshake_timeout_ms: u64,
     /// Bounds each later `tools/call` exchange and reply-queue admission (ms). Default 120 000.
+    ///
+    /// The deadline is kept however fast a server floods the session: it fires
+    /// late by at most the time to route the frames at hand when it passes (one
+    /// tokio cooperative budget, 128 frames) and one scheduling round of the
+    /// runtime, on either transport, era and runtime flavour. `DOS.md` ("A deadline
+    /// under a flood") has the measured overshoot; the tests allow one second, for
+    /// debug builds on a busy machine.
     pub request_timeout_ms: u64,
     /// Outbound frames waiting to be written (HTTP: in-flight POSTs). Default 64.
     pub queue_capacity: u64,

@@ -452,13 +452,17 @@ async fn sse_trickle_meets_the_request_deadline() {
     assert!(sent.load(Ordering::SeqCst) >= 3, "the streams were opened");
 }
 
-/// A server answering every call with `notifications/message` events as fast as
-/// its connection task can write them, never the reply.
-async fn sse_flood_server(sent: Arc<AtomicUsize>) -> TestServer {
-    let chunk = Bytes::from(
-        "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n"
-            .repeat(64),
-    );
+/// The events of [`NOTIFICATION_EVENTS`]: 64 `notifications/message` events.
+const NOTIFICATION_EVENTS: &str =
+    "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n";
+
+/// Events that carry no data (a comment each): bytes that never make a frame.
+const KEEP_ALIVE_EVENTS: &str = ": keep-alive\n\n";
+
+/// A server answering every call with `event`, repeated as fast as its
+/// connection task can write it, never the reply.
+async fn sse_flood_server(event: &str, sent: Arc<AtomicUsize>) -> TestServer {
+    let chunk = Bytes::from(event.repeat(64));
     stream_server(
         move |_| futures_util::stream::repeat(chunk.clone()).boxed(),
         sent,
@@ -467,12 +471,20 @@ async fn sse_flood_server(sent: Arc<AtomicUsize>) -> TestServer {
 }
 
 /// [`timed_calls`] against [`sse_flood_server`].
-async fn sse_flood_deadlines(calls: usize) -> Vec<Duration> {
+async fn sse_flood_deadlines(event: &str, calls: usize) -> Vec<Duration> {
     let sent = Arc::new(AtomicUsize::new(0));
-    let server = sse_flood_server(sent.clone()).await;
+    let server = sse_flood_server(event, sent.clone()).await;
     let late = timed_calls("flood", &server, calls).await;
     assert!(sent.load(Ordering::SeqCst) > 1 << 20, "the server flooded");
     late
+}
+
+/// [`three_calls_meet_the_deadline`] against [`sse_flood_server`].
+async fn sse_flood_meets_the_deadline(event: &str) {
+    let sent = Arc::new(AtomicUsize::new(0));
+    let server = sse_flood_server(event, sent.clone()).await;
+    three_calls_meet_the_deadline("flood", &server).await;
+    assert!(sent.load(Ordering::SeqCst) > 1 << 20, "the server flooded");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -480,10 +492,24 @@ async fn sse_event_flood_meets_the_request_deadline() {
     // The caller routing the events (it drives its exchange) still meets its
     // deadline, with the server's connection task filling the stream on
     // another thread.
-    let sent = Arc::new(AtomicUsize::new(0));
-    let server = sse_flood_server(sent.clone()).await;
-    three_calls_meet_the_deadline("flood", &server).await;
-    assert!(sent.load(Ordering::SeqCst) > 1 << 20, "the server flooded");
+    sse_flood_meets_the_deadline(NOTIFICATION_EVENTS).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn sse_event_flood_on_one_thread_meets_the_request_deadline() {
+    sse_flood_meets_the_deadline(NOTIFICATION_EVENTS).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_keep_alive_flood_meets_the_request_deadline() {
+    // Bytes as fast as the server can write them and never a frame: nothing is
+    // handed to the caller, and the deadline still fires.
+    sse_flood_meets_the_deadline(KEEP_ALIVE_EVENTS).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn sse_keep_alive_flood_on_one_thread_meets_the_request_deadline() {
+    sse_flood_meets_the_deadline(KEEP_ALIVE_EVENTS).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -491,10 +517,7 @@ async fn an_sse_flood_after_the_reply_does_not_hold_the_call() {
     // The reply first, then events as fast as the server can write them on the
     // same stream: the call returns its result; the rest of the stream is
     // detached, never drained by the caller.
-    let flood = Bytes::from(
-        "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n"
-            .repeat(64),
-    );
+    let flood = Bytes::from(NOTIFICATION_EVENTS.repeat(64));
     let sent = Arc::new(AtomicUsize::new(0));
     let server = stream_server(
         move |id| {
@@ -530,14 +553,6 @@ async fn an_sse_flood_after_the_reply_does_not_hold_the_call() {
     }
     assert!(client.terminal_error().is_none());
     client.close().await;
-}
-
-#[tokio::test(flavor = "current_thread")]
-async fn sse_event_flood_on_one_thread_meets_the_request_deadline() {
-    let sent = Arc::new(AtomicUsize::new(0));
-    let server = sse_flood_server(sent.clone()).await;
-    three_calls_meet_the_deadline("flood", &server).await;
-    assert!(sent.load(Ordering::SeqCst) > 1 << 20, "the server flooded");
 }
 
 // ----- a deadline under a notification flood: both transports, eras, runtimes -----
@@ -684,11 +699,16 @@ fn measure_deadline_overshoot() {
                 let late = deadlines_under_a_flood(via, era, calls).await;
                 println!("MEASURE {flavor} {via:?} {era:?}: {}", spread(late));
             }
-            let late = sse_flood_deadlines(calls).await;
-            println!(
-                "MEASURE {flavor} in-process SSE flood Legacy: {}",
-                spread(late)
-            );
+            for (name, event) in [
+                ("notification", NOTIFICATION_EVENTS),
+                ("keep-alive", KEEP_ALIVE_EVENTS),
+            ] {
+                let late = sse_flood_deadlines(event, calls).await;
+                println!(
+                    "MEASURE {flavor} in-process SSE {name} flood: {}",
+                    spread(late)
+                );
+            }
         });
     }
 }

@@ -226,7 +226,7 @@ pub(crate) async fn run_reader(shared: Arc<Shared>, mut source: Box<dyn FrameSou
                 // its timers, the callers' deadlines among them: spend the task's
                 // cooperative budget, yielding when it is gone (DOS.md, "A
                 // deadline under a flood").
-                tokio::task::consume_budget().await;
+                tokio::task::coop::consume_budget().await;
                 event
             }
             None => tokio::select! {

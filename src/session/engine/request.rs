@@ -481,7 +481,7 @@ impl Shared {
                             Poll::Pending => Err(self.timed_out(method)),
                         };
                     }
-                    tokio::task::consume_budget().await;
+                    tokio::task::coop::consume_budget().await;
                 }
                 Step::Ended(frame) => {
                     if let Some(frame) = frame {

@@ -601,10 +601,16 @@ where
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         loop {
+            // Each line spends the task's cooperative budget: a stream of lines
+            // that never make an event (blank lines, comments, data-less events)
+            // would otherwise keep this loop, and the task reading it, from ever
+            // yielding to the runtime's timers (DOS.md, "A deadline under a flood").
+            let coop = std::task::ready!(tokio::task::coop::poll_proceed(cx));
             match std::task::ready!(Pin::new(&mut self.lines).poll_next(cx)) {
                 None => return Poll::Ready(None),
                 Some(Err(error)) => return Poll::Ready(Some(Err(error))),
                 Some(Ok(line)) => {
+                    coop.made_progress();
                     if let Some(data) = self.feed(line) {
                         return Poll::Ready(Some(Ok(data)));
                     }
