@@ -9,6 +9,7 @@ pub mod diagnostics;
 pub mod error;
 pub mod flows;
 pub mod handler;
+pub(crate) mod http;
 pub(crate) mod json_bounds;
 pub(crate) mod jsonrpc;
 pub mod layer;

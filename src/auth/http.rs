@@ -1,36 +1,36 @@
-//! The HTTP client of the OAuth chain: every request the chain makes itself
+//! The HTTP stack of the OAuth chain: every request the chain makes itself
 //! (metadata, registration, the headless authorization request, tokens).
 //!
-//! The stack, outermost first: the egress policy ([`EgressPolicyLayer`], the chain's
-//! own grants), the [`AddressPolicy`] URL check, then a hyper-util client whose DNS
-//! resolver drops every address the policy refuses (so the check applies to the
-//! address actually connected, after DNS). It has no MCP session layer and no
-//! bearer token. Redirects are never followed; every body is capped before it is
-//! parsed; every request has a deadline.
+//! The stack, outermost first: the egress policy ([`EgressPolicyLayer`], the
+//! chain's own grants), the [`AddressPolicy`] URL check, then the transport's one
+//! HTTP client ([`HttpClient`], shared with the MCP requests). That client's
+//! connector holds every connection outside the MCP endpoint's origin to the same
+//! policy after DNS ([`PolicyGuard`]), so the check applies to the address
+//! actually connected. It has no MCP session layer and no bearer token.
+//! Redirects are never followed; every body is capped before it is parsed; every
+//! request has a deadline.
 
-use std::error::Error as StdError;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use http::{HeaderMap, Method, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use http_body_util::Full;
+use tokio::sync::OnceCell;
 use tower::util::BoxCloneService;
-use tower::{Layer, Service, ServiceExt};
+use tower::{Layer, ServiceExt};
 use url::Url;
 
 use super::policy::AddressPolicy;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layer::{BoxError, EgressGrants, EgressPolicyLayer, StackFailure, stack_failure};
+use crate::http::body::{BodyError, collect_limited, declared_too_large};
+use crate::http::client::{AddressGuard, HttpClient};
+use crate::http::{BoxError, HttpResponse, StackFailure, stack_failure};
+use crate::layer::{EgressGrants, EgressPolicyLayer};
 
 /// The deadline of one request the chain makes (connect, send, read the body).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -45,10 +45,9 @@ pub(crate) struct Fetched {
     pub(crate) body: Bytes,
 }
 
-type Svc =
-    BoxCloneService<http::Request<Full<Bytes>>, http::Response<hyper::body::Incoming>, BoxError>;
+type Svc = BoxCloneService<http::Request<Full<Bytes>>, HttpResponse, BoxError>;
 
-/// The chain's HTTP client. Cheap to clone.
+/// The chain's HTTP stack. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct AuthHttp {
     service: Arc<std::sync::Mutex<Svc>>,
@@ -64,74 +63,67 @@ impl std::fmt::Debug for AuthHttp {
     }
 }
 
-/// The resolver: the system's, minus every address the policy refuses.
-#[derive(Clone)]
-struct PolicyResolver {
-    inner: GaiResolver,
-    policy: AddressPolicy,
+/// The chain's address policy, worked out once for the MCP server (it may
+/// resolve the server's name: [`AddressPolicy::for_server`]) and shared by the
+/// chain's URL checks and the transport's client, whose connector keeps only the
+/// addresses it allows ([`AddressGuard`]) on every connection outside the MCP
+/// endpoint's origin.
+pub(crate) struct PolicyGuard {
+    mcp: Url,
+    policy: OnceCell<AddressPolicy>,
 }
 
-impl Service<Name> for PolicyResolver {
-    type Response = std::vec::IntoIter<SocketAddr>;
-    type Error = BoxError;
-    type Future =
-        Pin<Box<dyn Future<Output = std::result::Result<Self::Response, BoxError>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<std::result::Result<(), BoxError>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
+impl PolicyGuard {
+    /// The guard for the MCP server at `mcp`; its policy is worked out on first use.
+    pub(crate) fn for_server(mcp: Url) -> Self {
+        PolicyGuard {
+            mcp,
+            policy: OnceCell::new(),
+        }
     }
 
-    fn call(&mut self, name: Name) -> Self::Future {
-        let policy = self.policy.clone();
-        let future = self.inner.call(name);
+    /// A guard holding `policy` as it is.
+    #[cfg(test)]
+    pub(crate) fn fixed(policy: AddressPolicy) -> Self {
+        PolicyGuard {
+            mcp: Url::parse("https://mcp.invalid/").expect("a valid URL"),
+            policy: OnceCell::new_with(Some(policy)),
+        }
+    }
+
+    /// The policy.
+    pub(crate) async fn policy(&self) -> &AddressPolicy {
+        self.policy
+            .get_or_init(|| AddressPolicy::for_server(&self.mcp))
+            .await
+    }
+}
+
+impl AddressGuard for PolicyGuard {
+    fn keep(&self, addrs: Vec<SocketAddr>) -> BoxFuture<'_, Result<Vec<SocketAddr>>> {
         Box::pin(async move {
-            let addrs: Vec<SocketAddr> = future.await?.collect();
+            let policy = self.policy().await;
             let allowed: Vec<SocketAddr> = addrs
                 .into_iter()
                 .filter(|a| policy.allows(a.ip()))
                 .collect();
             if allowed.is_empty() {
-                return Err(Box::new(Error::new(
+                return Err(Error::new(
                     ErrorKind::EgressDenied,
                     "an authorization URL resolves only to addresses the policy refuses",
-                )) as BoxError);
+                ));
             }
-            Ok(allowed.into_iter())
+            Ok(allowed)
         })
     }
 }
 
 impl AuthHttp {
-    /// Builds the client: `grants` for the egress policy, `policy` for addresses,
-    /// `tls` the transport's rustls configuration (same roots).
-    pub(crate) fn new(
-        grants: EgressGrants,
-        policy: AddressPolicy,
-        tls: rustls::ClientConfig,
-    ) -> Self {
-        let mut http = HttpConnector::new_with_resolver(PolicyResolver {
-            inner: GaiResolver::new(),
-            policy: policy.clone(),
-        });
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        http.set_connect_timeout(Some(REQUEST_TIMEOUT));
-        let connector: HttpsConnector<_> = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .enable_http2()
-            .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new())
-            .timer(TokioTimer::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build(connector);
-        let inner = tower::service_fn(move |req: http::Request<Full<Bytes>>| {
-            let future = client.request(req);
-            async move { future.await.map_err(|e| Box::new(e) as BoxError) }
-        });
-        let service = BoxCloneService::new(EgressPolicyLayer::new(grants).layer(inner));
+    /// Builds the stack: `grants` for the egress policy, `policy` for the URL
+    /// checks, over `client` (the transport's, whose connector applies the same
+    /// policy after DNS).
+    pub(crate) fn new(grants: EgressGrants, policy: AddressPolicy, client: HttpClient) -> Self {
+        let service = BoxCloneService::new(EgressPolicyLayer::new(grants).layer(client));
         AuthHttp {
             service: Arc::new(std::sync::Mutex::new(service)),
             policy,
@@ -192,28 +184,17 @@ impl AuthHttp {
                     format!("the {what} response is larger than {cap} bytes"),
                 )
             };
-            if let Some(len) = parts
-                .headers
-                .get(http::header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<u64>().ok())
-                && len > cap as u64
-            {
+            if declared_too_large(&body, cap) {
                 return Err(too_large());
             }
-            let collected = Limited::new(body, cap).collect().await.map_err(|e| {
-                if e.downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some()
-                {
-                    too_large()
-                } else {
-                    classify(&*e, what, url.scheme() == "https")
-                }
+            let collected = collect_limited(body, cap).await.map_err(|e| match e {
+                BodyError::TooLarge => too_large(),
+                BodyError::Broken(e) => classify(&*e, what, url.scheme() == "https"),
             })?;
             Ok(Fetched {
                 status: parts.status,
                 headers: parts.headers,
-                body: collected.to_bytes(),
+                body: collected,
             })
         };
         match tokio::time::timeout(self.timeout, exchange).await {
@@ -233,12 +214,8 @@ impl AuthHttp {
 
 /// Maps a failure of the stack to a public error: this crate's own errors (egress
 /// and address refusals) pass through; TLS and connect failures get their kinds.
-fn classify(error: &(dyn StdError + 'static), what: &str, https: bool) -> Error {
-    let is_connect = |e: &(dyn StdError + 'static)| {
-        e.downcast_ref::<hyper_util::client::legacy::Error>()
-            .is_some_and(|client| client.is_connect())
-    };
-    match stack_failure(error, https, is_connect) {
+fn classify(error: &(dyn std::error::Error + 'static), what: &str, https: bool) -> Error {
+    match stack_failure(error, https) {
         StackFailure::Ours(error) => error,
         StackFailure::Tls => Error::new(ErrorKind::Tls, format!("TLS with the {what} failed")),
         StackFailure::Connect => Error::closed(format!("could not connect to the {what}")),
@@ -313,7 +290,7 @@ impl<'c> oauth2::AsyncHttpClient<'c> for Oauth2Client {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -330,14 +307,20 @@ mod tests {
         .await
     }
 
-    fn tls() -> rustls::ClientConfig {
-        rustls::ClientConfig::builder_with_provider(Arc::new(
+    /// The chain's stack as a transport builds it: `policy` for the URL checks
+    /// and, through the client's guard, for the addresses DNS gives.
+    pub(crate) fn auth_http(grants: EgressGrants, policy: AddressPolicy) -> AuthHttp {
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_root_certificates(rustls::RootCertStore::empty())
-        .with_no_client_auth()
+        .with_no_client_auth();
+        let guard: Arc<dyn AddressGuard> = Arc::new(PolicyGuard::fixed(policy.clone()));
+        let endpoint = "https://mcp.invalid/mcp".parse().unwrap();
+        let client = HttpClient::new(tls, None, Some((endpoint, guard)));
+        AuthHttp::new(grants, policy, client)
     }
 
     /// A name other than `localhost` that the system resolves to loopback (from
@@ -369,7 +352,7 @@ mod tests {
             }
         });
         let grants = EgressGrants::parse(["net:get|post:https://**:*"]).unwrap();
-        let http = AuthHttp::new(grants, AddressPolicy::public_only(), tls());
+        let http = auth_http(grants, AddressPolicy::public_only());
         // The DNS path: a name that passes the URL check but resolves to loopback.
         if let Some(alias) = loopback_alias() {
             let url = Url::parse(&format!("https://{alias}:{port}/.well-known/x")).unwrap();
@@ -408,10 +391,9 @@ mod tests {
             }
         });
         let grants = EgressGrants::parse(["net:get|post:http://127.0.0.1:*"]).unwrap();
-        let http = AuthHttp::new(
+        let http = auth_http(
             grants,
             AddressPolicy::with_classes([crate::auth::policy::AddressClass::Loopback]),
-            tls(),
         );
         let url = Url::parse(&format!("http://127.0.0.1:{port}/big")).unwrap();
         let err = get(&http, &url, 1024).await.unwrap_err();
@@ -422,10 +404,9 @@ mod tests {
         let fetched = get(&http, &url, 1024).await.unwrap();
         assert_eq!(fetched.status, StatusCode::FOUND);
         // Egress grants: another port is denied before sending.
-        let denied = AuthHttp::new(
+        let denied = auth_http(
             EgressGrants::parse(["net:get:http://127.0.0.1:1"]).unwrap(),
             http.policy().clone(),
-            tls(),
         );
         let err = get(&denied, &url, 1024).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::EgressDenied);

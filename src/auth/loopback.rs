@@ -252,14 +252,7 @@ mod tests {
     }
 
     fn http() -> AuthHttp {
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(rustls::RootCertStore::empty())
-        .with_no_client_auth();
-        AuthHttp::new(EgressGrants::none(), AddressPolicy::public_only(), tls)
+        crate::auth::http::tests::auth_http(EgressGrants::none(), AddressPolicy::public_only())
     }
 
     async fn get(port: u16, target: &str) -> Option<String> {

@@ -52,7 +52,7 @@ use secrecy::{ExposeSecret, SecretString};
 use tower::{Layer, Service};
 
 use crate::error::{Error, Result};
-use crate::layer::origin_of;
+use crate::http::origin_of;
 
 /// The origin a token is restricted to: scheme, lower-cased host, effective port.
 type Origin = (&'static str, String, u16);
@@ -245,16 +245,16 @@ mod tests {
     #[test]
     fn bad_tokens_are_config_errors_without_the_value() {
         let err = BearerAuthLayer::new(&SecretString::from("")).unwrap_err();
-        assert_eq!(err.kind(), crate::ErrorKind::InvalidConfig);
+        assert_eq!(err.kind(), crate::error::ErrorKind::InvalidConfig);
         let err = BearerAuthLayer::new(&SecretString::from("line\nbreak-secret")).unwrap_err();
-        assert_eq!(err.kind(), crate::ErrorKind::InvalidConfig);
+        assert_eq!(err.kind(), crate::error::ErrorKind::InvalidConfig);
         assert!(!err.message().contains("secret"));
         let relative: http::Uri = "/mcp".parse().unwrap();
         let err = BearerAuthLayer::new(&SecretString::from("t"))
             .unwrap()
             .restrict_to_origin(&relative)
             .unwrap_err();
-        assert_eq!(err.kind(), crate::ErrorKind::InvalidConfig);
+        assert_eq!(err.kind(), crate::error::ErrorKind::InvalidConfig);
     }
 
     #[test]

@@ -61,7 +61,7 @@ use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use crate::error::{Error, ErrorKind, Result, truncate};
-use crate::layer::BoxError;
+use crate::http::BoxError;
 
 const GET: u8 = 1;
 const POST: u8 = 2;
@@ -161,7 +161,7 @@ impl EgressGrants {
     ///
     /// Fails with `invalid_config` when `uri` is not an absolute `http`/`https` URI.
     pub fn for_endpoint(uri: &http::Uri) -> Result<Self> {
-        let (scheme, host, port) = crate::layer::origin_of(uri)
+        let (scheme, host, port) = crate::http::origin_of(uri)
             .ok_or_else(|| Error::config("the endpoint must be an absolute http or https URL"))?;
         let host = host_pattern(&host)
             .ok_or_else(|| Error::config("the endpoint's host cannot be expressed as a grant"))?;
@@ -506,7 +506,7 @@ where
 }
 
 fn denial(method: &Method, uri: &http::Uri) -> Error {
-    let wanted = match crate::layer::origin_of(uri) {
+    let wanted = match crate::http::origin_of(uri) {
         Some((scheme, host, port)) => format!(
             "net:{}:{scheme}://{host}:{port}",
             method.as_str().to_ascii_lowercase()

@@ -12,7 +12,11 @@
 //! sends the same bytes.
 //!
 //! The chain's own requests do not go through the stack below this layer: they
-//! have their own client (egress policy, address policy, no session headers).
+//! go through a stack of their own (their egress grants, the address policy, no
+//! session headers) over the transport's one HTTP client.
+//!
+//! The layer knows the chain only through [`Authorization`], which the auth
+//! module's chain implements: this module names no type of the auth module.
 //!
 //! # Example
 //!
@@ -39,27 +43,68 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_util::future::BoxFuture;
-use http::StatusCode;
-use http::header::AUTHORIZATION;
+use http::header::{AUTHORIZATION, HeaderValue};
+use http::{HeaderMap, StatusCode};
 use tower::{Layer, Service, ServiceExt};
 
-use crate::auth::chain::Chain;
 use crate::diagnostics::Diagnostics;
 use crate::error::{Error, ErrorKind};
-use crate::layer::BoxError;
-use crate::transport::http::{HttpRequest, HttpResponse};
+use crate::http::{BoxError, HttpRequest, HttpResponse, origin_of};
+
+/// The token a request is sent with, and which generation of the chain's
+/// tokens it is (a challenge answering an older one need not run the chain).
+#[derive(Clone)]
+pub(crate) struct Token {
+    /// `Bearer <token>`, marked sensitive.
+    pub(crate) header: HeaderValue,
+    /// Counts the tokens the chain obtained.
+    pub(crate) generation: u64,
+}
+
+/// What the layer asks of an OAuth chain (the auth module's chain implements it).
+pub(crate) trait Authorization: Send + Sync + fmt::Debug {
+    /// The configured server name, for messages.
+    fn server_name(&self) -> &str;
+
+    /// The token for the next request (refreshed first when it is about to
+    /// expire), or `None` before any was obtained.
+    fn token<'a>(
+        &'a self,
+        diagnostics: &'a Diagnostics,
+    ) -> BoxFuture<'a, Result<Option<Token>, Error>>;
+
+    /// True when a response is a challenge the chain answers: `401`, or `403`
+    /// with `error="insufficient_scope"`.
+    fn is_challenge(&self, status: StatusCode, headers: &HeaderMap) -> bool;
+
+    /// Runs the chain for a challenge to a request sent with token generation
+    /// `sent`; the token to retry with.
+    fn on_challenge<'a>(
+        &'a self,
+        status: StatusCode,
+        headers: &'a HeaderMap,
+        sent: Option<u64>,
+        diagnostics: &'a Diagnostics,
+    ) -> BoxFuture<'a, Result<Token, Error>>;
+}
+
+/// The origin a token is for: scheme, lower-cased host, effective port.
+type Origin = (&'static str, String, u16);
 
 /// Layer running the OAuth chain for one server. Cheap to clone.
 #[derive(Clone)]
 pub struct OAuthLayer {
-    chain: Arc<Chain>,
+    chain: Arc<dyn Authorization>,
+    origin: Option<Arc<Origin>>,
     diagnostics: Diagnostics,
 }
 
 impl OAuthLayer {
-    pub(crate) fn new(chain: Arc<Chain>) -> Self {
+    /// The layer for `chain`, whose token is sent only to `endpoint`'s origin.
+    pub(crate) fn new(chain: Arc<dyn Authorization>, endpoint: &http::Uri) -> Self {
         OAuthLayer {
             chain,
+            origin: origin_of(endpoint).map(Arc::new),
             diagnostics: Diagnostics::none(),
         }
     }
@@ -69,6 +114,7 @@ impl OAuthLayer {
     pub(crate) fn with_diagnostics(&self, diagnostics: Diagnostics) -> Self {
         OAuthLayer {
             chain: self.chain.clone(),
+            origin: self.origin.clone(),
             diagnostics,
         }
     }
@@ -89,6 +135,7 @@ impl<S> Layer<S> for OAuthLayer {
         OAuthService {
             inner,
             chain: self.chain.clone(),
+            origin: self.origin.clone(),
             diagnostics: self.diagnostics.clone(),
         }
     }
@@ -98,7 +145,8 @@ impl<S> Layer<S> for OAuthLayer {
 #[derive(Clone)]
 pub struct OAuthService<S> {
     inner: S,
-    chain: Arc<Chain>,
+    chain: Arc<dyn Authorization>,
+    origin: Option<Arc<Origin>>,
     diagnostics: Diagnostics,
 }
 
@@ -107,29 +155,6 @@ impl<S> fmt::Debug for OAuthService<S> {
         f.debug_struct("OAuthService")
             .field("chain", &self.chain)
             .finish()
-    }
-}
-
-fn applies(chain: &Chain, req: &HttpRequest) -> bool {
-    match (
-        crate::layer::origin_of(req.uri()),
-        chain.mcp_url().as_str().parse::<http::Uri>(),
-    ) {
-        (Some(a), Ok(b)) => crate::layer::origin_of(&b).as_ref() == Some(&a),
-        _ => false,
-    }
-}
-
-fn is_challenge(response: &HttpResponse) -> bool {
-    match response.status() {
-        StatusCode::UNAUTHORIZED => true,
-        StatusCode::FORBIDDEN => {
-            crate::auth::challenge::BearerChallenge::from_headers(response.headers())
-                .error
-                .as_deref()
-                == Some("insufficient_scope")
-        }
-        _ => false,
     }
 }
 
@@ -149,17 +174,21 @@ where
     fn call(&mut self, mut req: HttpRequest) -> Self::Future {
         let chain = self.chain.clone();
         let diagnostics = self.diagnostics.clone();
+        let applies = self
+            .origin
+            .as_deref()
+            .is_some_and(|origin| origin_of(req.uri()).as_ref() == Some(origin));
         // The ready service serves the first attempt; a clone serves the retry.
         let clone = self.inner.clone();
         let mut first = std::mem::replace(&mut self.inner, clone);
         let retry_service = self.inner.clone();
         Box::pin(async move {
-            if !applies(&chain, &req) {
+            if !applies {
                 req.headers_mut().remove(AUTHORIZATION);
                 return first.call(req).await;
             }
             let current = chain
-                .token_for_request(&diagnostics)
+                .token(&diagnostics)
                 .await
                 .map_err(|e| Box::new(e) as BoxError)?;
             let sent = current.as_ref().map(|c| c.generation);
@@ -173,7 +202,7 @@ where
                 }
             }
             let response = first.call(req).await?;
-            if !is_challenge(&response) {
+            if !chain.is_challenge(response.status(), response.headers()) {
                 return Ok(response);
             }
             let status = response.status();

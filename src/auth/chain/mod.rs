@@ -17,6 +17,8 @@ mod grants;
 
 use std::sync::{Arc, RwLock};
 
+use futures_util::future::BoxFuture;
+
 use http::header::HeaderValue;
 use http::{HeaderMap, StatusCode};
 use secrecy::ExposeSecret;
@@ -25,17 +27,18 @@ use url::Url;
 
 use super::OAuth;
 use super::challenge::BearerChallenge;
-use super::http::AuthHttp;
+use super::http::{AuthHttp, PolicyGuard};
 use super::metadata::{
     AuthorizationServerMetadata, ProtectedResourceMetadata, legacy_resource, resource_matches,
 };
-use super::policy::AddressPolicy;
 use super::registration::Registration;
 use super::store::{StoredAuth, StoredTokens, TokenStore};
 use super::token::{self, TokenSet};
 use crate::diagnostics::{DiagnosticEvent, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
+use crate::http::client::HttpClient;
 use crate::layer::EgressGrants;
+use crate::layer::oauth::{Authorization, Token};
 
 /// The token a request is sent with, and which generation it is.
 #[derive(Clone)]
@@ -70,7 +73,10 @@ pub(crate) struct Chain {
     mcp: Url,
     config: OAuth,
     key: String,
-    tls: rustls::ClientConfig,
+    /// The transport's client (its MCP requests share it).
+    client: HttpClient,
+    /// The address policy, shared with the client's connector.
+    guard: Arc<PolicyGuard>,
     http: OnceCell<AuthHttp>,
     current: RwLock<Option<Current>>,
     state: Mutex<State>,
@@ -102,11 +108,15 @@ fn union(into: &mut Vec<String>, more: &[String]) {
 }
 
 impl Chain {
+    /// The chain of the transport whose client is `client`; `guard` is the
+    /// address policy that client's connector applies outside the endpoint's
+    /// origin (see [`PolicyGuard`]).
     pub(crate) fn new(
         server: Arc<str>,
         mcp: Url,
         config: OAuth,
-        tls: rustls::ClientConfig,
+        client: HttpClient,
+        guard: Arc<PolicyGuard>,
     ) -> Self {
         let key = config
             .store_key
@@ -117,33 +127,24 @@ impl Chain {
             mcp,
             config,
             key,
-            tls,
+            client,
+            guard,
             http: OnceCell::new(),
             current: RwLock::new(None),
             state: Mutex::new(State::default()),
         }
     }
 
-    /// The configured server name.
-    pub(crate) fn server_name(&self) -> &str {
-        &self.server
-    }
-
-    /// The origin the token is sent to: the MCP endpoint's.
-    pub(crate) fn mcp_url(&self) -> &Url {
-        &self.mcp
-    }
-
     async fn http(&self) -> &AuthHttp {
         self.http
             .get_or_init(|| async {
-                let policy = AddressPolicy::for_server(&self.mcp).await;
+                let policy = self.guard.policy().await.clone();
                 let grants = self
                     .config
                     .grants
                     .clone()
                     .unwrap_or_else(|| default_grants(&self.mcp));
-                AuthHttp::new(grants, policy, self.tls.clone())
+                AuthHttp::new(grants, policy, self.client.clone())
             })
             .await
     }
@@ -428,6 +429,56 @@ impl Chain {
         union(&mut scopes, &state.granted.clone());
         union(&mut scopes, &wanted);
         self.authorize(state, &found, scopes, diag).await
+    }
+}
+
+/// What the OAuth layer calls.
+impl Authorization for Chain {
+    fn server_name(&self) -> &str {
+        &self.server
+    }
+
+    fn token<'a>(&'a self, diagnostics: &'a Diagnostics) -> BoxFuture<'a, Result<Option<Token>>> {
+        Box::pin(async move {
+            Ok(self
+                .token_for_request(diagnostics)
+                .await?
+                .map(Current::token))
+        })
+    }
+
+    fn is_challenge(&self, status: StatusCode, headers: &HeaderMap) -> bool {
+        match status {
+            StatusCode::UNAUTHORIZED => true,
+            StatusCode::FORBIDDEN => {
+                BearerChallenge::from_headers(headers).error.as_deref()
+                    == Some("insufficient_scope")
+            }
+            _ => false,
+        }
+    }
+
+    fn on_challenge<'a>(
+        &'a self,
+        status: StatusCode,
+        headers: &'a HeaderMap,
+        sent: Option<u64>,
+        diagnostics: &'a Diagnostics,
+    ) -> BoxFuture<'a, Result<Token>> {
+        Box::pin(async move {
+            Chain::on_challenge(self, status, headers, sent, diagnostics)
+                .await
+                .map(Current::token)
+        })
+    }
+}
+
+impl Current {
+    fn token(self) -> Token {
+        Token {
+            header: self.header,
+            generation: self.generation,
+        }
     }
 }
 

@@ -12,9 +12,6 @@
 //!
 //! The legacy wire carries exactly the headers it carried before 2026-07-28.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use http::HeaderMap;
 use http::header::{HeaderName, HeaderValue};
 
@@ -41,42 +38,32 @@ pub(crate) fn is_stateless(headers: &HeaderMap) -> bool {
     headers.contains_key(&MCP_METHOD)
 }
 
-/// How many headers the last POST reached the connection with, so that the next
-/// POST's map is allocated at its final size once. A map starts with room for
-/// 6; the seventh header (a 2026-07-28 request, a bearer token, a user layer's
-/// header) makes it reallocate its entries and rehash them all, about 1.7k
-/// instructions per request. Shared by the driver (which sizes) and the bottom
-/// of the stack (which counts, after every layer added its headers).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct HeaderCount(Arc<AtomicUsize>);
+/// Headers every POST leaves with besides those [`apply`] writes: `Accept` and
+/// `Content-Type` (the session layer), `Host` (the client) and `Content-Length`
+/// (hyper).
+const BASE_HEADERS: usize = 4;
 
-/// Headers written below the point where [`HeaderCount::record`] counts: `Host`
-/// (the pool) and `Content-Length` (hyper).
-const WRITTEN_BELOW: usize = 2;
-
-/// The largest map sized in advance (a request with more headers grows as usual).
-const MAX_SIZED: usize = 64;
-
-/// What a map holds before it first grows (`http`'s smallest table).
+/// What an empty map holds before it first grows (`http`'s smallest table).
 const UNSIZED_ROOM: usize = 6;
 
-impl HeaderCount {
-    /// Counts the headers of a POST leaving the stack (other requests, which
-    /// carry fewer, are not counted: only POSTs are sized).
-    pub(crate) fn record(&self, headers: &HeaderMap) {
-        let count = (headers.len() + WRITTEN_BELOW).min(MAX_SIZED);
-        if self.0.load(Ordering::Relaxed) != count {
-            self.0.store(count, Ordering::Relaxed);
-        }
+/// The empty header map for the POST carrying a frame with `meta`, when the
+/// transport's own layers add `layered` headers (`Authorization`): unallocated
+/// while the headers fit the smallest table, else allocated once for all of
+/// them, so that the seventh header (a 2026-07-28 request has at least seven)
+/// does not reallocate the map and rehash its entries on the way down. Counted
+/// from the frame and the configuration; a user layer's headers are not known.
+pub(crate) fn map_for(meta: &FrameMeta, layered: usize) -> HeaderMap {
+    let mut count = BASE_HEADERS + layered + usize::from(meta.protocol_version.is_some());
+    if meta.stateless {
+        count += 1 + meta.call.as_deref().map_or(0, |call| 1 + call.params.len());
+    } else {
+        // The legacy session id, once there is one.
+        count += 1;
     }
-
-    /// An empty map for the next request: unallocated while the last request
-    /// fitted the smallest table, else sized for as many headers as it had.
-    pub(crate) fn new_map(&self) -> HeaderMap {
-        match self.0.load(Ordering::Relaxed) {
-            count if count <= UNSIZED_ROOM => HeaderMap::new(),
-            count => HeaderMap::with_capacity(count),
-        }
+    if count <= UNSIZED_ROOM {
+        HeaderMap::new()
+    } else {
+        HeaderMap::with_capacity(count)
     }
 }
 
@@ -209,40 +196,46 @@ mod tests {
         assert!(error.message().contains("Mcp-Method"), "{error}");
     }
 
+    /// The map of a 2026-07-28 `tools/call` with a bearer token is allocated
+    /// once for every header it leaves with; a legacy POST's map starts
+    /// unallocated.
     #[test]
-    fn the_next_map_is_sized_for_the_headers_the_last_request_left_with() {
-        let count = HeaderCount::default();
-        // Nothing counted yet, or a request that fitted the smallest table: no
-        // allocation until the first insert, as a map from `HeaderMap::new`.
-        assert_eq!(count.new_map().capacity(), 0);
-        let mut left = HeaderMap::new();
-        for name in ["a", "b", "c", "d"] {
-            left.insert(HeaderName::from_static(name), HeaderValue::from_static("1"));
+    fn a_posts_map_is_sized_for_the_headers_it_will_carry() {
+        let legacy = FrameMeta {
+            method: Some("tools/call"),
+            protocol_version: Some("2025-06-18"),
+            ..FrameMeta::default()
+        };
+        assert_eq!(map_for(&legacy, 0).capacity(), 0, "6 headers fit");
+        let meta = FrameMeta {
+            method: Some("tools/call"),
+            protocol_version: Some("2026-07-28"),
+            stateless: true,
+            completes_handshake: false,
+            call: Some(Arc::new(CallHeaders {
+                name: "my-tool".into(),
+                params: vec![ParamHeader {
+                    name: "Region".into(),
+                    value: "us-west1".into(),
+                }],
+            })),
+        };
+        let mut req = request();
+        *req.headers_mut() = map_for(&meta, 1);
+        let room = req.headers().capacity();
+        assert!(room >= 9, "9 headers need room, have {room}");
+        apply(&mut req, &meta).unwrap();
+        for name in [
+            "accept",
+            "content-type",
+            "authorization",
+            "host",
+            "content-length",
+        ] {
+            req.headers_mut()
+                .insert(HeaderName::from_static(name), HeaderValue::from_static("1"));
         }
-        count.record(&left);
-        assert_eq!(
-            count.new_map().capacity(),
-            0,
-            "4 + Host + Content-Length fit"
-        );
-        left.insert(HeaderName::from_static("e"), HeaderValue::from_static("1"));
-        count.record(&left);
-        let mut next = count.new_map();
-        let room = next.capacity();
-        assert!(room >= 7, "5 + 2 need room for 7, have {room}");
-        for name in ["a", "b", "c", "d", "e", "host", "content-length"] {
-            next.insert(HeaderName::from_static(name), HeaderValue::from_static("1"));
-        }
-        assert_eq!(next.capacity(), room, "the map did not grow");
-        // Back to few headers: back to the unallocated map.
-        count.record(&HeaderMap::new());
-        assert_eq!(count.new_map().capacity(), 0);
-        // A huge request does not make every later map huge.
-        let mut many = HeaderMap::new();
-        for i in 0..200 {
-            many.append(HeaderName::from_static("x"), HeaderValue::from(i));
-        }
-        count.record(&many);
-        assert!(count.new_map().capacity() < 100);
+        assert_eq!(req.headers().len(), 9);
+        assert_eq!(req.headers().capacity(), room, "the map did not grow");
     }
 }

@@ -5,21 +5,34 @@
 //! Each outbound frame is one `POST` through this stack (outermost first):
 //!
 //! 1. your own layers, added with [`HttpTransportBuilder::layer`] (the first added is
-//!    the outermost, as with `tower::ServiceBuilder`);
-//! 2. [`EgressPolicyLayer`]: refuses requests no
+//!    the outermost, as with `tower::ServiceBuilder`); they see each request once,
+//!    redirects included;
+//! 2. with [`HttpTransportBuilder::follow_same_origin_redirects`], tower-http's
+//!    `FollowRedirect` with this crate's same-origin policy (the hops go through
+//!    every layer below, the egress policy included);
+//! 3. [`EgressPolicyLayer`]: refuses requests no
 //!    `net:<method>:<origin>` grant allows, before anything leaves the process;
-//! 3. [`BearerAuthLayer`]: the bearer token, marked
-//!    sensitive and restricted to the endpoint's origin;
-//! 4. the MCP header/session layer: `Accept`, `Content-Type`, `Mcp-Session-Id`,
-//!    `MCP-Protocol-Version`;
-//! 5. the connection pool (built once per transport, on hyper's `client::conn`:
-//!    an HTTP/1.1 connection is driven by the request using it, no task per
-//!    connection; HTTP/2 via ALPN where the server offers it) over rustls with the
-//!    `ring` provider.
+//! 4. [`BearerAuthLayer`]: the bearer token, marked
+//!    sensitive and restricted to the endpoint's origin (or the
+//!    [`OAuthLayer`](crate::layer::OAuthLayer) when OAuth is configured);
+//! 5. the MCP header/session layer: `Accept`, `Content-Type`, `Mcp-Session-Id`;
+//! 6. the transport's one HTTP client: hyper-util's pooled `client::legacy::Client`
+//!    over hyper-rustls (the `ring` provider; HTTP/2 via ALPN where the server
+//!    offers it), built once per transport and shared with its OAuth chain.
 //!
 //! The stack's request type is [`HttpRequest`] (`http::Request<Full<Bytes>>`), its
 //! response [`HttpResponse`] (a boxed body), its error [`BoxError`]. Errors this
 //! crate produces travel boxed as [`crate::Error`].
+//!
+//! # Why the event-stream parser is this crate's own
+//!
+//! `sse` bounds every event while it is still arriving (`maxFrameBytes` plus
+//! framing), so an endless event fails at its bound instead of growing a buffer.
+//! No maintained crate does: `eventsource-stream` has had no commit since 2022,
+//! bounds nothing, and has an unmerged fix for a panic on a leading byte-order
+//! mark; `sse-stream`, which rmcp uses, bounds no event in progress either (rmcp
+//! wraps it in a bound of its own). Ours is fuzzed against a reference parser
+//! (`fuzz/`, target `http_sse`).
 //!
 //! # What the transport does, and does not
 //!
@@ -111,35 +124,29 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use http_body_util::Full;
-use http_body_util::combinators::UnsyncBoxBody;
 use hyper_util::client::proxy::matcher::Matcher;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use secrecy::SecretString;
 use tower::util::{BoxCloneService, Either};
 use tower::{Layer, Service, ServiceExt};
+use tower_http::follow_redirect::FollowRedirect;
 
+use crate::auth::chain::Chain;
+use crate::auth::http::PolicyGuard;
 use crate::diagnostics::Diagnostics;
 use crate::error::{Error, Result};
-use crate::layer::{BearerAuthLayer, BoxError, EgressGrants, EgressPolicyLayer};
+use crate::http::client::{self, AddressGuard, HttpClient};
+use crate::http::redirect;
+use crate::layer::{BearerAuthLayer, EgressGrants, EgressPolicyLayer, OAuthLayer};
 use crate::transport::{Connection, Transport, TransportContext};
 
-mod body;
-mod connector;
+pub use crate::http::{BoxError, HttpRequest, HttpResponse, ResponseBody};
+
 mod driver;
 mod headers;
-mod pool;
 mod session;
 mod sse;
-
-/// The request type of the HTTP stack.
-pub type HttpRequest = http::Request<Full<Bytes>>;
-/// The response body type of the HTTP stack.
-pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
-/// The response type of the HTTP stack.
-pub type HttpResponse = http::Response<ResponseBody>;
 /// The type-erased service the stack is built from, and what
 /// [`HttpTransportBuilder::layer`] wraps.
 pub type HttpService = BoxCloneService<HttpRequest, HttpResponse, BoxError>;
@@ -184,7 +191,7 @@ pub struct HttpTransportBuilder {
     token: TokenSource,
     grants: Option<EgressGrants>,
     proxy: ProxySource,
-    tls: connector::TlsOptions,
+    tls: client::TlsOptions,
     redirects: usize,
     layers: Vec<LayerFn>,
     oauth: Option<crate::auth::OAuth>,
@@ -192,7 +199,7 @@ pub struct HttpTransportBuilder {
 
 impl HttpTransportBuilder {
     /// Authorizes with OAuth 2.1 ([`crate::auth`]): the stack gets an
-    /// [`OAuthLayer`](crate::layer::OAuthLayer) in place of the bearer layer, which
+    /// [`OAuthLayer`] in place of the bearer layer, which
     /// answers a `401` by running the authorization chain and retries once.
     /// Exclusive with [`bearer_token`](Self::bearer_token) and
     /// [`bearer_token_env`](Self::bearer_token_env) (`build()` refuses both).
@@ -297,7 +304,9 @@ impl HttpTransportBuilder {
     /// Follows up to `max` redirects that stay on the same origin (scheme, host,
     /// port): `307`/`308` for every method, `301`/`302`/`303` for `GET` only. A
     /// redirect to another origin is never followed, so the token never reaches it;
-    /// the request then fails with `http_status`.
+    /// the request then fails with `http_status`. Followed by tower-http's
+    /// `FollowRedirect` below your own layers: each hop passes the egress policy
+    /// and the token layer again, your layers see the request once.
     ///
     /// Default: `0` (no redirect is followed).
     pub fn follow_same_origin_redirects(mut self, max: usize) -> Self {
@@ -385,7 +394,7 @@ impl HttpTransportBuilder {
             }
         }
         let needs_roots = endpoint.scheme_str() == Some("https") || self.oauth.is_some();
-        let tls = connector::tls_config(&server, self.tls, needs_roots)?;
+        let tls = client::tls_config(&server, self.tls, needs_roots)?;
         let oauth = match self.oauth {
             Some(config) => {
                 let url = url::Url::parse(&endpoint.to_string()).map_err(|_| {
@@ -393,13 +402,29 @@ impl HttpTransportBuilder {
                         "server \"{server}\": the URL cannot be used for OAuth"
                     ))
                 })?;
-                let chain =
-                    crate::auth::chain::Chain::new(server.clone(), url, config, tls.clone());
-                Some(crate::layer::OAuthLayer::new(Arc::new(chain)))
+                Some((config, url))
             }
             None => None,
         };
-        let client = connector::HyperService::new(tls, proxies);
+        // With OAuth, the chain's address policy holds every connection the
+        // client makes outside the endpoint's origin.
+        let guard = oauth
+            .as_ref()
+            .map(|(_, url)| Arc::new(PolicyGuard::for_server(url.clone())));
+        let client = HttpClient::new(
+            tls,
+            proxies,
+            guard
+                .clone()
+                .map(|g| (endpoint.clone(), g as Arc<dyn AddressGuard>)),
+        );
+        let oauth = match (oauth, guard) {
+            (Some((config, url)), Some(guard)) => {
+                let chain = Chain::new(server.clone(), url, config, client.clone(), guard);
+                Some(OAuthLayer::new(Arc::new(chain), &endpoint))
+            }
+            _ => None,
+        };
         Ok(HttpTransport {
             inner: Arc::new(Prepared {
                 server,
@@ -457,10 +482,11 @@ pub struct HttpTransport {
 struct Prepared {
     server: Arc<str>,
     endpoint: http::Uri,
-    /// Cloned per open (clones share the connection pool).
-    client: connector::HyperService,
+    /// The one client: every session's stack and the OAuth chain share it
+    /// (clones share its connection pool).
+    client: HttpClient,
     bearer: Option<BearerAuthLayer>,
-    oauth: Option<crate::layer::OAuthLayer>,
+    oauth: Option<OAuthLayer>,
     egress: EgressPolicyLayer,
     layers: Vec<LayerFn>,
     redirects: usize,
@@ -477,7 +503,7 @@ impl HttpTransport {
             token: TokenSource::None,
             grants: None,
             proxy: ProxySource::None,
-            tls: connector::TlsOptions::default(),
+            tls: client::TlsOptions::default(),
             redirects: 0,
             layers: Vec::new(),
             oauth: None,
@@ -507,7 +533,15 @@ impl HttpTransport {
             Some(oauth) => Either::Left(oauth.with_diagnostics(diagnostics.clone()).layer(service)),
             None => Either::Right(service),
         };
-        let mut service = BoxCloneService::new(prepared.egress.layer(service));
+        let service = prepared.egress.layer(service);
+        let service = match prepared.redirects {
+            0 => Either::Right(service),
+            max => Either::Left(FollowRedirect::with_policy(
+                service,
+                redirect::same_origin_policy(max),
+            )),
+        };
+        let mut service = BoxCloneService::new(service);
         for layer in prepared.layers.iter().rev() {
             service = layer(service);
         }
@@ -544,8 +578,7 @@ impl Transport for HttpTransport {
                 service,
                 session,
                 limits: ctx.limits,
-                redirects: this.inner.redirects,
-                header_count: this.inner.client.header_count(),
+                layered: usize::from(this.inner.bearer.is_some() || this.inner.oauth.is_some()),
             }))
         })
     }

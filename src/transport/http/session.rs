@@ -32,7 +32,7 @@ use tower::{Layer, Service};
 use super::headers::is_stateless;
 use super::{HttpRequest, HttpResponse};
 use crate::error::{Error, Result};
-use crate::layer::BoxError;
+use crate::http::BoxError;
 
 /// `Mcp-Session-Id`.
 pub(crate) static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");

@@ -33,7 +33,7 @@ use std::time::Duration;
 use bytes::{Buf, Bytes};
 use futures_util::Stream;
 
-use crate::layer::BoxError;
+use crate::http::BoxError;
 
 /// Raw bytes an event may carry beyond its data: field names, line ends, `id:`,
 /// `event:` and `retry:` lines.

@@ -13,28 +13,24 @@
 //! standalone GET stream, `DELETE`). This file holds the shared state, the error
 //! mapping, and the sink, source and shutdown.
 
-use std::error::Error as StdError;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use http::header::{CONTENT_TYPE, HeaderName, HeaderValue, LOCATION};
-use http::{Method, Request, StatusCode, Uri};
+use http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use http::{StatusCode, Uri};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use tower::{Service, ServiceExt};
+use tower::ServiceExt;
+use tower::util::Oneshot;
 
-use super::body::{self};
-use super::headers::{self, HeaderCount};
+use super::headers;
 use super::session::SessionState;
-use super::{
-    DEFAULT_RETRY, HttpRequest, HttpResponse, HttpService, MAX_RETRY, ResponseBody,
-    STANDALONE_OPEN_WAIT,
-};
+use super::{DEFAULT_RETRY, HttpService, MAX_RETRY, STANDALONE_OPEN_WAIT};
 use crate::error::{Detail, Error, ErrorKind, Result};
-use crate::layer::{BoxError, StackFailure, same_origin, stack_failure};
+use crate::http::body;
+use crate::http::{BoxError, HttpRequest, HttpResponse, ResponseBody, StackFailure, stack_failure};
 use crate::limits::Limits;
 use crate::transport::{
     Connection, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium, OutboundFrame, Shutdown,
@@ -59,8 +55,8 @@ pub(crate) struct OpenParams {
     pub(crate) service: HttpService,
     pub(crate) session: Arc<SessionState>,
     pub(crate) limits: Limits,
-    pub(crate) redirects: usize,
-    pub(crate) header_count: HeaderCount,
+    /// Headers the transport's own layers add to a request (`Authorization`).
+    pub(crate) layered: usize,
 }
 
 /// Opens the transport: nothing is sent until the first frame.
@@ -75,8 +71,7 @@ pub(crate) fn open(params: OpenParams) -> Connection {
         max_frame: Limits::usize_of(params.limits.max_frame_bytes),
         request_timeout: params.limits.request_timeout(),
         open_wait: (params.limits.handshake_timeout() / 4).min(STANDALONE_OPEN_WAIT),
-        redirects: params.redirects,
-        header_count: params.header_count,
+        layered: params.layered,
         tx,
         terminal: OnceLock::new(),
         work: CancellationToken::new(),
@@ -108,9 +103,8 @@ pub(crate) fn open(params: OpenParams) -> Connection {
 /// What an exchange through the stack ends with.
 type StackResult = std::result::Result<HttpResponse, BoxError>;
 
-/// The stack's future for one request (as a [`tower::util::BoxCloneService`]
-/// returns it).
-type StackFuture = BoxFuture<'static, StackResult>;
+/// One request through the stack: a clone of the stack, ready, then called.
+type StackFuture = Oneshot<HttpService, HttpRequest>;
 
 enum Item {
     Event(InboundEvent),
@@ -127,9 +121,8 @@ struct Shared {
     session: Arc<SessionState>,
     max_frame: usize,
     request_timeout: Duration,
-    redirects: usize,
-    /// Sizes each POST's header map (see [`HeaderCount`]).
-    header_count: HeaderCount,
+    /// Headers the transport's own layers add (sizes each POST's map).
+    layered: usize,
     tx: mpsc::Sender<Item>,
     terminal: OnceLock<Error>,
     work: CancellationToken,
@@ -238,67 +231,18 @@ impl Shared {
         }
     }
 
-    /// Sends `req` through the stack: on the shared service itself when it is
-    /// ready at once (every layer of this crate always is), else on a clone that
-    /// waits for readiness, as `ServiceExt::oneshot` does. Cloning the stack per
-    /// request is an allocation and a clone of every layer (the HTTP client's
-    /// included), spent only when a layer is not ready.
-    ///
-    /// A plain function returning the stack's own (boxed) future: the request is
-    /// moved into it at once, so no future awaiting it carries the request too.
+    /// Sends `req` through the stack, as tower services are called: a clone of
+    /// the stack (cheap: each layer holds `Arc`s, the client's pool is shared)
+    /// driven to readiness and called by the returned future, so a layer that
+    /// is not ready wakes this request's own task. Redirects are followed inside
+    /// the stack (tower-http's `FollowRedirect`, when enabled).
     fn call_stack(&self, req: HttpRequest) -> StackFuture {
-        let mut service = self.service.lock().unwrap_or_else(PoisonError::into_inner);
-        // A no-op waker: on `Pending` the request waits on the clone, which
-        // polls with this task's own.
-        let mut cx = Context::from_waker(Waker::noop());
-        match service.poll_ready(&mut cx) {
-            Poll::Ready(Ok(())) => service.call(req),
-            Poll::Ready(Err(error)) => Box::pin(std::future::ready(Err(error))),
-            Poll::Pending => Box::pin(service.clone().oneshot(req)),
-        }
-    }
-
-    /// One exchange through the stack, following same-origin redirects when
-    /// allowed (a plain function for the reason [`Shared::call_stack`] is).
-    fn exchange(&self, req: HttpRequest) -> BoxFuture<'_, StackResult> {
-        if self.redirects == 0 {
-            return self.call_stack(req);
-        }
-        Box::pin(self.follow_redirects(req))
-    }
-
-    /// [`Shared::exchange`] when redirects are allowed.
-    async fn follow_redirects(&self, mut req: HttpRequest) -> StackResult {
-        let mut hops = 0;
-        loop {
-            let method = req.method().clone();
-            let uri = req.uri().clone();
-            let headers = req.headers().clone();
-            let body = req.body().clone();
-            let response = self.call_stack(req).await?;
-            let status = response.status();
-            let followable = match status.as_u16() {
-                307 | 308 => true,
-                301..=303 => method == Method::GET,
-                _ => false,
-            };
-            if !followable || hops >= self.redirects {
-                return Ok(response);
-            }
-            let Some(next) = redirect_target(&response, &uri) else {
-                return Ok(response);
-            };
-            if !same_origin(&next, &uri) {
-                // Never followed: the request (and its token) stays on its origin.
-                return Ok(response);
-            }
-            hops += 1;
-            let mut next_req = Request::new(body);
-            *next_req.method_mut() = method;
-            *next_req.uri_mut() = next;
-            *next_req.headers_mut() = headers;
-            req = next_req;
-        }
+        let service = self
+            .service
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        service.oneshot(req)
     }
 
     /// Maps a stack error to the public error (see [`stack_failure`]). Errors this
@@ -307,8 +251,7 @@ impl Shared {
     fn classify(&self, error: &BoxError) -> Error {
         let server = &self.server;
         let https = self.endpoint.scheme_str() == Some("https");
-        let is_connect = |e: &(dyn StdError + 'static)| e.is::<super::pool::ConnectError>();
-        match stack_failure(&**error, https, is_connect) {
+        match stack_failure(&**error, https) {
             StackFailure::Ours(error) => error,
             StackFailure::Tls => Error::new(
                 ErrorKind::Tls,
@@ -346,8 +289,8 @@ impl Shared {
         let json = matches!(media_type(&response), Media::Json | Media::Missing);
         let limit = self.max_frame.min(ERROR_BODY_LIMIT);
         if json
-            && !body::declared_too_large(&response, limit)
-            && let Ok(bytes) = body::collect_bounded(response.into_body(), limit).await
+            && !body::declared_too_large(response.body(), limit)
+            && let Ok(bytes) = body::collect_limited(response.into_body(), limit).await
             && !bytes.iter().all(u8::is_ascii_whitespace)
         {
             self.deliver(InboundEvent::Frame(bytes)).await;
@@ -473,18 +416,6 @@ fn media_type(response: &HttpResponse) -> Media {
     } else {
         Media::Other
     }
-}
-
-/// The absolute target of a redirect, resolved against the request URI.
-fn redirect_target(response: &HttpResponse, base: &Uri) -> Option<Uri> {
-    let location = response.headers().get(LOCATION)?.to_str().ok()?;
-    let base = url::Url::parse(&base.to_string()).ok()?;
-    let mut target = base.join(location).ok()?;
-    target.set_fragment(None);
-    if !target.username().is_empty() || target.password().is_some() {
-        return None;
-    }
-    target.as_str().parse().ok()
 }
 
 struct HttpSink {
@@ -659,31 +590,5 @@ mod tests {
             assert_eq!(with_content_type(Some(value)), media, "{value:?}");
         }
         assert_eq!(with_content_type(None), Media::Missing);
-    }
-
-    /// The size of what `f` returns, without calling it.
-    fn output_size<A, B, C, D, R>(_: impl FnOnce(A, B, C, D) -> R) -> usize {
-        std::mem::size_of::<R>()
-    }
-
-    /// Every request's exchange is boxed (driven by its caller, or its event
-    /// stream read). Kept within glibc's per-thread cache (`THREAD_CACHE_MAX`),
-    /// the box is reused by the thread that frees it instead of taking the
-    /// shared heap's lock, which worker threads contend for on the multi-thread
-    /// runtime (BENCHMARKS.md, seventh round). An `async fn` storing its
-    /// arguments twice, or a request held across an await, pushes them past it.
-    #[test]
-    fn each_requests_boxed_futures_fit_the_allocators_thread_cache() {
-        use super::super::pool::THREAD_CACHE_MAX;
-        let exchange = output_size(Shared::post_exchange);
-        assert!(
-            exchange <= THREAD_CACHE_MAX,
-            "post_exchange: {exchange} bytes"
-        );
-        let stream = output_size(Shared::follow_post_stream);
-        assert!(
-            stream <= THREAD_CACHE_MAX,
-            "follow_post_stream: {stream} bytes"
-        );
     }
 }

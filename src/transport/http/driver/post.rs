@@ -9,13 +9,13 @@ use http::{Method, Request, StatusCode};
 use http_body_util::Full;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::super::HttpRequest;
 use super::super::SETTLED_STREAM_GRACE;
-use super::super::body::{self, BodyError};
 use super::super::headers;
 use super::super::session::SentSessionId;
 use super::{Media, Shared, StackResult, media_type};
 use crate::error::{Detail, Error};
+use crate::http::HttpRequest;
+use crate::http::body::{self, BodyError};
 use crate::transport::{Detach, Exchange, InboundEvent, OutboundFrame, Outlet, RequestHandle};
 
 impl Shared {
@@ -168,9 +168,8 @@ impl Shared {
     ///
     /// A plain function returning an `async move` block, and the request built
     /// by another ([`Shared::post_request`]): an `async fn` would store its
-    /// arguments twice and keep the (moved) request's slot for its whole life.
-    /// Kept within the allocator's per-thread cache size, its box is reused
-    /// instead of contending for the shared heap across worker threads.
+    /// arguments twice and keep the (moved) request's slot for its whole life,
+    /// and this future is boxed once per request.
     #[expect(
         clippy::manual_async_fn,
         reason = "an `async fn` stores its arguments twice (see above)"
@@ -183,7 +182,7 @@ impl Shared {
     ) -> impl Future<Output = Option<Bytes>> + Send + 'static {
         async move {
             let sending = match self.post_request(&frame) {
-                Ok(req) => self.exchange(req),
+                Ok(req) => self.call_stack(req),
                 Err(error) => {
                     match &frame.request {
                         Some(handle) => handle.fail(error),
@@ -206,7 +205,7 @@ impl Shared {
         let mut req = Request::new(Full::new(frame.bytes.clone()));
         *req.method_mut() = Method::POST;
         *req.uri_mut() = self.endpoint.clone();
-        *req.headers_mut() = self.header_count.new_map();
+        *req.headers_mut() = headers::map_for(&frame.meta, self.layered);
         headers::apply(&mut req, &frame.meta)?;
         if frame.meta.completes_handshake {
             self.remember_legacy_version(&frame.meta);
@@ -298,11 +297,11 @@ impl Shared {
                 Box::pin(self.follow_post_stream(response.into_body(), frame, outlet)).await;
             }
             Media::Json | Media::Missing => {
-                if body::declared_too_large(&response, self.max_frame) {
+                if body::declared_too_large(response.body(), self.max_frame) {
                     self.terminate(self.too_large());
                     return None;
                 }
-                match body::collect_bounded(response.into_body(), self.max_frame).await {
+                match body::collect_limited(response.into_body(), self.max_frame).await {
                     Ok(bytes) => {
                         if !bytes.iter().all(u8::is_ascii_whitespace) {
                             return Some(bytes);

@@ -12,9 +12,10 @@ use tokio::sync::oneshot;
 
 use super::super::session::SentSessionId;
 use super::super::sse::{BoundedSse, SSE_FRAMING_ALLOWANCE, SseByteError, SseCursor, SseData};
-use super::super::{DELETE_TIMEOUT, MAX_RESUME_ATTEMPTS, ResponseBody};
+use super::super::{DELETE_TIMEOUT, MAX_RESUME_ATTEMPTS};
 use super::{LAST_EVENT_ID, Media, Resume, Shared, StreamEnd, media_type, retry_delay};
 use crate::error::{Error, ErrorKind};
+use crate::http::ResponseBody;
 use crate::transport::{InboundEvent, OutboundFrame, Outlet, RequestHandle};
 
 impl Shared {
@@ -198,7 +199,7 @@ impl Shared {
                 }
             }
         }
-        let response = match self.exchange(req).await {
+        let response = match self.call_stack(req).await {
             Ok(response) => response,
             Err(error) => {
                 let error = self.classify(&error);
@@ -323,6 +324,6 @@ impl Shared {
             .body(Full::new(Bytes::new()))
             .expect("a DELETE to a validated URI");
         self.with_legacy_version(&mut req);
-        let _ = tokio::time::timeout(DELETE_TIMEOUT, self.exchange(req)).await;
+        let _ = tokio::time::timeout(DELETE_TIMEOUT, self.call_stack(req)).await;
     }
 }
