@@ -99,6 +99,62 @@ async fn expiring_server_with(
     (server, sessions)
 }
 
+/// A client opened on one runtime answers calls made from another runtime: the
+/// caller drives its POST, and what the HTTP client starts on the way (a new
+/// connection's task) runs on the transport's runtime, which keeps running. A
+/// connection whose task ran on the caller's runtime would be driven only while
+/// that runtime runs: the calls after it, from the transport's own runtime while
+/// the other one idles, would wait on it.
+#[test]
+fn calls_from_another_runtime_are_answered() {
+    let home = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (server, _) = home.block_on(expiring_server(false));
+    let client = home
+        .block_on(connect("elsewhere", &server, Limits::default()))
+        .unwrap();
+    // The first call on session s1 meets its expiry; later calls are served by s2.
+    home.block_on(client.call_tool("echo", serde_json::Map::new()))
+        .unwrap();
+    let other = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        let calls = (0..4).map(|_| client.call_tool("echo", serde_json::Map::new()));
+        let results = other
+            .block_on(async {
+                tokio::time::timeout(
+                    Duration::from_secs(10),
+                    futures_util::future::join_all(calls),
+                )
+                .await
+            })
+            .expect("answered in time");
+        for result in results {
+            assert_eq!(result.unwrap().content[0]["text"], "served by s2");
+        }
+    }
+    // `other` is idle now; the connections opened for its calls are pooled.
+    let calls = (0..8).map(|_| client.call_tool("echo", serde_json::Map::new()));
+    let results = home
+        .block_on(async {
+            tokio::time::timeout(
+                Duration::from_secs(1),
+                futures_util::future::join_all(calls),
+            )
+            .await
+        })
+        .expect("answered on the transport's runtime while the other one idles");
+    assert!(results.iter().all(Result::is_ok));
+    home.block_on(client.close());
+    drop(other);
+    drop(server);
+}
+
 #[tokio::test]
 async fn expired_session_reinitialises_once_and_retries_with_the_same_catalog() {
     let (server, sessions) = expiring_server(false).await;
