@@ -1,5 +1,6 @@
 //! Reading a capped body: `http_body_util::Limited` counts, this file says what
-//! its refusal means.
+//! its refusal means. And [`KnownEnd`], which every response body of the client
+//! goes through.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -10,6 +11,51 @@ use http_body_util::combinators::Collect;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
 use super::{BoxError, ResponseBody};
+
+pin_project_lite::pin_project! {
+    /// A body that ends as soon as it knows it has ended ([`Body::is_end_stream`]:
+    /// its `Content-Length` reached, an HTTP/2 stream closed with nothing left),
+    /// without waiting for the end to be signalled too. hyper's HTTP/1.1 body
+    /// reports its end through the connection's task, one more wake-up of that
+    /// task and of the reader after the last byte arrived; a reader that stopped
+    /// right after the reply (an event stream's, say) would leave that wait to a
+    /// task of its own. The connection is reused all the same: hyper drains a
+    /// body dropped at its declared end. Trailers after the end are not read
+    /// (nothing here reads trailers).
+    pub(crate) struct KnownEnd<B> {
+        #[pin]
+        inner: B,
+    }
+}
+
+impl<B> KnownEnd<B> {
+    pub(crate) fn new(inner: B) -> Self {
+        KnownEnd { inner }
+    }
+}
+
+impl<B: Body> Body for KnownEnd<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<B::Data>, B::Error>>> {
+        if self.inner.is_end_stream() {
+            return Poll::Ready(None);
+        }
+        self.project().inner.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
 
 /// Why a capped read stopped.
 #[derive(Debug)]
@@ -100,6 +146,36 @@ mod tests {
         ];
         let err = collect_limited(StreamBody::new(stream::iter(frames)).boxed_unsync(), 5).await;
         assert!(matches!(err, Err(BodyError::Broken(_))));
+    }
+
+    /// A body whose end is known: its frames, then the end at once, without a
+    /// further poll of the inner body (which would wait forever here).
+    #[tokio::test]
+    async fn a_body_that_knows_its_end_is_not_polled_for_it() {
+        struct Exact(Option<Bytes>);
+        impl Body for Exact {
+            type Data = Bytes;
+            type Error = BoxError;
+            fn poll_frame(
+                mut self: Pin<&mut Self>,
+                _cx: &mut Context<'_>,
+            ) -> Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+                match self.0.take() {
+                    Some(data) => Poll::Ready(Some(Ok(http_body::Frame::data(data)))),
+                    // The end is signalled later, by someone else.
+                    None => Poll::Pending,
+                }
+            }
+            fn is_end_stream(&self) -> bool {
+                self.0.is_none()
+            }
+        }
+        let body = KnownEnd::new(Exact(Some(Bytes::from_static(b"{}")))).boxed_unsync();
+        let got = tokio::time::timeout(std::time::Duration::from_secs(5), collect_limited(body, 8))
+            .await
+            .expect("ended without waiting")
+            .unwrap();
+        assert_eq!(&got[..], b"{}");
     }
 
     #[test]

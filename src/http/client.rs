@@ -55,6 +55,7 @@ use rustls::{ClientConfig, RootCertStore};
 use tokio::net::TcpStream;
 use tower::Service;
 
+use super::body::KnownEnd;
 use super::{BoxError, HttpRequest, HttpResponse, same_origin};
 use crate::error::{Error, Result};
 
@@ -370,7 +371,8 @@ impl Service<HttpRequest> for HttpClient {
     }
 }
 
-/// The response future of [`HttpClient`]: hyper-util's, its body boxed.
+/// The response future of [`HttpClient`]: hyper-util's, its body ending at its
+/// known end ([`KnownEnd`]) and boxed.
 pub(crate) struct ClientFuture(ResponseFuture);
 
 impl Future for ClientFuture {
@@ -379,7 +381,7 @@ impl Future for ClientFuture {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let response = std::task::ready!(Pin::new(&mut self.0).poll(cx))?;
         Poll::Ready(Ok(
-            response.map(|body| body.map_err(Into::into).boxed_unsync())
+            response.map(|body| KnownEnd::new(body).map_err(Into::into).boxed_unsync())
         ))
     }
 }

@@ -5,8 +5,8 @@
 //! Each outbound frame is one `POST` through this stack (outermost first):
 //!
 //! 1. your own layers, added with [`HttpTransportBuilder::layer`] (the first added is
-//!    the outermost, as with `tower::ServiceBuilder`); they see each request once,
-//!    redirects included;
+//!    the outermost, as with `tower::ServiceBuilder`); they see each request once
+//!    (redirects are followed below them);
 //! 2. with [`HttpTransportBuilder::follow_same_origin_redirects`], tower-http's
 //!    `FollowRedirect` with this crate's same-origin policy (the hops go through
 //!    every layer below, the egress policy included);
@@ -147,6 +147,7 @@ mod driver;
 mod headers;
 mod session;
 mod sse;
+
 /// The type-erased service the stack is built from, and what
 /// [`HttpTransportBuilder::layer`] wraps.
 pub type HttpService = BoxCloneService<HttpRequest, HttpResponse, BoxError>;
