@@ -159,7 +159,7 @@ mod tests {
             private_key_pem: SecretString::from("not-a-key-secret"),
         };
         let err = creds.validate().unwrap_err();
-        assert_eq!(err.kind(), crate::ErrorKind::InvalidConfig);
+        assert_eq!(err.kind(), crate::error::ErrorKind::InvalidConfig);
         assert!(!err.message().contains("not-a-key-secret"));
         assert!(!format!("{creds:?}").contains("not-a-key-secret"));
     }

@@ -246,8 +246,8 @@ impl OAuth {
         self
     }
 
-    pub(crate) fn validate(&self, server: &str) -> crate::Result<()> {
-        let named = |e: crate::Error| {
+    pub(crate) fn validate(&self, server: &str) -> crate::error::Result<()> {
+        let named = |e: crate::error::Error| {
             let message = format!("server \"{server}\": {}", e.message());
             e.with_message(message)
         };
@@ -260,7 +260,7 @@ impl OAuth {
         if let Some(pre) = &self.pre_registered
             && pre.client_id.is_empty()
         {
-            return Err(named(crate::Error::config(
+            return Err(named(crate::error::Error::config(
                 "the pre-registered client id is empty",
             )));
         }

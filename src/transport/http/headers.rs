@@ -192,7 +192,7 @@ mod tests {
             ..FrameMeta::default()
         };
         let error = apply(&mut req, &meta).expect_err("no method");
-        assert_eq!(error.kind(), crate::ErrorKind::ProtocolError);
+        assert_eq!(error.kind(), crate::error::ErrorKind::ProtocolError);
         assert!(error.message().contains("Mcp-Method"), "{error}");
     }
 

@@ -646,7 +646,7 @@ mod tests {
             "file:///etc/passwd",
         ] {
             let err = HttpTransport::builder("srv", bad).build().unwrap_err();
-            assert_eq!(err.kind(), crate::ErrorKind::InvalidConfig, "{bad}");
+            assert_eq!(err.kind(), crate::error::ErrorKind::InvalidConfig, "{bad}");
             assert!(err.message().contains("\"srv\""));
             assert!(!err.message().contains("secret-pw"));
         }
@@ -681,7 +681,7 @@ mod tests {
                 .proxy(bad)
                 .build()
                 .unwrap_err();
-            assert_eq!(err.kind(), crate::ErrorKind::InvalidConfig, "{bad}");
+            assert_eq!(err.kind(), crate::error::ErrorKind::InvalidConfig, "{bad}");
         }
     }
 }

@@ -236,7 +236,7 @@ mod tests {
         for bad in [&b""[..], b"a b", b"tab\there", b"caf\xc3\xa9"] {
             let value = HeaderValue::from_bytes(bad).unwrap();
             let err = state.capture(&value).unwrap_err();
-            assert_eq!(err.kind(), crate::ErrorKind::ProtocolError);
+            assert_eq!(err.kind(), crate::error::ErrorKind::ProtocolError);
         }
         assert!(state.id().is_none());
         state
