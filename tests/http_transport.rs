@@ -1187,6 +1187,45 @@ async fn a_same_origin_redirect_is_followed_only_when_enabled() {
     assert_eq!(requests[1].header("authorization"), Some("Bearer tok-same"));
 }
 
+/// The redirect bound trips with a message naming the setting and its value;
+/// the hops up to it were followed, the target is never quoted.
+#[tokio::test]
+async fn a_redirect_past_the_limit_names_the_setting_and_its_value() {
+    let server = TestServer::start(|r: Recorded| async move {
+        match r.uri.path() {
+            "/mcp" => with_header(status(307), "location", "/hop?k=secret-q"),
+            "/hop" => with_header(status(308), "location", "/final?k=secret-q"),
+            _ => json(REPLY),
+        }
+    })
+    .await;
+    let transport = HttpTransport::builder("test", server.url())
+        .follow_same_origin_redirects(1)
+        .build()
+        .unwrap();
+    let Connection { mut sink, .. } = open_with(transport, Limits::default()).await;
+    let call = Pending::new();
+    sink.send(request(PING, &call)).await.unwrap();
+    let error = call.wait_failure().await;
+    assert_eq!(error.kind(), ErrorKind::HttpStatus);
+    let message = error.message();
+    assert!(message.contains("308"), "{message}");
+    assert!(
+        message.contains("follow_same_origin_redirects is 1"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("secret-q") && !message.contains("/hop"),
+        "{message}"
+    );
+    let paths: Vec<_> = server
+        .requests()
+        .iter()
+        .map(|r| r.uri.path().to_owned())
+        .collect();
+    assert_eq!(paths, ["/mcp", "/hop"]);
+}
+
 // ----- TLS and proxies -----
 
 #[tokio::test]

@@ -580,6 +580,7 @@ impl Transport for HttpTransport {
                 session,
                 limits: ctx.limits,
                 layered: usize::from(this.inner.bearer.is_some() || this.inner.oauth.is_some()),
+                redirects: this.inner.redirects,
             }))
         })
     }

@@ -57,6 +57,8 @@ pub(crate) struct OpenParams {
     pub(crate) limits: Limits,
     /// Headers the transport's own layers add to a request (`Authorization`).
     pub(crate) layered: usize,
+    /// `follow_same_origin_redirects` (named when a redirect is not followed).
+    pub(crate) redirects: usize,
 }
 
 /// Opens the transport: nothing is sent until the first frame.
@@ -72,6 +74,7 @@ pub(crate) fn open(params: OpenParams) -> Connection {
         request_timeout: params.limits.request_timeout(),
         open_wait: (params.limits.handshake_timeout() / 4).min(STANDALONE_OPEN_WAIT),
         layered: params.layered,
+        redirects: params.redirects,
         tx,
         terminal: OnceLock::new(),
         work: CancellationToken::new(),
@@ -123,6 +126,8 @@ struct Shared {
     request_timeout: Duration,
     /// Headers the transport's own layers add (sizes each POST's map).
     layered: usize,
+    /// `follow_same_origin_redirects`, for messages (the stack follows them).
+    redirects: usize,
     tx: mpsc::Sender<Item>,
     terminal: OnceLock<Error>,
     work: CancellationToken,
@@ -266,18 +271,20 @@ impl Shared {
         }
     }
 
+    /// An error status; a redirect that reached the caller was not followed,
+    /// and the message says under which setting (never where it pointed).
     fn status_error(&self, status: StatusCode) -> Error {
         let code = status.as_u16();
-        let note = if status.is_redirection() {
-            " (redirect not followed)"
+        let server = &self.server;
+        let message = if status.is_redirection() {
+            format!(
+                "server \"{server}\" answered HTTP {code} (redirect not followed; follow_same_origin_redirects is {}, and only a same-origin target is followed)",
+                self.redirects
+            )
         } else {
-            ""
+            format!("server \"{server}\" answered HTTP {code}")
         };
-        Error::new(
-            ErrorKind::HttpStatus,
-            format!("server \"{}\" answered HTTP {code}{note}", self.server),
-        )
-        .with_detail(Detail::Status(code))
+        Error::new(ErrorKind::HttpStatus, message).with_detail(Detail::Status(code))
     }
 
     /// A `400`/`404` answering a stateless request: its body, if it is JSON of at
