@@ -579,6 +579,27 @@ impl Client {
         self.inner.shared.terminal().cloned()
     }
 
+    /// Resolves with the terminal error once the session has ended (the server
+    /// exited or closed the stream, a protocol rule was broken, [`Client::close`]
+    /// was called): a supervisor awaits this instead of polling
+    /// [`Client::terminal_error`]. Resolves at once when the session has already
+    /// ended; cancel-safe, and any number of handles may wait.
+    ///
+    /// ```no_run
+    /// # async fn run(client: smthrs_mcp::Client) {
+    /// let ended = client.closed().await;
+    /// eprintln!("server {} ended: {ended}", client.server());
+    /// # }
+    /// ```
+    pub async fn closed(&self) -> Error {
+        let shared = &self.inner.shared;
+        shared.ended.cancelled().await;
+        shared
+            .terminal()
+            .cloned()
+            .unwrap_or_else(|| Error::closed(SCOPE_CLOSED))
+    }
+
     /// Calls `name` with `arguments`, bounded by `requestTimeoutMs`.
     ///
     /// - An unknown name fails with `tool_not_found` before any frame is written.
