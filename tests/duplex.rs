@@ -140,10 +140,8 @@ async fn a_line_past_max_frame_bytes_is_a_protocol_error() {
     // The server answers initialize with endless bytes and no newline: the
     // framer stops at the bound, as over stdio.
     let mut child = spawn(&scenario("flood-stdout"));
-    let limits = Limits {
-        max_frame_bytes: 64 * 1024,
-        ..Limits::default()
-    };
+    let mut limits = Limits::default();
+    limits.max_frame_bytes = 64 * 1024;
     let error = tokio::time::timeout(
         HANG,
         Client::builder("duplex")

@@ -91,6 +91,7 @@ pub fn client_info() -> Value {
 /// and reported a problem: that is data, not a session failure).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolResult {
     /// The content items, carried unchanged.
     pub content: Vec<Value>,
@@ -103,6 +104,31 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
+    /// A result carrying `content` (`isError: false`, no `structuredContent`),
+    /// for hosts that answer a flow themselves.
+    pub fn new(content: Vec<Value>) -> ToolResult {
+        ToolResult {
+            content,
+            is_error: false,
+            structured_content: None,
+        }
+    }
+
+    /// A result the tool reports as failed (`isError: true`) with `content`.
+    pub fn error(content: Vec<Value>) -> ToolResult {
+        ToolResult {
+            is_error: true,
+            ..ToolResult::new(content)
+        }
+    }
+
+    /// The same result with `structuredContent`.
+    #[must_use]
+    pub fn with_structured_content(mut self, value: Value) -> ToolResult {
+        self.structured_content = Some(value);
+        self
+    }
+
     fn from_value(value: Value, era: Era) -> Result<ToolResult> {
         let Value::Object(object) = value else {
             return Err(Error::invalid_response(
