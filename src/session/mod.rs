@@ -49,12 +49,11 @@ use crate::diagnostics::{DiagnosticEvent, DiagnosticObserver, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
 use crate::handler::HostHandler;
 use crate::json_bounds::{ToolCallMembers, value_depth};
-use crate::jsonrpc::ResultBody;
 use crate::limits::{Limits, MAX_JSON_DEPTH};
 use crate::observe;
 use crate::pin::CatalogPin;
 use crate::transport::{Transport, TransportContext};
-use engine::{RequestOptions, SCOPE_CLOSED, Shared};
+use engine::{SCOPE_CLOSED, Shared};
 use era::Wire;
 use inputs::Inputs;
 use negotiate::{ServerFacts, Verdict};
@@ -169,13 +168,6 @@ impl ToolResult {
             structured_content,
         })
     }
-}
-
-/// Legacy `tools/call` parameters (keys in the order a `serde_json::Map` writes them).
-#[derive(Serialize)]
-struct CallParams<'a> {
-    arguments: Value,
-    name: &'a str,
 }
 
 /// Configures and connects a [`Client`].
@@ -681,22 +673,7 @@ impl Client {
         let result = if wire.is_modern() {
             modern::call_tool(shared, tool, arguments, wire, deadline).await
         } else {
-            // Serialized as `{"arguments":..,"name":..}` without building a `Value`.
-            let params = CallParams { arguments, name };
-            let options = RequestOptions {
-                wire,
-                cancellable: true,
-                tool_call: true,
-                ..RequestOptions::default()
-            };
-            match shared
-                .request_body("tools/call", params, deadline, options)
-                .await
-            {
-                Ok(ResultBody::ToolCall(members)) => ToolResult::from_members(members, Era::Legacy),
-                Ok(ResultBody::Value(value)) => ToolResult::from_value(value, Era::Legacy),
-                Err(error) => Err(error),
-            }
+            legacy::call_tool(shared, name, arguments, wire, deadline).await
         };
         result.map_err(|error| {
             // The terminal error is final and reaches every caller unchanged;
