@@ -57,7 +57,7 @@
 //!
 //! impl HostHandler for Confirm {
 //!     fn capabilities(&self) -> HostCapabilities {
-//!         HostCapabilities { elicitation_form: true, roots: true, ..Default::default() }
+//!         HostCapabilities::default().with_elicitation_form().with_roots()
 //!     }
 //!
 //!     fn elicit(&self, request: ElicitRequest) -> BoxFuture<'_, ElicitAnswer> {
@@ -94,8 +94,17 @@ use crate::limits::Limits;
 /// How many legacy server requests are answered at once; more are refused.
 pub const MAX_CONCURRENT_INPUTS: usize = 4;
 
-/// What a host answers, declared as client capabilities.
+/// What a host answers, declared as client capabilities. Built from the
+/// default (nothing declared) with the `with_*` methods, so that a capability
+/// added later does not break a host:
+///
+/// ```
+/// use smthrs_mcp::handler::HostCapabilities;
+/// let caps = HostCapabilities::default().with_elicitation_form().with_roots();
+/// assert!(caps.elicitation_form && caps.roots && !caps.sampling);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HostCapabilities {
     /// Form-mode elicitation.
     pub elicitation_form: bool,
@@ -108,6 +117,34 @@ pub struct HostCapabilities {
 }
 
 impl HostCapabilities {
+    /// Declares form-mode elicitation too.
+    #[must_use]
+    pub const fn with_elicitation_form(mut self) -> Self {
+        self.elicitation_form = true;
+        self
+    }
+
+    /// Declares URL-mode elicitation too.
+    #[must_use]
+    pub const fn with_elicitation_url(mut self) -> Self {
+        self.elicitation_url = true;
+        self
+    }
+
+    /// Declares `roots/list` too.
+    #[must_use]
+    pub const fn with_roots(mut self) -> Self {
+        self.roots = true;
+        self
+    }
+
+    /// Declares `sampling/createMessage` too.
+    #[must_use]
+    pub const fn with_sampling(mut self) -> Self {
+        self.sampling = true;
+        self
+    }
+
     /// The `ClientCapabilities` object.
     pub fn to_json(&self) -> Value {
         let mut caps = Map::new();
@@ -169,6 +206,7 @@ pub trait HostHandler: Send + Sync + 'static {
 
 /// An elicitation, checked.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ElicitRequest {
     /// Ask a person to fill a form.
     Form(FormRequest),
@@ -205,6 +243,7 @@ pub struct FormField {
 
 /// The type of a form field.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum FieldKind {
     /// Free text, optionally constrained.
     String {
@@ -243,6 +282,7 @@ pub enum FieldKind {
 
 /// A URL elicitation.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct UrlRequest {
     /// The server's message (server-authored).
     pub message: String,
@@ -284,6 +324,7 @@ impl Root {
 
 /// A sampling request, checked (at most `maxSamplingMessages` messages).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SamplingRequest {
     /// The request's `params` as the server sent them (server-authored).
     pub params: Map<String, Value>,

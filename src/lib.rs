@@ -31,6 +31,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use limits::Limits;
 pub use session::{Client, ClientBuilder, Era, ProtocolMode, ToolResult};
 pub use transport::Transport;
+pub use transport::duplex::DuplexTransport;
 pub use transport::stdio::StdioCommand;
 
 /// The README's examples, compiled as doc tests.

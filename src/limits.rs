@@ -70,6 +70,7 @@ pub const MAX_JSON_DEPTH: usize = 128;
 /// assert!(limits.validate().is_ok());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// Bounds each `initialize` and `tools/list` exchange (ms). Default 10 000.
     pub handshake_timeout_ms: u64,

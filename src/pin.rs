@@ -123,6 +123,7 @@ impl CatalogPin {
 
 /// How a catalog differs from its pin.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CatalogDiff {
     /// Tools the pin does not have.
     pub added: Vec<String>,

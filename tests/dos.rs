@@ -71,11 +71,10 @@ impl ScenarioFile {
 }
 
 fn limits(request_timeout_ms: u64) -> Limits {
-    Limits {
-        handshake_timeout_ms: 10_000,
-        request_timeout_ms,
-        ..Limits::default()
-    }
+    let mut limits = Limits::default();
+    limits.handshake_timeout_ms = 10_000;
+    limits.request_timeout_ms = request_timeout_ms;
+    limits
 }
 
 async fn connect(server: Server, limits: Limits) -> Client {

@@ -123,6 +123,8 @@ engine_tests!(
     a_catalog_past_max_tools_names_how_far_past,
     null_catalog_members_are_refused_by_name,
     close_records_scope_closed_for_later_calls,
+    closed_resolves_with_the_terminal_error,
+    closed_resolves_when_the_client_closes,
     close_right_after_a_timeout_still_sends_the_cancellation,
     close_with_a_call_in_flight_cancels_it,
     dropping_the_client_right_after_a_timeout_still_sends_the_cancellation,
@@ -774,6 +776,48 @@ async fn close_records_scope_closed_for_later_calls(via: Via) {
         .await
         .unwrap_err();
     assert_eq!(later, error);
+}
+
+async fn closed_resolves_with_the_terminal_error(via: Via) {
+    // A reply with both `result` and `error` ends the session on either transport.
+    let client = open(via, Client::builder("bad"), scenario("malformed-envelope"))
+        .await
+        .unwrap();
+    let watcher = {
+        let client = client.clone();
+        tokio::spawn(async move { client.closed().await })
+    };
+    tokio::task::yield_now().await;
+    assert!(!watcher.is_finished(), "the session is up");
+    let error = client
+        .call_tool("echo", args(json!({"text": "x"})))
+        .await
+        .unwrap_err();
+    let ended = tokio::time::timeout(Duration::from_secs(30), watcher)
+        .await
+        .expect("closed() resolves once the session ends")
+        .unwrap();
+    assert_eq!(ended.kind(), ErrorKind::ProtocolError, "{ended}");
+    assert_eq!(Some(ended.clone()), client.terminal_error());
+    assert_eq!(error, ended);
+    // Once ended, at once.
+    assert_eq!(client.closed().await, ended);
+}
+
+async fn closed_resolves_when_the_client_closes(via: Via) {
+    let client = open(via, Client::builder("basic"), scenario("basic"))
+        .await
+        .unwrap();
+    let watcher = {
+        let client = client.clone();
+        tokio::spawn(async move { client.closed().await })
+    };
+    client.close().await;
+    let ended = tokio::time::timeout(Duration::from_secs(30), watcher)
+        .await
+        .expect("closed() resolves on close()")
+        .unwrap();
+    assert_eq!(ended.to_string(), "connection scope closed");
 }
 
 // ---- stdio-only rules: process exit, pipes, environment, stderr ----

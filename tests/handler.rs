@@ -164,19 +164,15 @@ impl HostHandler for Host {
 }
 
 fn everything() -> HostCapabilities {
-    HostCapabilities {
-        elicitation_form: true,
-        elicitation_url: true,
-        roots: true,
-        sampling: true,
-    }
+    HostCapabilities::default()
+        .with_elicitation_form()
+        .with_elicitation_url()
+        .with_roots()
+        .with_sampling()
 }
 
 fn form_only() -> HostCapabilities {
-    HostCapabilities {
-        elicitation_form: true,
-        ..HostCapabilities::default()
-    }
+    HostCapabilities::default().with_elicitation_form()
 }
 
 /// A legacy scenario whose `echo` first sends `requests` to the client.
@@ -257,10 +253,7 @@ async fn legacy_initialize_declares_what_the_handler_answers(via: Via) {
             json!({"elicitation": {"form": {}, "url": {}}, "roots": {}, "sampling": {}}),
         ),
         (
-            HostCapabilities {
-                roots: true,
-                ..HostCapabilities::default()
-            },
+            HostCapabilities::default().with_roots(),
             json!({"roots": {}}),
         ),
         (form_only(), json!({"elicitation": {"form": {}}})),
@@ -337,11 +330,7 @@ async fn without_a_handler_nothing_is_declared_and_legacy_requests_get_method_no
 }
 
 async fn legacy_request_for_an_undeclared_method_gets_method_not_found(via: Via) {
-    let host = Host::new(HostCapabilities {
-        roots: true,
-        ..HostCapabilities::default()
-    })
-    .arc();
+    let host = Host::new(HostCapabilities::default().with_roots()).arc();
     let server = legacy_asking(json!([
         {"method": "sampling/createMessage", "id": 7, "params": {"messages": []}},
         {"method": "elicitation/create", "id": 8, "params": form("m", json!({}))},

@@ -470,10 +470,8 @@ async fn a_get_stream_that_is_never_answered_does_not_stall_the_handshake() {
         }
     })
     .await;
-    let limits = Limits {
-        handshake_timeout_ms: 1_000,
-        ..Default::default()
-    };
+    let mut limits = Limits::default();
+    limits.handshake_timeout_ms = 1_000;
     let client = connect("silent-get", &server, limits)
         .await
         .expect("connects although the GET is never answered");

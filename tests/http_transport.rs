@@ -269,10 +269,8 @@ async fn send_returns_before_the_response_and_queue_capacity_bounds_posts_in_fli
         }
     })
     .await;
-    let limits = Limits {
-        queue_capacity: 1,
-        ..Limits::default()
-    };
+    let mut limits = Limits::default();
+    limits.queue_capacity = 1;
     let transport = HttpTransport::builder("test", server.url())
         .build()
         .unwrap();
@@ -350,10 +348,8 @@ async fn a_reply_to_a_server_request_is_sent_while_its_stream_is_open() {
         }
     })
     .await;
-    let limits = Limits {
-        queue_capacity: 1,
-        ..Limits::default()
-    };
+    let mut limits = Limits::default();
+    limits.queue_capacity = 1;
     let transport = HttpTransport::builder("test", server.url())
         .build()
         .unwrap();
@@ -400,10 +396,8 @@ async fn a_stream_faster_than_the_engine_waits_for_room_and_loses_nothing() {
         )
     })
     .await;
-    let limits = Limits {
-        queue_capacity: 1,
-        ..Limits::default()
-    };
+    let mut limits = Limits::default();
+    limits.queue_capacity = 1;
     let transport = HttpTransport::builder("test", server.url())
         .build()
         .unwrap();
@@ -888,10 +882,9 @@ async fn a_refused_connection_is_connection_closed() {
 // ----- bounds -----
 
 fn small_frames() -> Limits {
-    Limits {
-        max_frame_bytes: 64 * 1024,
-        ..Limits::default()
-    }
+    let mut limits = Limits::default();
+    limits.max_frame_bytes = 64 * 1024;
+    limits
 }
 
 const SIXTY_FOUR_MIB: usize = 64 * 1024 * 1024;

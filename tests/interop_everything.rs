@@ -128,10 +128,8 @@ async fn stdio_timeout_then_cancel() {
     let Some(entry) = everything_entry() else {
         return;
     };
-    let limits = Limits {
-        request_timeout_ms: 300,
-        ..Limits::default()
-    };
+    let mut limits = Limits::default();
+    limits.request_timeout_ms = 300;
     let client = Client::builder("everything")
         .limits(limits)
         .connect(StdioCommand::new("node").arg(&entry).arg("stdio"))
@@ -258,10 +256,8 @@ async fn http_timeout_then_cancel() {
         return;
     };
     let server = HttpEverything::start(&entry).await;
-    let limits = Limits {
-        request_timeout_ms: 300,
-        ..Limits::default()
-    };
+    let mut limits = Limits::default();
+    limits.request_timeout_ms = 300;
     let client = Client::builder("everything")
         .limits(limits)
         .connect(server.transport())

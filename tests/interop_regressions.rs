@@ -64,10 +64,9 @@ fn assert_late_error_seen(observer: &Collect) {
 }
 
 fn timeout_limits() -> Limits {
-    Limits {
-        request_timeout_ms: 300,
-        ..Limits::default()
-    }
+    let mut limits = Limits::default();
+    limits.request_timeout_ms = 300;
+    limits
 }
 
 // ----- stdio -----

@@ -184,11 +184,10 @@ fn leaky(mut scenario: Value) -> StdioCommand {
 }
 
 fn short_limits() -> Limits {
-    Limits {
-        handshake_timeout_ms: 2_000,
-        request_timeout_ms: 2_000,
-        ..Limits::default()
-    }
+    let mut limits = Limits::default();
+    limits.handshake_timeout_ms = 2_000;
+    limits.request_timeout_ms = 2_000;
+    limits
 }
 
 /// Connects `command` with an observer; returns the client or the error.
@@ -454,10 +453,8 @@ async fn caller_mistakes() {
     client.close().await;
 
     // Invalid limits and names fail before anything is spawned.
-    let limits = Limits {
-        max_tools: 0,
-        ..Limits::default()
-    };
+    let mut limits = Limits::default();
+    limits.max_tools = 0;
     let error = Client::builder("x")
         .limits(limits)
         .connect(leaky(json!({})))

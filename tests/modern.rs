@@ -1635,10 +1635,7 @@ impl FormFiller {
 
 impl HostHandler for FormFiller {
     fn capabilities(&self) -> HostCapabilities {
-        HostCapabilities {
-            elicitation_form: true,
-            ..HostCapabilities::default()
-        }
+        HostCapabilities::default().with_elicitation_form()
     }
 
     fn elicit(&self, request: ElicitRequest) -> BoxFuture<'_, ElicitAnswer> {
@@ -1662,6 +1659,7 @@ impl HostHandler for FormFiller {
                         FieldKind::Number { .. } => json!(1),
                         FieldKind::Choice { values, .. } => json!(values[0]),
                         FieldKind::MultiChoice { values } => json!([values[0]]),
+                        other => panic!("a field kind this test does not fill: {other:?}"),
                     };
                     (field.name.clone(), value)
                 })

@@ -165,10 +165,8 @@ impl From<smthrs_mcp::Error> for Failure {
 /// reference client picks its lifecycle from `MCP_CONFORMANCE_PROTOCOL_VERSION`.
 fn client_builder(_wire: Wire) -> ClientBuilder {
     // The suite kills a client after 30 s: fail on our own well before that.
-    let limits = Limits {
-        request_timeout_ms: 20_000,
-        ..Limits::default()
-    };
+    let mut limits = Limits::default();
+    limits.request_timeout_ms = 20_000;
     Client::builder(SERVER).limits(limits)
 }
 
@@ -357,10 +355,7 @@ impl ConformanceHost {
 
 impl HostHandler for ConformanceHost {
     fn capabilities(&self) -> HostCapabilities {
-        HostCapabilities {
-            elicitation_form: true,
-            ..HostCapabilities::default()
-        }
+        HostCapabilities::default().with_elicitation_form()
     }
 
     fn elicit(&self, request: ElicitRequest) -> BoxFuture<'_, ElicitAnswer> {

@@ -39,13 +39,11 @@ pub fn check(data: &[u8]) {
     if data.len() < 4 {
         return;
     }
-    let limits = Limits {
-        max_tools: 1 + u64::from(data[0] % 16),
-        max_tool_name_bytes: 1 + u64::from(data[1] % 48),
-        max_tool_document_bytes: 1 + u64::from(data[2]) * 4,
-        max_catalog_pages: 1 + u64::from(data[3] % 6),
-        ..Limits::default()
-    };
+    let mut limits = Limits::default();
+    limits.max_tools = 1 + u64::from(data[0] % 16);
+    limits.max_tool_name_bytes = 1 + u64::from(data[1] % 48);
+    limits.max_tool_document_bytes = 1 + u64::from(data[2]) * 4;
+    limits.max_catalog_pages = 1 + u64::from(data[3] % 6);
     let mut model = Model {
         names: Vec::new(),
         cursors: HashSet::new(),

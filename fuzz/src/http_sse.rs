@@ -236,10 +236,8 @@ fn run_unchecked(canned: &Canned, max: usize) -> (Vec<Vec<u8>>, End) {
         .layer(layer)
         .build()
         .expect("the transport builds");
-    let limits = Limits {
-        max_frame_bytes: max as u64,
-        ..Limits::default()
-    };
+    let mut limits = Limits::default();
+    limits.max_frame_bytes = max as u64;
     let ctx = TransportContext {
         server: "fuzz".into(),
         limits,

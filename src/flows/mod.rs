@@ -55,11 +55,8 @@
 //!     Flow::new(
 //!         declaration,
 //!         invoker_fn(|args: Map<String, Value>| async move {
-//!             Ok(ToolResult {
-//!                 content: vec![json!({ "type": "text", "text": Value::Object(args).to_string() })],
-//!                 is_error: false,
-//!                 structured_content: None,
-//!             })
+//!             let text = Value::Object(args).to_string();
+//!             Ok(ToolResult::new(vec![json!({ "type": "text", "text": text })]))
 //!         }),
 //!     )
 //! }

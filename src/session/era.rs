@@ -34,6 +34,7 @@ pub const MODERN_PROTOCOL_VERSIONS: &[&str] = &[MODERN_PROTOCOL_VERSION];
 /// legacy server pays for the probe with one extra round trip (see the README for
 /// the measured cost against real servers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+#[non_exhaustive]
 pub enum ProtocolMode {
     /// Probe with `server/discover`; speak 2026-07-28 when the server offers it,
     /// else fall back to the legacy handshake (`"auto"` in a server file).
@@ -75,6 +76,7 @@ impl std::fmt::Display for ProtocolMode {
 
 /// The era a session speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Era {
     /// 2025-11-25 and earlier: the `initialize` handshake.
     Legacy,

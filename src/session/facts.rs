@@ -24,6 +24,7 @@ pub const MAX_CACHE_TTL: Duration = Duration::from_secs(3600);
 /// A server's self-reported identity (`serverInfo`; in 2026-07-28 it travels in
 /// the result's `_meta["io.modelcontextprotocol/serverInfo"]`). Untrusted text.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerInfo {
     /// `name`.
     pub name: String,
@@ -55,6 +56,7 @@ impl ServerInfo {
 
 /// Who may share a cached result (`cacheScope`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CacheScope {
     /// `public`: the same for every authorization context.
     Public,

@@ -1,6 +1,6 @@
 //! The legacy era (2024-11-05 to 2025-11-25): the `initialize` handshake, exactly as
-//! before 2026-07-28 existed, and the one place the legacy HTTP session's
-//! re-initialise lives (a `404` to a request carrying a session id).
+//! before 2026-07-28 existed, `tools/call`, and the one place the legacy HTTP
+//! session's re-initialise lives (a `404` to a request carrying a session id).
 //!
 //! Handshake, per the contract's connect steps 2-4:
 //! send `initialize` proposing [`PROPOSED_PROTOCOL_VERSION`] with [`client_info`];
@@ -11,16 +11,52 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use serde::Serialize;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::engine::{Queued, RequestCtl, Shared, lock, notification_meta};
-use super::era::Wire;
+use super::ToolResult;
+use super::engine::{Queued, RequestCtl, RequestOptions, Shared, lock, notification_meta};
+use super::era::{Era, Wire};
 use super::negotiate::{ServerFacts, step_error, walk_catalog};
 use super::{PROPOSED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, client_info};
 use crate::error::{Error, ErrorKind, Result};
+use crate::jsonrpc::ResultBody;
 use crate::pin::CatalogPin;
 use crate::transport::{FrameMeta, Medium, OutboundFrame};
+
+/// Legacy `tools/call` parameters (keys in the order a `serde_json::Map` writes them).
+#[derive(Serialize)]
+struct CallParams<'a> {
+    arguments: Value,
+    name: &'a str,
+}
+
+/// Calls `name` with `arguments` (checked by the caller) until `deadline`; the
+/// result is read as the legacy era defines it.
+pub(crate) async fn call_tool(
+    shared: &Arc<Shared>,
+    name: &str,
+    arguments: Value,
+    wire: Wire,
+    deadline: Instant,
+) -> Result<ToolResult> {
+    // Serialized as `{"arguments":..,"name":..}` without building a `Value`.
+    let params = CallParams { arguments, name };
+    let options = RequestOptions {
+        wire,
+        cancellable: true,
+        tool_call: true,
+        ..RequestOptions::default()
+    };
+    match shared
+        .request_body("tools/call", params, deadline, options)
+        .await?
+    {
+        ResultBody::ToolCall(members) => ToolResult::from_members(members, Era::Legacy),
+        ResultBody::Value(value) => ToolResult::from_value(value, Era::Legacy),
+    }
+}
 
 /// The one-shot HTTP session re-initialise.
 pub(crate) enum Reinit {

@@ -49,12 +49,11 @@ use crate::diagnostics::{DiagnosticEvent, DiagnosticObserver, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
 use crate::handler::HostHandler;
 use crate::json_bounds::{ToolCallMembers, value_depth};
-use crate::jsonrpc::ResultBody;
 use crate::limits::{Limits, MAX_JSON_DEPTH};
 use crate::observe;
 use crate::pin::CatalogPin;
 use crate::transport::{Transport, TransportContext};
-use engine::{RequestOptions, SCOPE_CLOSED, Shared};
+use engine::{SCOPE_CLOSED, Shared};
 use era::Wire;
 use inputs::Inputs;
 use negotiate::{ServerFacts, Verdict};
@@ -91,6 +90,7 @@ pub fn client_info() -> Value {
 /// and reported a problem: that is data, not a session failure).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolResult {
     /// The content items, carried unchanged.
     pub content: Vec<Value>,
@@ -103,6 +103,31 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
+    /// A result carrying `content` (`isError: false`, no `structuredContent`),
+    /// for hosts that answer a flow themselves.
+    pub fn new(content: Vec<Value>) -> ToolResult {
+        ToolResult {
+            content,
+            is_error: false,
+            structured_content: None,
+        }
+    }
+
+    /// A result the tool reports as failed (`isError: true`) with `content`.
+    pub fn error(content: Vec<Value>) -> ToolResult {
+        ToolResult {
+            is_error: true,
+            ..ToolResult::new(content)
+        }
+    }
+
+    /// The same result with `structuredContent`.
+    #[must_use]
+    pub fn with_structured_content(mut self, value: Value) -> ToolResult {
+        self.structured_content = Some(value);
+        self
+    }
+
     fn from_value(value: Value, era: Era) -> Result<ToolResult> {
         let Value::Object(object) = value else {
             return Err(Error::invalid_response(
@@ -143,13 +168,6 @@ impl ToolResult {
             structured_content,
         })
     }
-}
-
-/// Legacy `tools/call` parameters (keys in the order a `serde_json::Map` writes them).
-#[derive(Serialize)]
-struct CallParams<'a> {
-    arguments: Value,
-    name: &'a str,
 }
 
 /// Configures and connects a [`Client`].
@@ -579,6 +597,27 @@ impl Client {
         self.inner.shared.terminal().cloned()
     }
 
+    /// Resolves with the terminal error once the session has ended (the server
+    /// exited or closed the stream, a protocol rule was broken, [`Client::close`]
+    /// was called): a supervisor awaits this instead of polling
+    /// [`Client::terminal_error`]. Resolves at once when the session has already
+    /// ended; cancel-safe, and any number of handles may wait.
+    ///
+    /// ```no_run
+    /// # async fn run(client: smthrs_mcp::Client) {
+    /// let ended = client.closed().await;
+    /// eprintln!("server {} ended: {ended}", client.server());
+    /// # }
+    /// ```
+    pub async fn closed(&self) -> Error {
+        let shared = &self.inner.shared;
+        shared.ended.cancelled().await;
+        shared
+            .terminal()
+            .cloned()
+            .unwrap_or_else(|| Error::closed(SCOPE_CLOSED))
+    }
+
     /// Calls `name` with `arguments`, bounded by `requestTimeoutMs`.
     ///
     /// - An unknown name fails with `tool_not_found` before any frame is written.
@@ -634,22 +673,7 @@ impl Client {
         let result = if wire.is_modern() {
             modern::call_tool(shared, tool, arguments, wire, deadline).await
         } else {
-            // Serialized as `{"arguments":..,"name":..}` without building a `Value`.
-            let params = CallParams { arguments, name };
-            let options = RequestOptions {
-                wire,
-                cancellable: true,
-                tool_call: true,
-                ..RequestOptions::default()
-            };
-            match shared
-                .request_body("tools/call", params, deadline, options)
-                .await
-            {
-                Ok(ResultBody::ToolCall(members)) => ToolResult::from_members(members, Era::Legacy),
-                Ok(ResultBody::Value(value)) => ToolResult::from_value(value, Era::Legacy),
-                Err(error) => Err(error),
-            }
+            legacy::call_tool(shared, name, arguments, wire, deadline).await
         };
         result.map_err(|error| {
             // The terminal error is final and reaches every caller unchanged;

@@ -14,8 +14,10 @@ use crate::diagnostics::Diagnostics;
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 
+pub mod duplex;
 pub(crate) mod framing;
 pub mod http;
+pub(crate) mod lines;
 pub mod stdio;
 
 /// What a transport needs to know from the session that opens it.

@@ -124,10 +124,9 @@ fn report(peer: &str, transport: &str, client: &Client, speaks: Era, took: Durat
 
 /// A 300 ms request timeout, for the timeout-and-cancel case.
 pub fn timeout_limits() -> Limits {
-    Limits {
-        request_timeout_ms: 300,
-        ..Limits::default()
-    }
+    let mut limits = Limits::default();
+    limits.request_timeout_ms = 300;
+    limits
 }
 
 /// How the `slow` tool of one of our servers takes its duration.

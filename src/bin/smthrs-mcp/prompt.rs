@@ -67,12 +67,14 @@ impl CliHost {
 
 impl HostHandler for CliHost {
     fn capabilities(&self) -> HostCapabilities {
-        HostCapabilities {
-            elicitation_form: self.elicitation,
-            elicitation_url: self.elicitation,
-            roots: !self.roots.is_empty(),
-            sampling: false,
+        let mut caps = HostCapabilities::default();
+        if self.elicitation {
+            caps = caps.with_elicitation_form().with_elicitation_url();
         }
+        if !self.roots.is_empty() {
+            caps = caps.with_roots();
+        }
+        caps
     }
 
     fn elicit(&self, request: ElicitRequest) -> BoxFuture<'_, ElicitAnswer> {
@@ -144,6 +146,8 @@ fn ask(
                 }
             }
         }
+        // A kind of request this CLI does not know how to put to a person.
+        _ => Some(ElicitAnswer::Decline),
     }
 }
 
@@ -153,6 +157,10 @@ fn ask_form(
     input: &mut dyn BufRead,
     output: &mut dyn Write,
 ) -> Option<ElicitAnswer> {
+    if !form.fields.iter().all(|field| can_ask(&field.kind)) {
+        // A field of a kind this CLI cannot ask for: the form is declined.
+        return Some(ElicitAnswer::Decline);
+    }
     writeln!(output, "smthrs-mcp: server \"{server}\" asks for input.").ok()?;
     writeln!(output, "  The server's words: {}", printable(&form.message)).ok()?;
     loop {
@@ -171,6 +179,18 @@ fn ask_form(
         }
     }
     Some(ElicitAnswer::Accept(content))
+}
+
+/// Whether this CLI knows how to ask for a field of `kind`.
+fn can_ask(kind: &FieldKind) -> bool {
+    matches!(
+        kind,
+        FieldKind::String { .. }
+            | FieldKind::Choice { .. }
+            | FieldKind::MultiChoice { .. }
+            | FieldKind::Number { .. }
+            | FieldKind::Boolean
+    )
 }
 
 /// One field; `Some(None)` leaves it out (its default, if any, then applies).
@@ -192,6 +212,7 @@ fn ask_field(
         FieldKind::Number { integer: true, .. } => "integer".to_owned(),
         FieldKind::Number { .. } => "number".to_owned(),
         FieldKind::Boolean => "y/n".to_owned(),
+        _ => return Some(None), // not asked: `can_ask` declined the form
     };
     let default = field
         .default
@@ -234,6 +255,7 @@ fn ask_field(
                 "n" | "no" | "false" => Some(Value::Bool(false)),
                 _ => None,
             },
+            _ => return Some(None), // not asked: `can_ask` declined the form
         };
         match value {
             Some(value) => return Some(Some(value)),

@@ -291,11 +291,7 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
     let max_frame = Limits::usize_of(ctx.limits.max_frame_bytes);
     Ok(Connection {
         medium: Medium::Stream,
-        sink: Box::new(StdinSink {
-            stdin: Some(stdin),
-            slices: Vec::new(),
-            partial: None,
-        }),
+        sink: Box::new(StdinSink::new(stdin, "stdin closed")),
         source: Box::new(StdoutSource {
             reader: FramedReader::new(stdout, max_frame),
             exit: exit_rx.clone(),

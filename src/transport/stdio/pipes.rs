@@ -1,25 +1,25 @@
-//! The child's three pipes: [`StdinSink`] writes frames to stdin (`writev`, and the
-//! non-blocking direct write), [`StdoutSource`] reads frames from stdout through the
-//! bounded framer and reports how the child ended, and [`drain_stderr`] feeds
-//! stderr into the redacting collector.
+//! The child's three pipes: [`StdinSink`] writes frames to stdin (the shared
+//! [`LineSink`]), [`StdoutSource`] reads frames from stdout through the bounded
+//! framer and reports how the child ended, and [`drain_stderr`] feeds stderr into
+//! the redacting collector.
 
-use std::io::IoSlice;
-use std::pin::Pin;
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::watch;
 
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::redact::StderrCollector;
 use crate::transport::framing::{Framed, FramedReader};
-use crate::transport::{FrameSink, FrameSource, InboundEvent, OutboundFrame, TrySend};
+use crate::transport::lines::{LineSink, too_long};
+use crate::transport::{FrameSource, InboundEvent};
+
+/// Frames to the child's stdin; a failed write is `connection_closed` "stdin closed".
+pub(super) type StdinSink = LineSink<ChildStdin>;
 
 /// After stdout EOF, how long the reader waits for the exit status.
 pub const EXIT_GRACE: Duration = Duration::from_millis(100);
@@ -56,128 +56,6 @@ fn exit_message(status: &ExitStatus) -> String {
         }
     }
     "exited".to_string()
-}
-
-/// Writes frames to the child's stdin: each frame and its newline in one `writev`
-/// (a batch in as few as the pipe allows), with no copy into a buffer.
-pub(super) struct StdinSink {
-    pub(super) stdin: Option<ChildStdin>,
-    /// The `writev` slice list, kept empty between writes so that its
-    /// allocation is reused (see [`reuse_slices`]).
-    pub(super) slices: Vec<IoSlice<'static>>,
-    /// What a non-blocking write ([`FrameSink::try_send_now`]) left unwritten: the
-    /// rest of the frame's bytes and whether its newline is still due. Written
-    /// before anything else.
-    pub(super) partial: Option<(Bytes, bool)>,
-}
-
-impl StdinSink {
-    async fn write_all(&mut self, frames: &[OutboundFrame]) -> Result<()> {
-        let closed = || Error::closed("stdin closed");
-        let stdin = self.stdin.as_mut().ok_or_else(closed)?;
-        let partial = self.partial.take();
-        let mut slices = reuse_slices(std::mem::take(&mut self.slices));
-        let written = write_frames(stdin, &mut slices, partial.as_ref(), frames).await;
-        self.slices = reuse_slices(slices);
-        if written.is_err() {
-            self.stdin = None;
-            return Err(closed());
-        }
-        Ok(())
-    }
-}
-
-/// An empty slice list of any lifetime, in the allocation of `slices` (cleared):
-/// `IoSlice`s of every lifetime have one layout, and collecting a mapped
-/// `vec::IntoIter` into a `Vec` of the same layout reuses its buffer. Lists
-/// grown past 1024 slices (a huge batch) are not kept.
-fn reuse_slices<'a>(mut slices: Vec<IoSlice<'_>>) -> Vec<IoSlice<'a>> {
-    slices.clear();
-    if slices.capacity() > 1024 {
-        return Vec::new();
-    }
-    slices.into_iter().map(|_| IoSlice::new(&[])).collect()
-}
-
-/// Writes `partial` (the unwritten rest of an earlier frame), then each frame
-/// followed by a newline, with vectored writes.
-async fn write_frames<'a>(
-    stdin: &mut ChildStdin,
-    slices: &mut Vec<IoSlice<'a>>,
-    partial: Option<&'a (Bytes, bool)>,
-    frames: &'a [OutboundFrame],
-) -> std::io::Result<()> {
-    slices.reserve(2 + 2 * frames.len());
-    if let Some((rest, newline)) = partial {
-        slices.push(IoSlice::new(rest));
-        if *newline {
-            slices.push(IoSlice::new(b"\n"));
-        }
-    }
-    for frame in frames {
-        slices.push(IoSlice::new(&frame.bytes));
-        slices.push(IoSlice::new(b"\n"));
-    }
-    let mut remaining = &mut slices[..];
-    while remaining.iter().any(|slice| !slice.is_empty()) {
-        let written = stdin.write_vectored(remaining).await?;
-        if written == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        IoSlice::advance_slices(&mut remaining, written);
-    }
-    stdin.flush().await
-}
-
-impl FrameSink for StdinSink {
-    fn send(&mut self, frame: OutboundFrame) -> BoxFuture<'_, Result<()>> {
-        Box::pin(async move { self.write_all(std::slice::from_ref(&frame)).await })
-    }
-
-    fn send_batch<'a>(
-        &'a mut self,
-        frames: &'a mut Vec<OutboundFrame>,
-    ) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            let result = self.write_all(frames).await;
-            frames.clear();
-            result
-        })
-    }
-
-    fn try_send_now(&mut self, frame: OutboundFrame, busy: bool) -> TrySend {
-        // With replies pending, let the writer gather frames into one `writev`.
-        if busy || self.partial.is_some() {
-            return TrySend::WouldBlock(frame);
-        }
-        let Some(stdin) = self.stdin.as_mut() else {
-            return TrySend::Failed(Error::closed("stdin closed"));
-        };
-        // One non-blocking `writev`: a pipe with room takes the whole frame.
-        let mut cx = Context::from_waker(Waker::noop());
-        let slices = [IoSlice::new(&frame.bytes), IoSlice::new(b"\n")];
-        let total = frame.bytes.len() + 1;
-        match Pin::new(stdin).poll_write_vectored(&mut cx, &slices) {
-            Poll::Ready(Ok(written)) if written >= total => TrySend::Sent,
-            Poll::Ready(Ok(0)) => {
-                self.stdin = None;
-                TrySend::Failed(Error::closed("stdin closed"))
-            }
-            Poll::Ready(Ok(written)) => {
-                let at = written.min(frame.bytes.len());
-                self.partial = Some((frame.bytes.slice(at..), true));
-                TrySend::SentPartly
-            }
-            Poll::Ready(Err(error)) if error.kind() == std::io::ErrorKind::Interrupted => {
-                TrySend::WouldBlock(frame)
-            }
-            Poll::Ready(Err(_)) => {
-                self.stdin = None;
-                TrySend::Failed(Error::closed("stdin closed"))
-            }
-            Poll::Pending => TrySend::WouldBlock(frame),
-        }
-    }
 }
 
 pub(super) struct StdoutSource {
@@ -247,10 +125,7 @@ impl StdoutSource {
 
 impl StdoutSource {
     fn too_long(&self) -> InboundEvent {
-        InboundEvent::Closed(Error::protocol(format!(
-            "inbound frame of more than {0} bytes; maxFrameBytes is {0}",
-            self.max_frame
-        )))
+        too_long(self.max_frame)
     }
 }
 
@@ -267,29 +142,5 @@ impl FrameSource for StdoutSource {
             Framed::TooLong => Some(self.too_long()),
             Framed::Eof => None,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_slice_list_keeps_its_allocation_between_writes() {
-        let frame = b"frame".to_vec();
-        let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(130);
-        slices.push(IoSlice::new(&frame));
-        let buffer = slices.as_ptr() as usize;
-        let kept: Vec<IoSlice<'static>> = reuse_slices(slices);
-        assert!(kept.is_empty());
-        assert_eq!(kept.capacity(), 130);
-        assert_eq!(
-            kept.as_ptr() as usize,
-            buffer,
-            "the same buffer, not a new one"
-        );
-        // A list grown huge is dropped rather than kept.
-        let huge: Vec<IoSlice<'_>> = Vec::with_capacity(4096);
-        assert_eq!(reuse_slices(huge).capacity(), 0);
     }
 }
