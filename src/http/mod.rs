@@ -22,16 +22,20 @@ use http_body_util::combinators::UnsyncBoxBody;
 
 use crate::error::Error;
 
+// The stack's types. The public names are `layer::BoxError` and
+// `transport::http::{HttpRequest, ResponseBody, HttpResponse}`, aliases of the
+// same types: this module is internal, and imports neither of those two.
+
 /// The boxed error type services in this crate's HTTP stack return (tower's usual
 /// `BoxError`). Errors this crate produces itself are boxed [`crate::Error`]s.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// The request type of the HTTP stack.
-pub type HttpRequest = http::Request<Full<Bytes>>;
+pub(crate) type HttpRequest = http::Request<Full<Bytes>>;
 /// The response body type of the HTTP stack.
-pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
+pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 /// The response type of the HTTP stack.
-pub type HttpResponse = http::Response<ResponseBody>;
+pub(crate) type HttpResponse = http::Response<ResponseBody>;
 
 /// The (scheme, lower-cased host, effective port) triple of an absolute URI, or
 /// `None` when the URI is not absolute `http`/`https`.

@@ -60,8 +60,8 @@ use http::{Method, Request};
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
+use super::BoxError;
 use crate::error::{Error, ErrorKind, Result, truncate};
-use crate::http::BoxError;
 
 const GET: u8 = 1;
 const POST: u8 = 2;

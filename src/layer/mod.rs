@@ -54,4 +54,6 @@ pub use bearer_auth::{BearerAuth, BearerAuthLayer};
 pub use egress_policy::{EgressGrants, EgressPolicy, EgressPolicyLayer};
 pub use oauth::{OAuthLayer, OAuthService};
 
-pub use crate::http::BoxError;
+/// The boxed error type services in this crate's HTTP stack return (tower's usual
+/// `BoxError`). Errors this crate produces itself are boxed [`crate::Error`]s.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;

@@ -47,9 +47,10 @@ use http::header::{AUTHORIZATION, HeaderValue};
 use http::{HeaderMap, StatusCode};
 use tower::{Layer, Service, ServiceExt};
 
+use super::BoxError;
 use crate::diagnostics::Diagnostics;
 use crate::error::{Error, ErrorKind};
-use crate::http::{BoxError, HttpRequest, HttpResponse, origin_of};
+use crate::http::{HttpRequest, HttpResponse, origin_of};
 
 /// The token a request is sent with, and which generation of the chain's
 /// tokens it is (a challenge answering an older one need not run the chain).

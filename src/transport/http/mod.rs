@@ -14,7 +14,7 @@
 //!    `net:<method>:<origin>` grant allows, before anything leaves the process;
 //! 4. [`BearerAuthLayer`]: the bearer token, marked
 //!    sensitive and restricted to the endpoint's origin (or the
-//!    [`OAuthLayer`](crate::layer::OAuthLayer) when OAuth is configured);
+//!    [`OAuthLayer`] when OAuth is configured);
 //! 5. the MCP header/session layer: `Accept`, `Content-Type`, `Mcp-Session-Id`;
 //! 6. the transport's one HTTP client: hyper-util's pooled `client::legacy::Client`
 //!    over hyper-rustls (the `ring` provider; HTTP/2 via ALPN where the server
@@ -138,16 +138,24 @@ use crate::diagnostics::Diagnostics;
 use crate::error::{Error, Result};
 use crate::http::client::{self, AddressGuard, HttpClient};
 use crate::http::redirect;
-use crate::layer::{BearerAuthLayer, EgressGrants, EgressPolicyLayer, OAuthLayer};
+use crate::layer::{BearerAuthLayer, BoxError, EgressGrants, EgressPolicyLayer, OAuthLayer};
 use crate::transport::{Connection, Transport, TransportContext};
 
-pub use crate::http::{BoxError, HttpRequest, HttpResponse, ResponseBody};
+use bytes::Bytes;
+use http_body_util::Full;
+use http_body_util::combinators::UnsyncBoxBody;
 
 mod driver;
 mod headers;
 mod session;
 mod sse;
 
+/// The request type of the HTTP stack.
+pub type HttpRequest = http::Request<Full<Bytes>>;
+/// The response body type of the HTTP stack.
+pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
+/// The response type of the HTTP stack.
+pub type HttpResponse = http::Response<ResponseBody>;
 /// The type-erased service the stack is built from, and what
 /// [`HttpTransportBuilder::layer`] wraps.
 pub type HttpService = BoxCloneService<HttpRequest, HttpResponse, BoxError>;
