@@ -33,9 +33,11 @@
 //!
 //! Every request the chain makes goes through the egress grants and the
 //! [`policy`] on discovered URLs and the addresses they resolve to; no redirect is
-//! followed, every body is capped, every request has a deadline. Tokens, codes,
-//! verifiers, `state`, secrets and assertions never reach `Debug`, `Display` or an
-//! error.
+//! followed, every body is capped, every request has a deadline. The chain has no
+//! HTTP client of its own: its stack (`auth::http`) runs over the transport's,
+//! which applies the address policy to every connection outside the MCP
+//! endpoint's origin. Tokens, codes, verifiers, `state`, secrets and assertions
+//! never reach `Debug`, `Display` or an error.
 //!
 //! When a person must act and no authorizer is installed (the CLI's `tools` and
 //! `call`), the request fails at once with `unauthorized` and the configured

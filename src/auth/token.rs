@@ -1,5 +1,5 @@
 //! Token requests (authorization code, refresh, client credentials) through the
-//! `oauth2` crate, driven by the chain's own HTTP client, and the token set the
+//! `oauth2` crate, driven by the chain's HTTP stack, and the token set the
 //! chain keeps.
 //!
 //! Every request carries `resource` (RFC 8707), the PRM string byte for byte. The
