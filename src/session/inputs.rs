@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use super::engine::{Shared, lock};
+use super::engine::{Core, lock};
 use super::modern::undeclared_input;
 use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::handler::{self, HostCapabilities, HostHandler, MAX_CONCURRENT_INPUTS, Refusal};
@@ -67,7 +67,7 @@ impl Inputs {
     /// Answers every entry of an `inputRequests` map (2026-07-28), or fails the call.
     pub(crate) async fn answer_all(
         &self,
-        shared: &Arc<Shared>,
+        shared: &Arc<Core>,
         requests: Map<String, Value>,
     ) -> Result<Map<String, Value>> {
         let server = &shared.server;
@@ -107,7 +107,7 @@ impl Inputs {
     /// every pending request's deadline moves on by the host's time.
     async fn answer(
         &self,
-        shared: &Shared,
+        shared: &Core,
         method: &'static str,
         params: &Value,
         pause: bool,
@@ -179,7 +179,7 @@ impl Inputs {
     /// outbound queue like any reply. At most [`MAX_CONCURRENT_INPUTS`] at once.
     pub(crate) fn answer_legacy(
         &self,
-        shared: &Arc<Shared>,
+        shared: &Arc<Core>,
         id: Id,
         method: &'static str,
         params: Value,

@@ -68,8 +68,11 @@ pub(crate) fn notification_meta(method: &'static str, wire: Wire) -> FrameMeta {
     }
 }
 
-/// What the session's tasks share.
-pub(crate) struct Shared {
+/// The session's core, shared by its tasks and callers: ids, pending requests,
+/// the outbound queue, the terminal transition (and, until the protocol layer
+/// owns them, the era's and the client's state: `reinit`, `wire`, `inputs`,
+/// `catalog`, `pin`).
+pub(crate) struct Core {
     pub(crate) server: Arc<str>,
     pub(crate) limits: Limits,
     pub(crate) diagnostics: Diagnostics,
@@ -83,7 +86,7 @@ pub(crate) struct Shared {
     /// While it is non-zero no frame is written directly: nothing overtakes them.
     backlog: AtomicUsize,
     /// The sink, while the writer task is idle: a caller may then write its frame
-    /// directly ([`Shared::write_now`]). Taken by the writer while it writes, and
+    /// directly ([`Core::write_now`]). Taken by the writer while it writes, and
     /// dropped when the writer ends.
     sink: Mutex<Option<Box<dyn FrameSink>>>,
     /// The frozen catalog, once the handshake has produced it (the HTTP 404
@@ -139,17 +142,17 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-impl Shared {
+impl Core {
     pub(crate) fn new(
         server: Arc<str>,
         limits: Limits,
         diagnostics: Diagnostics,
         medium: Medium,
         inputs: Arc<Inputs>,
-    ) -> (Arc<Shared>, mpsc::Receiver<Queued>) {
+    ) -> (Arc<Core>, mpsc::Receiver<Queued>) {
         let capabilities = inputs.capabilities();
         let (queue, rx) = mpsc::channel(queue_slots(&limits));
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Core {
             server,
             limits,
             diagnostics,
@@ -329,12 +332,12 @@ mod tests {
     use super::*;
     use crate::error::ErrorKind;
 
-    fn shared(max_outbound_frame_bytes: u64) -> Arc<Shared> {
+    fn shared(max_outbound_frame_bytes: u64) -> Arc<Core> {
         let limits = Limits {
             max_outbound_frame_bytes,
             ..Limits::default()
         };
-        Shared::new(
+        Core::new(
             "s".into(),
             limits,
             Diagnostics::default(),
