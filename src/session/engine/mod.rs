@@ -27,10 +27,12 @@ use super::era::{MODERN_PROTOCOL_VERSION, RequestMeta, Wire, WireCell};
 use super::inputs::Inputs;
 use super::legacy::Reinit;
 
+mod pause;
 mod reader;
 mod request;
 mod writer;
 
+pub(crate) use pause::PauseClock;
 pub(crate) use reader::run_reader;
 use request::{PendingMap, WRITTEN};
 pub(crate) use request::{RequestCtl, RequestOptions};
@@ -107,6 +109,8 @@ pub(crate) struct Core {
     pub(crate) capabilities: Value,
     /// The host's answers to input requests.
     pub(crate) inputs: Arc<Inputs>,
+    /// The time the host spent answering legacy server requests.
+    pub(crate) pauses: PauseClock,
     /// The catalog pin the host gave, once the connect checked it.
     pub(crate) pin: OnceLock<crate::pin::CatalogPin>,
     /// Noise frames dropped (for the `tracing` end-of-session event).
@@ -171,6 +175,7 @@ impl Core {
             request_meta: RequestMeta::new(MODERN_PROTOCOL_VERSION, &capabilities),
             capabilities,
             inputs,
+            pauses: PauseClock::default(),
             pin: OnceLock::new(),
             noise: AtomicU64::new(0),
             dropped: AtomicU64::new(0),

@@ -27,9 +27,9 @@ use crate::transport::{
     CallHeaders, Exchange, FrameMeta, Medium, OutboundFrame, RequestControl, RequestHandle,
 };
 
+use super::PauseClock;
 use super::{Core, NotificationFrame, Queued, lock, notification_meta};
 use crate::session::era::Wire;
-use crate::session::inputs::PauseClock;
 
 /// The prefix of the probe's string id: `server-discover-probe-<n>`, where `<n>`
 /// is the engine's id for it (the form the TypeScript client uses).
@@ -411,7 +411,7 @@ impl Core {
         method: &str,
         deadline: Instant,
     ) -> Result<ResultBody> {
-        let mut deadline = ReplyDeadline::new(&self.inputs.clock, deadline);
+        let mut deadline = ReplyDeadline::new(&self.pauses, deadline);
         loop {
             if let Ok(outcome) = tokio::time::timeout_at(deadline.at, Reply(control)).await {
                 return outcome;
@@ -450,7 +450,7 @@ impl Core {
         // a server flooding this exchange can put off for as long as it floods:
         // the clock is also read after every frame, and the loop yields once the
         // task's cooperative budget is spent (DOS.md, "A deadline under a flood").
-        let mut late = ReplyDeadline::new(&self.inputs.clock, deadline);
+        let mut late = ReplyDeadline::new(&self.pauses, deadline);
         loop {
             let step = std::future::poll_fn(|cx| {
                 if let Poll::Ready(outcome) = reply.as_mut().poll(cx) {
