@@ -7,13 +7,11 @@
 //! input request fails its call, and a legacy server request gets `-32601`.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
-use tokio::time::Instant;
 
-use super::engine::{Shared, lock};
+use super::engine::{Core, lock};
 use super::modern::undeclared_input;
 use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::handler::{self, HostCapabilities, HostHandler, MAX_CONCURRENT_INPUTS, Refusal};
@@ -30,10 +28,6 @@ pub(crate) struct Inputs {
     caps: HostCapabilities,
     /// Legacy requests answered at once.
     running: Option<Arc<Semaphore>>,
-    /// How long the host has been answering legacy requests, in total: a
-    /// pending request's deadline moves on by what accrued while it waited.
-    /// (A modern input belongs to one call, whose deadline moves on by itself.)
-    pub(crate) clock: PauseClock,
     /// Legacy requests being answered, by the server's id (its
     /// `notifications/cancelled` ends one).
     legacy: Mutex<Vec<(Id, tokio::task::AbortHandle)>>,
@@ -49,7 +43,6 @@ impl Inputs {
             handler,
             caps,
             running: Some(Arc::new(Semaphore::new(MAX_CONCURRENT_INPUTS))),
-            clock: PauseClock::default(),
             legacy: Mutex::new(Vec::new()),
         }
     }
@@ -67,7 +60,7 @@ impl Inputs {
     /// Answers every entry of an `inputRequests` map (2026-07-28), or fails the call.
     pub(crate) async fn answer_all(
         &self,
-        shared: &Arc<Shared>,
+        shared: &Arc<Core>,
         requests: Map<String, Value>,
     ) -> Result<Map<String, Value>> {
         let server = &shared.server;
@@ -107,7 +100,7 @@ impl Inputs {
     /// every pending request's deadline moves on by the host's time.
     async fn answer(
         &self,
-        shared: &Shared,
+        shared: &Core,
         method: &'static str,
         params: &Value,
         pause: bool,
@@ -116,7 +109,7 @@ impl Inputs {
             return Answer::Refused("nothing is declared".into());
         };
         let limits = &shared.limits;
-        let _paused = pause.then(|| self.clock.pause());
+        let _paused = pause.then(|| shared.pauses.pause());
         let timeout = limits.input_timeout();
         let timed_out = || {
             Answer::Failed(
@@ -179,7 +172,7 @@ impl Inputs {
     /// outbound queue like any reply. At most [`MAX_CONCURRENT_INPUTS`] at once.
     pub(crate) fn answer_legacy(
         &self,
-        shared: &Arc<Shared>,
+        shared: &Arc<Core>,
         id: Id,
         method: &'static str,
         params: Value,
@@ -252,51 +245,6 @@ enum Answer {
 
 fn error_reply(id: &Id, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id.to_value(), "error": {"code": code, "message": message}})
-}
-
-/// The total time the host handler spent answering, including the current answer.
-#[derive(Default)]
-pub(crate) struct PauseClock {
-    state: Mutex<PauseState>,
-}
-
-#[derive(Default)]
-struct PauseState {
-    active: usize,
-    since: Option<Instant>,
-    total: Duration,
-}
-
-impl PauseClock {
-    /// The time accrued so far.
-    pub(crate) fn total(&self) -> Duration {
-        let state = lock(&self.state);
-        state.total + state.since.map_or(Duration::ZERO, |since| since.elapsed())
-    }
-
-    fn pause(&self) -> Paused<'_> {
-        let mut state = lock(&self.state);
-        if state.active == 0 {
-            state.since = Some(Instant::now());
-        }
-        state.active += 1;
-        Paused(self)
-    }
-}
-
-/// Stops the clock's current pause when the last answer ends.
-struct Paused<'a>(&'a PauseClock);
-
-impl Drop for Paused<'_> {
-    fn drop(&mut self) {
-        let mut state = lock(&self.0.state);
-        state.active -= 1;
-        if state.active == 0
-            && let Some(since) = state.since.take()
-        {
-            state.total += since.elapsed();
-        }
-    }
 }
 
 /// The `requestId` of a `notifications/cancelled` frame.

@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::ToolResult;
-use super::engine::{Queued, RequestCtl, RequestOptions, Shared, lock, notification_meta};
+use super::engine::{Core, Queued, RequestCtl, RequestOptions, lock, notification_meta};
 use super::era::{Era, Wire};
 use super::negotiate::{ServerFacts, step_error, walk_catalog};
 use super::{PROPOSED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, client_info};
@@ -35,7 +35,7 @@ struct CallParams<'a> {
 /// Calls `name` with `arguments` (checked by the caller) until `deadline`; the
 /// result is read as the legacy era defines it.
 pub(crate) async fn call_tool(
-    shared: &Arc<Shared>,
+    shared: &Arc<Core>,
     name: &str,
     arguments: Value,
     wire: Wire,
@@ -84,7 +84,7 @@ tokio::task_local! {
 /// version. A JSON-RPC error answering `initialize` is returned as is (a
 /// `remote_error` whose [`Error::remote_code`] the negotiation reads: -32022 from a
 /// modern-only server means "probe again").
-pub(crate) async fn initialize(shared: &Arc<Shared>) -> Result<ServerFacts> {
+pub(crate) async fn initialize(shared: &Arc<Core>) -> Result<ServerFacts> {
     let timeout = shared.limits.handshake_timeout();
     shared.wire.set(Wire::Legacy(None));
     let params = serde_json::json!({
@@ -141,7 +141,7 @@ pub(crate) async fn initialize(shared: &Arc<Shared>) -> Result<ServerFacts> {
 /// only the 2024-11-05 HTTP+SSE transport (a `GET` event stream plus a separate
 /// POST endpoint) answers: the error says so, since this client speaks Streamable
 /// HTTP only. Kind and status are kept.
-fn older_http_transport_hint(shared: &Shared, error: Error) -> Error {
+fn older_http_transport_hint(shared: &Core, error: Error) -> Error {
     if shared.medium != Medium::Exchanges
         || error.kind() != ErrorKind::HttpStatus
         || !matches!(error.http_status(), Some(404 | 405))
@@ -186,7 +186,7 @@ fn looks_like_a_version(v: &str) -> bool {
 
 /// Runs the handshake again on a transport that lost its HTTP session and checks
 /// that the server still offers the same catalog.
-pub(crate) async fn reinitialize(shared: &Arc<Shared>) -> Result<()> {
+pub(crate) async fn reinitialize(shared: &Arc<Core>) -> Result<()> {
     let frozen = shared
         .catalog
         .get()
@@ -206,7 +206,7 @@ pub(crate) async fn reinitialize(shared: &Arc<Shared>) -> Result<()> {
     Ok(())
 }
 
-impl Shared {
+impl Core {
     /// While an HTTP re-initialise runs, a new request would go out without a
     /// session id (and be refused): it waits for the new session instead. `Some`
     /// gives the frame back to be sent now.

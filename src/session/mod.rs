@@ -53,7 +53,7 @@ use crate::limits::{Limits, MAX_JSON_DEPTH};
 use crate::observe;
 use crate::pin::CatalogPin;
 use crate::transport::{Transport, TransportContext};
-use engine::{SCOPE_CLOSED, Shared};
+use engine::{Core, SCOPE_CLOSED};
 use era::Wire;
 use inputs::Inputs;
 use negotiate::{ServerFacts, Verdict};
@@ -341,7 +341,7 @@ enum Connected {
 /// Steps 2-3 of the connect on an open session: the probe (unless legacy is
 /// pinned), then the legacy handshake when the verdict says so, with one more
 /// probe when `initialize` is answered with -32022.
-async fn connect_era(shared: &Arc<Shared>, mode: ProtocolMode) -> Result<Connected> {
+async fn connect_era(shared: &Arc<Core>, mode: ProtocolMode) -> Result<Connected> {
     let fallback = match mode {
         ProtocolMode::Legacy => None,
         ProtocolMode::Auto | ProtocolMode::Modern => match negotiate::probe(shared, mode).await? {
@@ -381,7 +381,7 @@ async fn connect_era(shared: &Arc<Shared>, mode: ProtocolMode) -> Result<Connect
     }
 }
 
-fn modern_connected(shared: &Arc<Shared>, facts: ServerFacts) -> Result<Connected> {
+fn modern_connected(shared: &Arc<Core>, facts: ServerFacts) -> Result<Connected> {
     if !facts.offers_tools {
         return Err(Error::protocol(format!(
             "server \"{}\" does not offer tools",
@@ -395,7 +395,7 @@ fn modern_connected(shared: &Arc<Shared>, facts: ServerFacts) -> Result<Connecte
 /// An open transport with its engine tasks, ended if dropped before the client
 /// owns it.
 struct Opened {
-    shared: Arc<Shared>,
+    shared: Arc<Core>,
     torn_down: watch::Receiver<bool>,
     /// Cleared once the client owns the session.
     armed: bool,
@@ -415,7 +415,7 @@ impl Opened {
             diagnostics: diagnostics.clone(),
         };
         let connection = transport.open(ctx).await?;
-        let (shared, queue) = Shared::new(server, limits, diagnostics, connection.medium, inputs);
+        let (shared, queue) = Core::new(server, limits, diagnostics, connection.medium, inputs);
         let writer = tokio::spawn(engine::run_writer(shared.clone(), connection.sink, queue));
         let reader = tokio::spawn(engine::run_reader(shared.clone(), connection.source));
         let shutdown = connection.shutdown;
@@ -474,7 +474,7 @@ impl Drop for Opened {
 }
 
 struct ClientInner {
-    shared: Arc<Shared>,
+    shared: Arc<Core>,
     /// Becomes true once the transport is torn down; every closer waits on it.
     torn_down: watch::Receiver<bool>,
     catalog: Arc<Catalog>,

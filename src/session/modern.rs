@@ -38,7 +38,7 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use super::ToolResult;
-use super::engine::{RequestOptions, Shared};
+use super::engine::{Core, RequestOptions};
 use super::era::{Era, RequestMeta, Wire};
 use crate::catalog::Tool;
 use crate::error::{Error, ErrorKind, Result};
@@ -71,7 +71,7 @@ struct CallParams<'a> {
 
 /// Calls `tool` in the modern era, answering `input_required` rounds.
 pub(crate) async fn call_tool(
-    shared: &Arc<Shared>,
+    shared: &Arc<Core>,
     tool: &Tool,
     arguments: Value,
     mut wire: Wire,
@@ -223,7 +223,7 @@ pub(crate) async fn call_tool(
 /// client SHOULD re-fetch `tools/list` and retry): `Ok` when the server still
 /// describes `tool` exactly as the frozen catalog does, else `catalog_changed`
 /// (the catalog is a snapshot for the session: reconnect to pick up the change).
-async fn recheck_tool(shared: &Arc<Shared>, tool: &Tool, wire: Wire) -> Result<()> {
+async fn recheck_tool(shared: &Arc<Core>, tool: &Tool, wire: Wire) -> Result<()> {
     let (catalog, _) = super::negotiate::walk_catalog(shared, wire).await?;
     match catalog.get(tool.name()) {
         Some(now) if now.as_sent() == tool.as_sent() => Ok(()),

@@ -37,7 +37,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::SUPPORTED_PROTOCOL_VERSIONS;
-use super::engine::{RequestOptions, Shared};
+use super::engine::{Core, RequestOptions};
 use super::era::{Era, MODERN_PROTOCOL_VERSIONS, ProtocolMode, RequestMeta, Wire};
 use super::facts::{CacheHint, ServerInfo, instructions};
 use crate::catalog::{Catalog, CatalogBuilder};
@@ -97,7 +97,7 @@ fn offers_tools(result: &Value) -> bool {
 }
 
 /// Maps a handshake step's timeout to its public message; other errors pass.
-pub(crate) fn step_error(shared: &Shared, what: &'static str) -> impl Fn(Error) -> Error + use<> {
+pub(crate) fn step_error(shared: &Core, what: &'static str) -> impl Fn(Error) -> Error + use<> {
     let server = shared.server.clone();
     move |error: Error| {
         if error.kind() == ErrorKind::Timeout {
@@ -124,7 +124,7 @@ struct ListParams<'a> {
 /// (absent is what earlier servers send, and what the conformance suite expects
 /// to be read so); `input_required` is not allowed here, and an unknown value is
 /// never read as complete.
-pub(crate) fn require_complete(shared: &Shared, method: &str, result: &Value) -> Result<()> {
+pub(crate) fn require_complete(shared: &Core, method: &str, result: &Value) -> Result<()> {
     match result.get("resultType") {
         None => Ok(()),
         Some(Value::String(kind)) if kind == "complete" => Ok(()),
@@ -140,7 +140,7 @@ pub(crate) fn require_complete(shared: &Shared, method: &str, result: &Value) ->
 /// cap and the repeated-cursor rule still end a walk), `_meta` goes on every
 /// page, and on HTTP tools with invalid `x-mcp-header` annotations are dropped.
 pub(crate) async fn walk_catalog(
-    shared: &Arc<Shared>,
+    shared: &Arc<Core>,
     wire: Wire,
 ) -> Result<(Catalog, Option<CacheHint>)> {
     let timeout = shared.limits.handshake_timeout();
@@ -205,7 +205,7 @@ fn tools_on(page: &Value) -> usize {
 /// cannot reach the last page the count is "at least". The connection fails
 /// either way: a catalog is never truncated.
 async fn past_max_tools(
-    shared: &Arc<Shared>,
+    shared: &Arc<Core>,
     wire: Wire,
     page: &Value,
     mut listed: usize,
@@ -277,7 +277,7 @@ pub(crate) enum Verdict {
 
 /// Sends `server/discover` (once more after a -32022 naming a version we speak)
 /// and classifies the outcome (see the module docs).
-pub(crate) async fn probe(shared: &Arc<Shared>, mode: ProtocolMode) -> Result<Verdict> {
+pub(crate) async fn probe(shared: &Arc<Core>, mode: ProtocolMode) -> Result<Verdict> {
     let mut corrective_used = false;
     loop {
         let version = MODERN_PROTOCOL_VERSIONS[0];
@@ -375,7 +375,7 @@ fn mutual_modern_version(error: &Error) -> Option<&'static str> {
 /// it again replays nothing. This client speaks one modern version, which the
 /// session's `_meta` already states: the retry's wire is that same version.
 pub(crate) fn retry_after_version_error(
-    shared: &Shared,
+    shared: &Core,
     method: &str,
     error: Error,
     used: &mut bool,
@@ -409,7 +409,7 @@ enum ProbeError {
     Respawn,
 }
 
-fn classify_probe_error(shared: &Shared, error: Error) -> Result<ProbeError> {
+fn classify_probe_error(shared: &Core, error: Error) -> Result<ProbeError> {
     let stream = shared.medium == Medium::Stream;
     match error.kind() {
         ErrorKind::UnsupportedProtocolVersion => {

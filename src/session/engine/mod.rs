@@ -27,10 +27,12 @@ use super::era::{MODERN_PROTOCOL_VERSION, RequestMeta, Wire, WireCell};
 use super::inputs::Inputs;
 use super::legacy::Reinit;
 
+mod pause;
 mod reader;
 mod request;
 mod writer;
 
+pub(crate) use pause::PauseClock;
 pub(crate) use reader::run_reader;
 use request::{PendingMap, WRITTEN};
 pub(crate) use request::{RequestCtl, RequestOptions};
@@ -68,8 +70,11 @@ pub(crate) fn notification_meta(method: &'static str, wire: Wire) -> FrameMeta {
     }
 }
 
-/// What the session's tasks share.
-pub(crate) struct Shared {
+/// The session's core, shared by its tasks and callers: ids, pending requests,
+/// the outbound queue, the terminal transition (and, until the protocol layer
+/// owns them, the era's and the client's state: `reinit`, `wire`, `inputs`,
+/// `catalog`, `pin`).
+pub(crate) struct Core {
     pub(crate) server: Arc<str>,
     pub(crate) limits: Limits,
     pub(crate) diagnostics: Diagnostics,
@@ -83,7 +88,7 @@ pub(crate) struct Shared {
     /// While it is non-zero no frame is written directly: nothing overtakes them.
     backlog: AtomicUsize,
     /// The sink, while the writer task is idle: a caller may then write its frame
-    /// directly ([`Shared::write_now`]). Taken by the writer while it writes, and
+    /// directly ([`Core::write_now`]). Taken by the writer while it writes, and
     /// dropped when the writer ends.
     sink: Mutex<Option<Box<dyn FrameSink>>>,
     /// The frozen catalog, once the handshake has produced it (the HTTP 404
@@ -104,6 +109,8 @@ pub(crate) struct Shared {
     pub(crate) capabilities: Value,
     /// The host's answers to input requests.
     pub(crate) inputs: Arc<Inputs>,
+    /// The time the host spent answering legacy server requests.
+    pub(crate) pauses: PauseClock,
     /// The catalog pin the host gave, once the connect checked it.
     pub(crate) pin: OnceLock<crate::pin::CatalogPin>,
     /// Noise frames dropped (for the `tracing` end-of-session event).
@@ -139,17 +146,17 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-impl Shared {
+impl Core {
     pub(crate) fn new(
         server: Arc<str>,
         limits: Limits,
         diagnostics: Diagnostics,
         medium: Medium,
         inputs: Arc<Inputs>,
-    ) -> (Arc<Shared>, mpsc::Receiver<Queued>) {
+    ) -> (Arc<Core>, mpsc::Receiver<Queued>) {
         let capabilities = inputs.capabilities();
         let (queue, rx) = mpsc::channel(queue_slots(&limits));
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Core {
             server,
             limits,
             diagnostics,
@@ -168,6 +175,7 @@ impl Shared {
             request_meta: RequestMeta::new(MODERN_PROTOCOL_VERSION, &capabilities),
             capabilities,
             inputs,
+            pauses: PauseClock::default(),
             pin: OnceLock::new(),
             noise: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
@@ -329,12 +337,12 @@ mod tests {
     use super::*;
     use crate::error::ErrorKind;
 
-    fn shared(max_outbound_frame_bytes: u64) -> Arc<Shared> {
+    fn shared(max_outbound_frame_bytes: u64) -> Arc<Core> {
         let limits = Limits {
             max_outbound_frame_bytes,
             ..Limits::default()
         };
-        Shared::new(
+        Core::new(
             "s".into(),
             limits,
             Diagnostics::default(),

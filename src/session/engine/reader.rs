@@ -15,10 +15,10 @@ use crate::jsonrpc::{self, Inbound, RpcError};
 use crate::transport::{FrameMeta, FrameSource, InboundEvent};
 
 use super::request::reply_key;
-use super::{Shared, lock};
+use super::{Core, lock};
 use crate::session::inputs::INPUT_METHODS;
 
-impl Shared {
+impl Core {
     /// Handles one inbound frame. Returns the terminal error when the frame ends the
     /// session.
     pub(crate) async fn on_frame(self: &Arc<Self>, frame: &[u8]) -> Result<()> {
@@ -209,7 +209,7 @@ pub(super) fn supported_versions(data: Option<&Value>) -> Vec<String> {
 }
 
 /// Reads inbound events until the session ends.
-pub(crate) async fn run_reader(shared: Arc<Shared>, mut source: Box<dyn FrameSource>) {
+pub(crate) async fn run_reader(shared: Arc<Core>, mut source: Box<dyn FrameSource>) {
     // One waiter on `ended` for the whole loop (not one per select).
     let ended = shared.ended.clone();
     let ended = ended.cancelled();

@@ -27,9 +27,9 @@ use crate::transport::{
     CallHeaders, Exchange, FrameMeta, Medium, OutboundFrame, RequestControl, RequestHandle,
 };
 
-use super::{NotificationFrame, Queued, Shared, lock, notification_meta};
+use super::PauseClock;
+use super::{Core, NotificationFrame, Queued, lock, notification_meta};
 use crate::session::era::Wire;
-use crate::session::inputs::PauseClock;
 
 /// The prefix of the probe's string id: `server-discover-probe-<n>`, where `<n>`
 /// is the engine's id for it (the form the TypeScript client uses).
@@ -91,7 +91,7 @@ pub(crate) struct RequestCtl {
     pub(super) watched: AtomicBool,
     pub(super) done_waiters: Notify,
     /// For [`RequestCtl::fail`] (a transport failing just this request).
-    pub(super) shared: Weak<Shared>,
+    pub(super) shared: Weak<Core>,
 }
 
 impl RequestCtl {
@@ -156,7 +156,7 @@ impl RequestControl for RequestCtl {
     }
 }
 
-/// Frames [`Shared::finish_at_hand`] routes after the reply at most, before
+/// Frames [`Core::finish_at_hand`] routes after the reply at most, before
 /// the rest of the exchange is detached.
 const FRAMES_AT_HAND: usize = 16;
 
@@ -255,7 +255,7 @@ pub(super) struct CancelledParams {
     request_id: u64,
 }
 
-/// How [`Shared::request_body`] sends a request.
+/// How [`Core::request_body`] sends a request.
 #[derive(Debug)]
 pub(crate) struct RequestOptions {
     /// What it is written for.
@@ -287,7 +287,7 @@ impl Default for RequestOptions {
     }
 }
 
-impl Shared {
+impl Core {
     /// Sends a request written for `wire` and waits for its reply until
     /// `deadline`. `params` must already hold what `wire` requires (a modern
     /// request's `_meta`).
@@ -312,7 +312,7 @@ impl Shared {
             .map(ResultBody::into_value)
     }
 
-    /// [`Shared::request`] with every option, the result as the reader built it.
+    /// [`Core::request`] with every option, the result as the reader built it.
     pub(crate) async fn request_body<P: Serialize>(
         self: &Arc<Self>,
         method: &'static str,
@@ -411,7 +411,7 @@ impl Shared {
         method: &str,
         deadline: Instant,
     ) -> Result<ResultBody> {
-        let mut deadline = ReplyDeadline::new(&self.inputs.clock, deadline);
+        let mut deadline = ReplyDeadline::new(&self.pauses, deadline);
         loop {
             if let Ok(outcome) = tokio::time::timeout_at(deadline.at, Reply(control)).await {
                 return outcome;
@@ -427,7 +427,7 @@ impl Shared {
         Error::timeout(format!("{method} to server \"{}\" timed out", self.server))
     }
 
-    /// [`Shared::wait_reply`] while driving the request's exchange from this task:
+    /// [`Core::wait_reply`] while driving the request's exchange from this task:
     /// the frames it hands over on the way (an event stream's) and the frame it
     /// ends with are routed here, exactly as the reader would route them (a frame
     /// that ends the session ends it). The reply may also arrive another way;
@@ -450,7 +450,7 @@ impl Shared {
         // a server flooding this exchange can put off for as long as it floods:
         // the clock is also read after every frame, and the loop yields once the
         // task's cooperative budget is spent (DOS.md, "A deadline under a flood").
-        let mut late = ReplyDeadline::new(&self.inputs.clock, deadline);
+        let mut late = ReplyDeadline::new(&self.pauses, deadline);
         loop {
             let step = std::future::poll_fn(|cx| {
                 if let Poll::Ready(outcome) = reply.as_mut().poll(cx) {
@@ -598,7 +598,7 @@ impl Shared {
 
 /// Settles a request's fate when its caller stops waiting (reply, timeout, drop).
 pub(super) struct RequestGuard<'a> {
-    shared: &'a Arc<Shared>,
+    shared: &'a Arc<Core>,
     control: &'a Arc<RequestCtl>,
 }
 

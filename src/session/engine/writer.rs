@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::transport::{Exchange, FrameMeta, FrameSink, OutboundFrame, RequestHandle, TrySend};
 
 use super::request::{QUEUED, WRITTEN};
-use super::{RequestCtl, Shared, lock, queue_slots};
+use super::{Core, RequestCtl, lock, queue_slots};
 
 /// One item of the outbound queue.
 pub(crate) enum Queued {
@@ -31,7 +31,7 @@ pub(crate) enum Queued {
     Flush,
 }
 
-impl Shared {
+impl Core {
     /// Queues a frame that is not a request (notification or reply), waiting for
     /// admission until `deadline`.
     pub(crate) async fn enqueue(
@@ -50,7 +50,7 @@ impl Shared {
         self.submit(frame, None, alone, deadline).await.map(drop)
     }
 
-    /// Writes `frame` at once when it can ([`Shared::write_now`]), else queues it
+    /// Writes `frame` at once when it can ([`Core::write_now`]), else queues it
     /// for the writer, waiting for admission until `deadline`. Returns the
     /// request's exchange when the medium handed it to the caller to drive.
     ///
@@ -186,7 +186,7 @@ impl Shared {
     }
 }
 
-/// One count in [`Shared::backlog`] for an item being admitted: given back unless
+/// One count in [`Core::backlog`] for an item being admitted: given back unless
 /// the item reached the queue (the writer gives it back after writing it), also
 /// when the admitting future is dropped.
 pub(super) struct Backlogged<'a> {
@@ -204,7 +204,7 @@ impl Drop for Backlogged<'_> {
 
 /// Writes queued frames, skipping abandoned requests, batching what is ready.
 pub(crate) async fn run_writer(
-    shared: Arc<Shared>,
+    shared: Arc<Core>,
     sink: Box<dyn FrameSink>,
     mut queue: mpsc::Receiver<Queued>,
 ) {
@@ -281,7 +281,7 @@ pub(crate) async fn run_writer(
 }
 
 /// Drops the parked sink when the writer ends (closing stdin before teardown).
-pub(super) struct ReleaseSink<'a>(&'a Shared);
+pub(super) struct ReleaseSink<'a>(&'a Core);
 
 impl Drop for ReleaseSink<'_> {
     fn drop(&mut self) {
@@ -306,7 +306,7 @@ enum Written {
 /// finished within [`CLOSE_CANCEL_GRACE`](super::CLOSE_CANCEL_GRACE) so that the owed cancellations can follow
 /// it (a half-written frame would garble them). A failed write ends the session.
 async fn write_while_open(
-    shared: &Shared,
+    shared: &Core,
     ended: Pin<&mut tokio_util::sync::WaitForCancellationFuture<'_>>,
     sink: &mut Box<dyn FrameSink>,
     frames: &mut Vec<OutboundFrame>,
@@ -340,7 +340,7 @@ async fn write_while_open(
 /// closes; the HTTP transport may send its `DELETE`). Nothing is owed when the
 /// session ended any other way.
 async fn write_owed_cancellations(
-    shared: &Shared,
+    shared: &Core,
     mut sink: Box<dyn FrameSink>,
     queue: &mut mpsc::Receiver<Queued>,
     frames: &mut Vec<OutboundFrame>,
