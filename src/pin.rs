@@ -13,7 +13,7 @@
 //! Both are `sha256:` and 64 hex digits; equal for an unchanged catalog across
 //! runs, processes and machines, whatever order the server lists the tools in.
 //!
-//! [`ClientBuilder::pin`](crate::ClientBuilder::pin) makes the connect (and the
+//! `ClientBuilder::pin` makes the connect (and the
 //! legacy HTTP re-initialise after a `404`) fail with `catalog_changed` when the
 //! catalog differs, naming the tools added, removed or changed: names only, never
 //! other server text.

@@ -10,7 +10,7 @@
 //!   ([`RequestMeta`]); HTTP requests carry standard headers and no session.
 //!
 //! [`ProtocolMode`] is the host's choice; the era a session ended up in is
-//! [`Client::era`](crate::Client::era). The rules that decide it (probe, corrective
+//! [`Client::era`](crate::session::Client::era). The rules that decide it (probe, corrective
 //! retry, fallback) live in [`negotiate`](super::negotiate).
 
 use std::sync::atomic::{AtomicU8, Ordering};

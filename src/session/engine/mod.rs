@@ -41,7 +41,7 @@ pub(crate) use writer::{Queued, run_writer};
 /// The message of the terminal error recorded by `close()` and by dropping the client.
 pub(crate) const SCOPE_CLOSED: &str = "connection scope closed";
 
-/// How long closing the scope ([`Client::close`](crate::Client::close), or the
+/// How long closing the scope ([`Client::close`](crate::session::Client::close), or the
 /// teardown after the last handle is dropped) spends writing the
 /// `notifications/cancelled` it owes (for calls that timed out or were dropped, and
 /// for calls still waiting when the scope closed) before the transport is torn
