@@ -13,7 +13,7 @@
 //! - [`oauth`]: [`OAuthLayer`] holds the OAuth token of one server and runs its
 //!   authorization chain on a `401` (in place of [`BearerAuthLayer`] for entries
 //!   that use OAuth). The chain is the auth module's; the layer knows it only
-//!   through the small [`oauth::Authorization`] trait it implements, so this
+//!   through the small `oauth::Authorization` trait it implements, so this
 //!   module imports neither the auth module nor the transport.
 //!
 //! The transport stacks them as: your own layers, then the same-origin redirects

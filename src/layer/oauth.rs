@@ -15,7 +15,7 @@
 //! go through a stack of their own (their egress grants, the address policy, no
 //! session headers) over the transport's one HTTP client.
 //!
-//! The layer knows the chain only through [`Authorization`], which the auth
+//! The layer knows the chain only through `Authorization`, which the auth
 //! module's chain implements: this module names no type of the auth module.
 //!
 //! # Example
