@@ -45,8 +45,47 @@ fn code_lines(path: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The names that follow `prefix` in `line` (`crate::` → the top-level module).
+/// The names that follow `prefix` in `line` (`crate::` → the top-level module),
+/// and in a group (`crate::{auth::X, layer::Y}`) the first segment of each
+/// path in it, as far as the line goes.
 fn names_after<'a>(line: &'a str, prefix: &str) -> Vec<&'a str> {
+    let mut names = segments_after(line, prefix);
+    let grouped = format!("{prefix}{{");
+    for (at, _) in line.match_indices(&grouped) {
+        let group = &line[at + grouped.len()..];
+        let mut depth = 0usize;
+        let mut start = 0;
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    names.push(first_segment(&group[start..i]));
+                    break;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    names.push(first_segment(&group[start..i]));
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    names.retain(|name| !name.is_empty());
+    names
+}
+
+/// `auth` of ` auth::X as Y`.
+fn first_segment(path: &str) -> &str {
+    let path = path.trim();
+    let end = path
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(path.len());
+    &path[..end]
+}
+
+/// The path segments that follow `prefix` in `line`.
+fn segments_after<'a>(line: &'a str, prefix: &str) -> Vec<&'a str> {
     line.match_indices(prefix)
         .filter(|(at, _)| {
             // A whole path segment: not `foo_crate::`.
@@ -222,6 +261,10 @@ fn the_scan_sees_imports_and_paths() {
         ["auth", "layer"]
     );
     assert!(names_after("use my_crate::x;", "crate::").is_empty());
+    assert_eq!(
+        names_after("use crate::{auth::X, layer::{Y, Z}, http};", "crate::"),
+        ["auth", "layer", "http"]
+    );
     let mut graph = BTreeMap::new();
     graph.insert("a".to_owned(), BTreeSet::from(["b".to_owned()]));
     graph.insert("b".to_owned(), BTreeSet::from(["c".to_owned()]));

@@ -262,3 +262,18 @@ async fn closing_shuts_the_writing_half_down() {
         "close() returned after the writing half was shut down"
     );
 }
+
+#[tokio::test]
+async fn a_buffering_writer_is_flushed() {
+    // A writer that holds bytes until flushed (as a TLS stream does): every
+    // frame still reaches the server.
+    let mut child = spawn(&scenario("basic"));
+    let writer = tokio::io::BufWriter::with_capacity(64 * 1024, child.stdin.take().unwrap());
+    let transport = DuplexTransport::new(child.stdout.take().unwrap(), writer);
+    let client = connect(transport, Limits::default(), ProtocolMode::Auto).await;
+    for i in 0..5 {
+        let text = format!("buffered {i}");
+        assert_eq!(echo(&client, &text).await.unwrap(), text);
+    }
+    client.close().await;
+}

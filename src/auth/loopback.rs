@@ -107,7 +107,7 @@ impl LoopbackAuthorizer {
     }
 }
 
-const PAGE_OK: &str = "<!doctype html><title>Authorized</title><p>Authorization received. You may close this window.</p>";
+const PAGE_OK: &str = "<!doctype html><title>Authorization received</title><p>Authorization received. You may close this window.</p>";
 const PAGE_NO_CODE: &str = "<!doctype html><title>Not authorized</title><p>The authorization failed: the response carries no code. You may close this window.</p>";
 const PAGE_BAD: &str = "<!doctype html><title>Not accepted</title><p>This request does not belong to the pending authorization.</p>";
 
@@ -348,11 +348,14 @@ mod tests {
     async fn the_page_says_what_happened_and_reflects_no_server_text() {
         let ok = page_for("&code=c0de").await;
         assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
-        assert!(ok.contains("<title>Authorized</title>"), "{ok}");
+        assert!(ok.contains("<title>Authorization received</title>"), "{ok}");
         assert!(!ok.contains("c0de"), "{ok}");
         let hostile = "%3Cscript%3Ealert(1)%3C%2Fscript%3E";
         let denied = page_for(&format!("&error=access_denied&error_description={hostile}")).await;
-        assert!(!denied.contains("<title>Authorized"), "{denied}");
+        assert!(
+            !denied.contains("<title>Authorization received"),
+            "{denied}"
+        );
         assert!(
             denied.contains("denied") && denied.contains("access_denied"),
             "{denied}"
@@ -362,17 +365,26 @@ mod tests {
             "{denied}"
         );
         let failed = page_for("&error=invalid_target").await;
-        assert!(!failed.contains("<title>Authorized"), "{failed}");
+        assert!(
+            !failed.contains("<title>Authorization received"),
+            "{failed}"
+        );
         assert!(failed.contains("invalid_target"), "{failed}");
         let unknown = page_for(&format!("&error={hostile}")).await;
-        assert!(!unknown.contains("<title>Authorized"), "{unknown}");
+        assert!(
+            !unknown.contains("<title>Authorization received"),
+            "{unknown}"
+        );
         assert!(unknown.contains("an unknown error"), "{unknown}");
         assert!(
             !unknown.contains("script") && !unknown.contains("alert"),
             "{unknown}"
         );
         let nothing = page_for("").await;
-        assert!(!nothing.contains("<title>Authorized"), "{nothing}");
+        assert!(
+            !nothing.contains("<title>Authorization received"),
+            "{nothing}"
+        );
     }
 
     #[tokio::test]

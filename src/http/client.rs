@@ -306,6 +306,9 @@ type Pooled = Client<HttpsConnector<Connector>, Full<Bytes>>;
 pub(crate) struct HttpClient {
     client: Arc<Pooled>,
     proxies: Option<Arc<Matcher>>,
+    /// The endpoint, when a guard is set: requests outside its origin connect
+    /// directly ([`Connector`]), so they carry no proxy credentials either.
+    guarded_endpoint: Option<Uri>,
 }
 
 impl HttpClient {
@@ -318,6 +321,7 @@ impl HttpClient {
         guard: Option<(Uri, Arc<dyn AddressGuard>)>,
     ) -> Self {
         let proxies = proxies.map(Arc::new);
+        let guarded_endpoint = guard.as_ref().map(|(endpoint, _)| endpoint.clone());
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()
@@ -333,6 +337,7 @@ impl HttpClient {
         HttpClient {
             client: Arc::new(client),
             proxies,
+            guarded_endpoint,
         }
     }
 }
@@ -357,7 +362,14 @@ impl Service<HttpRequest> for HttpClient {
     fn call(&mut self, mut req: HttpRequest) -> Self::Future {
         // Plain-HTTP proxying sends the request itself to the proxy: it carries the
         // proxy's credentials (a CONNECT tunnel carries them in the CONNECT instead).
+        // A guarded request (outside the endpoint's origin) never goes through the
+        // proxy, so it never carries them.
+        let guarded = self
+            .guarded_endpoint
+            .as_ref()
+            .is_some_and(|endpoint| !same_origin(req.uri(), endpoint));
         if req.uri().scheme_str() == Some("http")
+            && !guarded
             && let Some(mut auth) = self
                 .proxies
                 .as_ref()
@@ -697,6 +709,39 @@ pub(crate) mod tests {
         }
         assert_eq!(proxied.load(Ordering::SeqCst), 0);
         assert_eq!(server.accepted(), 1);
+    }
+
+    /// Keeps every address.
+    struct AllowAll;
+
+    impl AddressGuard for AllowAll {
+        fn keep(&self, addrs: Vec<SocketAddr>) -> BoxFuture<'_, Result<Vec<SocketAddr>>> {
+            Box::pin(async move { Ok(addrs) })
+        }
+    }
+
+    /// A guarded request connects directly, and the proxy's credentials do not
+    /// travel with it to the server.
+    #[tokio::test]
+    async fn a_guarded_request_carries_no_proxy_credentials() {
+        let (target, seen, _) = fake_proxy().await;
+        let (proxy, _, proxied) = fake_proxy().await;
+        let matcher = Matcher::builder()
+            .http(format!("http://user:pass@{proxy}"))
+            .build();
+        let tls = tls_config("t", TlsOptions::default(), false).unwrap();
+        let endpoint: Uri = "http://127.0.0.1:9/mcp".parse().unwrap();
+        let guard: Arc<dyn AddressGuard> = Arc::new(AllowAll);
+        let client = HttpClient::new(tls, Some(matcher), Some((endpoint, guard)));
+        let other = format!("http://localhost:{}/token", target.port());
+        assert_eq!(&call(&client, &other).await[..], b"{}");
+        assert_eq!(proxied.load(Ordering::SeqCst), 0, "not through the proxy");
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(
+            seen[0].1, None,
+            "the proxy's credentials reached the server"
+        );
     }
 
     #[test]

@@ -25,7 +25,8 @@
 //! timed-out probe is never cancelled. A legacy `initialize` answered with -32022
 //! (a modern-only server that was slow to answer the probe) sends the probe once
 //! more. Once modern, a -32022 answering `tools/list` or `tools/call` gets the same
-//! corrective retry, once per request ([`retry_after_version_error`]).
+//! corrective retry, once per `tools/call` and once per catalog walk (the walk
+//! switches version once, for all its pages) ([`retry_after_version_error`]).
 //! [`ProtocolMode::Legacy`] skips the probe; [`ProtocolMode::Modern`]
 //! refuses any verdict but modern with `unsupported_protocol_version`.
 

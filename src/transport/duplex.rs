@@ -148,8 +148,10 @@ impl FrameSink for DuplexSink {
         self.lines.send_batch(frames)
     }
 
-    fn try_send_now(&mut self, frame: OutboundFrame, busy: bool) -> TrySend {
-        self.lines.try_send_now(frame, busy)
+    fn try_send_now(&mut self, frame: OutboundFrame, _busy: bool) -> TrySend {
+        // No direct write: the writer may buffer (a `BufWriter`, a TLS stream),
+        // and only the writer task's path flushes.
+        TrySend::WouldBlock(frame)
     }
 }
 
