@@ -147,7 +147,7 @@ use http_body_util::combinators::UnsyncBoxBody;
 
 mod driver;
 mod headers;
-mod session;
+mod session_id;
 mod sse;
 
 /// The request type of the HTTP stack.
@@ -529,11 +529,15 @@ impl HttpTransport {
         self.inner.egress.grants()
     }
 
-    fn stack(&self, session: Arc<session::SessionState>, diagnostics: &Diagnostics) -> HttpService {
+    fn stack(
+        &self,
+        session: Arc<session_id::SessionState>,
+        diagnostics: &Diagnostics,
+    ) -> HttpService {
         let prepared = &self.inner;
         // One concrete stack under one box (`Either` for the optional layers):
         // each box is an allocation and a dynamic call per request and per clone.
-        let service = session::McpSessionLayer::new(session).layer(prepared.client.clone());
+        let service = session_id::McpSessionLayer::new(session).layer(prepared.client.clone());
         let service = match &prepared.bearer {
             Some(bearer) => Either::Left(bearer.layer(service)),
             None => Either::Right(service),
@@ -578,7 +582,7 @@ impl Transport for HttpTransport {
         let this = self.clone();
         Box::pin(async move {
             ctx.limits.validate()?;
-            let session = Arc::new(session::SessionState::default());
+            let session = Arc::new(session_id::SessionState::default());
             // The OAuth chain reports its steps to this session's observer.
             let service = this.stack(session.clone(), &ctx.diagnostics);
             Ok(driver::open(driver::OpenParams {

@@ -26,7 +26,7 @@ use tower::ServiceExt;
 use tower::util::Oneshot;
 
 use super::headers;
-use super::session::SessionState;
+use super::session_id::SessionState;
 use super::{DEFAULT_RETRY, HttpService, MAX_RETRY, STANDALONE_OPEN_WAIT};
 use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::http::body;
@@ -65,7 +65,7 @@ pub(crate) struct OpenParams {
 pub(crate) fn open(params: OpenParams) -> Connection {
     let queue = Limits::usize_of(params.limits.queue_capacity).clamp(1, MAX_QUEUE);
     let (tx, rx) = mpsc::channel(queue);
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(HttpSession {
         server: params.server,
         endpoint: params.endpoint,
         service: Mutex::new(params.service),
@@ -117,7 +117,8 @@ enum Item {
     Barrier(oneshot::Sender<()>),
 }
 
-struct Shared {
+/// One HTTP session's state, shared by its sink, source, shutdown and exchanges.
+struct HttpSession {
     server: Arc<str>,
     endpoint: Uri,
     service: Mutex<HttpService>,
@@ -148,7 +149,7 @@ struct Shared {
 }
 
 /// Cancels every task once the sink, source and shutdown are all gone.
-struct Guard(Arc<Shared>);
+struct Guard(Arc<HttpSession>);
 
 impl Drop for Guard {
     fn drop(&mut self) {
@@ -183,7 +184,7 @@ enum Resume {
     Handled,
 }
 
-impl Shared {
+impl HttpSession {
     fn terminate(&self, error: Error) {
         let _ = self.terminal.set(error);
         self.work.cancel();
@@ -214,7 +215,7 @@ impl Shared {
         }
     }
 
-    /// [`Shared::deliver`] when the queue is full: waits for room, or for the
+    /// [`HttpSession::deliver`] when the queue is full: waits for room, or for the
     /// transport's end.
     async fn deliver_waiting(&self, item: Item) -> bool {
         tokio::select! {
@@ -426,13 +427,13 @@ fn media_type(response: &HttpResponse) -> Media {
 }
 
 struct HttpSink {
-    shared: Arc<Shared>,
+    shared: Arc<HttpSession>,
     permits: Arc<Semaphore>,
     _guard: Arc<Guard>,
 }
 
 /// Runs a POST's future and delivers the JSON body it ends with through the source.
-async fn deliver_rest(shared: Arc<Shared>, rest: impl Future<Output = Option<Bytes>>) {
+async fn deliver_rest(shared: Arc<HttpSession>, rest: impl Future<Output = Option<Bytes>>) {
     if let Some(frame) = rest.await {
         shared.deliver(InboundEvent::Frame(frame)).await;
     }
@@ -441,7 +442,7 @@ async fn deliver_rest(shared: Arc<Shared>, rest: impl Future<Output = Option<Byt
 /// Runs one request's POST in its own task (until the transport ends).
 fn spawn_post(
     runtime: Option<&tokio::runtime::Handle>,
-    task: Arc<Shared>,
+    task: Arc<HttpSession>,
     frame: OutboundFrame,
     permit: OwnedSemaphorePermit,
 ) {
@@ -522,7 +523,7 @@ impl FrameSink for HttpSink {
 }
 
 struct HttpSource {
-    shared: Arc<Shared>,
+    shared: Arc<HttpSession>,
     rx: mpsc::Receiver<Item>,
     _guard: Arc<Guard>,
 }
@@ -549,7 +550,7 @@ impl FrameSource for HttpSource {
 }
 
 struct HttpShutdown {
-    shared: Arc<Shared>,
+    shared: Arc<HttpSession>,
     _guard: Arc<Guard>,
 }
 

@@ -11,18 +11,18 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::super::SETTLED_STREAM_GRACE;
 use super::super::headers;
-use super::super::session::SentSessionId;
-use super::{Media, Shared, StackResult, media_type};
+use super::super::session_id::SentSessionId;
+use super::{HttpSession, Media, StackResult, media_type};
 use crate::error::{Detail, Error};
 use crate::http::HttpRequest;
 use crate::http::body::{self, BodyError};
 use crate::transport::{Detach, Exchange, InboundEvent, OutboundFrame, Outlet, RequestHandle};
 
-impl Shared {
+impl HttpSession {
     /// Runs one POST to completion (or until its request settled and the grace
     /// period passed, or the request timeout for frames without a request).
     /// Returns the JSON body answering a request, for whoever drives the POST to
-    /// route (see [`Shared::post_exchange`]).
+    /// route (see [`HttpSession::post_exchange`]).
     pub(super) async fn post(
         self: Arc<Self>,
         frame: OutboundFrame,
@@ -71,7 +71,7 @@ impl Shared {
 
     /// Runs `rest` (part of a request's exchange) in a task of its own, bounded
     /// as a spawned POST is: until the transport ends, and for a request until
-    /// [`Shared::until_settled`]; a JSON body it ends with is delivered through the
+    /// [`HttpSession::until_settled`]; a JSON body it ends with is delivered through the
     /// source.
     fn spawn_rest(
         self: &Arc<Self>,
@@ -104,7 +104,7 @@ impl Shared {
     /// A request's POST for its caller to drive ([`TrySend::Exchange`](crate::transport::TrySend::Exchange)): while the
     /// caller drives it, the caller waits for the reply itself, so the exchange
     /// needs no watch on the request; if the caller stops early, the rest runs in
-    /// a task under [`Shared::until_settled`], as a spawned POST would.
+    /// a task under [`HttpSession::until_settled`], as a spawned POST would.
     pub(super) fn driven(
         self: &Arc<Self>,
         frame: OutboundFrame,
@@ -140,7 +140,7 @@ impl Shared {
         }
     }
 
-    /// [`Shared::post`] until the transport ends.
+    /// [`HttpSession::post`] until the transport ends.
     pub(super) async fn post_until_end(
         self: Arc<Self>,
         frame: OutboundFrame,
@@ -162,12 +162,12 @@ impl Shared {
     /// routes it. Everything else (event streams, errors, session expiry) goes
     /// through the source.
     ///
-    /// `outlet`: a caller drives this POST ([`Shared::driven`]); the events of
+    /// `outlet`: a caller drives this POST ([`HttpSession::driven`]); the events of
     /// a stream answering it are handed to that caller to route (through the
     /// source once the caller stopped driving it).
     ///
     /// A plain function returning an `async move` block, and the request built
-    /// by another ([`Shared::post_request`]): an `async fn` would store its
+    /// by another ([`HttpSession::post_request`]): an `async fn` would store its
     /// arguments twice and keep the (moved) request's slot for its whole life,
     /// and this future is boxed once per request.
     #[expect(
@@ -213,7 +213,7 @@ impl Shared {
         Ok(req)
     }
 
-    /// What the answer to a POST means: see [`Shared::post_exchange`].
+    /// What the answer to a POST means: see [`HttpSession::post_exchange`].
     async fn post_response(
         self: &Arc<Self>,
         response: StackResult,

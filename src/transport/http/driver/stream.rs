@@ -10,15 +10,15 @@ use http::header::HeaderValue;
 use http_body_util::{BodyExt, Full};
 use tokio::sync::oneshot;
 
-use super::super::session::SentSessionId;
+use super::super::session_id::SentSessionId;
 use super::super::sse::{BoundedSse, SSE_FRAMING_ALLOWANCE, SseByteError, SseCursor, SseData};
 use super::super::{DELETE_TIMEOUT, MAX_RESUME_ATTEMPTS};
-use super::{LAST_EVENT_ID, Media, Resume, Shared, StreamEnd, media_type, retry_delay};
+use super::{HttpSession, LAST_EVENT_ID, Media, Resume, StreamEnd, media_type, retry_delay};
 use crate::error::{Error, ErrorKind};
 use crate::http::ResponseBody;
 use crate::transport::{InboundEvent, OutboundFrame, Outlet, RequestHandle};
 
-impl Shared {
+impl HttpSession {
     /// Reads one event stream of a request or of the standalone GET; false when
     /// that ended the transport (too large, malformed) or the transport is ending.
     /// Progress, or a server closing the stream on purpose (2025-11-25 polling),
