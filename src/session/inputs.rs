@@ -11,8 +11,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
-use super::engine::{Core, lock};
+use secrecy::SecretString;
+
+use super::engine::{Core, ServerMessages, lock};
 use super::modern::undeclared_input;
+use crate::diagnostics::DiagnosticEvent;
 use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::handler::{self, HostCapabilities, HostHandler, MAX_CONCURRENT_INPUTS, Refusal};
 use crate::jsonrpc::{self, Id};
@@ -251,4 +254,46 @@ fn error_reply(id: &Id, code: i64, message: &str) -> Value {
 pub(crate) fn cancelled_request(frame: &[u8]) -> Option<Id> {
     let params = jsonrpc::request_params(frame)?;
     Id::from_json(params.get("requestId")?)
+}
+
+/// The legacy era answers the input requests the host declared (and `ping`) and
+/// refuses the rest; 2026-07-28 has no server requests (dropped, and reported).
+/// A legacy `notifications/cancelled` ends the input request it names.
+impl ServerMessages for Inputs {
+    fn request(&self, core: &Arc<Core>, id: Id, method: &str, frame: &[u8]) -> Option<Value> {
+        if core.wire.get().is_modern() {
+            // 2026-07-28: a server sends no requests and a client writes no
+            // responses, not even an error: dropped, and reported.
+            if core.diagnostics.is_enabled() {
+                core.diagnostics
+                    .emit(DiagnosticEvent::ServerRequestDropped {
+                        server: core.server.clone(),
+                        method: SecretString::from(method.to_owned()),
+                    });
+            }
+            return None;
+        }
+        if let Some(input) = INPUT_METHODS.iter().find(|m| **m == method)
+            && self.declares(input)
+        {
+            let params = jsonrpc::request_params(frame).map_or(Value::Null, Value::Object);
+            self.answer_legacy(core, id, input, params);
+            return None;
+        }
+        Some(if method == "ping" {
+            jsonrpc::ping_reply(&id)
+        } else {
+            jsonrpc::method_not_found_reply(&id)
+        })
+    }
+
+    fn notification(&self, _core: &Arc<Core>, method: &str, frame: &[u8]) {
+        // A server cancelling its own input request (legacy).
+        if method == "notifications/cancelled"
+            && self.legacy_running()
+            && let Some(id) = cancelled_request(frame)
+        {
+            self.cancel_legacy(&id);
+        }
+    }
 }

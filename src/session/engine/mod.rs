@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::diagnostics::Diagnostics;
 use crate::error::{Error, Result};
 use crate::json_bounds::LimitedWriter;
+use crate::jsonrpc::Id;
 use crate::limits::Limits;
 use crate::observe;
 use crate::transport::{FrameMeta, FrameSink, Medium};
@@ -70,6 +71,17 @@ pub(crate) fn notification_meta(method: &'static str, wire: Wire) -> FrameMeta {
     }
 }
 
+/// What the protocol layer does with the messages a server starts: the core
+/// routes replies itself and hands requests and notifications here.
+pub(crate) trait ServerMessages: Send + Sync + 'static {
+    /// A request from the server: the reply the core is to queue, if any (a
+    /// request answered elsewhere, or dropped, has none).
+    fn request(&self, core: &Arc<Core>, id: Id, method: &str, frame: &[u8]) -> Option<Value>;
+
+    /// A notification from the server (the core has counted it as dropped).
+    fn notification(&self, core: &Arc<Core>, method: &str, frame: &[u8]);
+}
+
 /// The session's core, shared by its tasks and callers: ids, pending requests,
 /// the outbound queue, the terminal transition (and, until the protocol layer
 /// owns them, the era's and the client's state: `reinit`, `wire`, `inputs`,
@@ -109,6 +121,9 @@ pub(crate) struct Core {
     pub(crate) capabilities: Value,
     /// The host's answers to input requests.
     pub(crate) inputs: Arc<Inputs>,
+    /// The protocol layer's handling of requests and notifications a server
+    /// starts.
+    messages: Arc<dyn ServerMessages>,
     /// The time the host spent answering legacy server requests.
     pub(crate) pauses: PauseClock,
     /// The catalog pin the host gave, once the connect checked it.
@@ -174,6 +189,7 @@ impl Core {
             medium,
             request_meta: RequestMeta::new(MODERN_PROTOCOL_VERSION, &capabilities),
             capabilities,
+            messages: inputs.clone(),
             inputs,
             pauses: PauseClock::default(),
             pin: OnceLock::new(),

@@ -16,7 +16,6 @@ use crate::transport::{FrameMeta, FrameSource, InboundEvent};
 
 use super::request::reply_key;
 use super::{Core, lock};
-use crate::session::inputs::INPUT_METHODS;
 
 impl Core {
     /// Handles one inbound frame. Returns the terminal error when the frame ends the
@@ -51,13 +50,7 @@ impl Core {
             }
             Inbound::Notification { method } => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
-                // A server cancelling its own input request (legacy).
-                if method == "notifications/cancelled"
-                    && self.inputs.legacy_running()
-                    && let Some(id) = crate::session::inputs::cancelled_request(frame)
-                {
-                    self.inputs.cancel_legacy(&id);
-                }
+                self.messages.notification(self, &method, frame);
                 Ok(None)
             }
             Inbound::Response { id, outcome } => {
@@ -82,32 +75,7 @@ impl Core {
                 }
                 Ok(None)
             }
-            Inbound::Request { id, method } => {
-                if self.wire.get().is_modern() {
-                    // 2026-07-28: a server sends no requests and a client writes
-                    // no responses, not even an error: dropped, and reported.
-                    if self.diagnostics.is_enabled() {
-                        self.diagnostics
-                            .emit(DiagnosticEvent::ServerRequestDropped {
-                                server: self.server.clone(),
-                                method: SecretString::from(method),
-                            });
-                    }
-                    return Ok(None);
-                }
-                if let Some(input) = INPUT_METHODS.iter().find(|m| **m == method)
-                    && self.inputs.declares(input)
-                {
-                    let params = jsonrpc::request_params(frame).map_or(Value::Null, Value::Object);
-                    self.inputs.answer_legacy(self, id, input, params);
-                    return Ok(None);
-                }
-                Ok(Some(if method == "ping" {
-                    jsonrpc::ping_reply(&id)
-                } else {
-                    jsonrpc::method_not_found_reply(&id)
-                }))
-            }
+            Inbound::Request { id, method } => Ok(self.messages.request(self, id, &method, frame)),
         }
     }
 
