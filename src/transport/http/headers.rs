@@ -139,10 +139,9 @@ mod tests {
         assert!(!is_stateless(req.headers()));
     }
 
-    #[test]
-    fn stateless_frames_get_the_standard_headers() {
-        let mut req = request();
-        let meta = FrameMeta {
+    /// A 2026-07-28 `tools/call` of `my-tool` with one parameter header.
+    fn stateless_call() -> FrameMeta {
+        FrameMeta {
             method: Some("tools/call"),
             protocol_version: Some("2026-07-28"),
             stateless: true,
@@ -154,7 +153,13 @@ mod tests {
                     value: "us-west1".into(),
                 }],
             })),
-        };
+        }
+    }
+
+    #[test]
+    fn stateless_frames_get_the_standard_headers() {
+        let mut req = request();
+        let meta = stateless_call();
         apply(&mut req, &meta).unwrap();
         let h = req.headers();
         assert_eq!(h["mcp-protocol-version"], "2026-07-28");
@@ -207,19 +212,7 @@ mod tests {
             ..FrameMeta::default()
         };
         assert_eq!(map_for(&legacy, 0).capacity(), 0, "6 headers fit");
-        let meta = FrameMeta {
-            method: Some("tools/call"),
-            protocol_version: Some("2026-07-28"),
-            stateless: true,
-            completes_handshake: false,
-            call: Some(Arc::new(CallHeaders {
-                name: "my-tool".into(),
-                params: vec![ParamHeader {
-                    name: "Region".into(),
-                    value: "us-west1".into(),
-                }],
-            })),
-        };
+        let meta = stateless_call();
         let mut req = request();
         *req.headers_mut() = map_for(&meta, 1);
         let room = req.headers().capacity();
