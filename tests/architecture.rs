@@ -211,7 +211,6 @@ fn the_session_core_names_no_new_part_of_the_protocol_layer() {
         ("mod.rs", "era"),
         ("mod.rs", "inputs"),
         ("mod.rs", "legacy"),
-        ("request.rs", "era"),
     ]
     .into_iter()
     .map(|(file, module)| (file.to_owned(), module.to_owned()))

@@ -44,7 +44,7 @@ pub(crate) async fn call_tool(
     // Serialized as `{"arguments":..,"name":..}` without building a `Value`.
     let params = CallParams { arguments, name };
     let options = RequestOptions {
-        wire,
+        framing: wire.into(),
         cancellable: true,
         tool_call: true,
         ..RequestOptions::default()
@@ -128,7 +128,7 @@ pub(crate) async fn initialize(shared: &Arc<Core>) -> Result<ServerFacts> {
     }))?;
     let meta = FrameMeta {
         completes_handshake: true,
-        ..notification_meta("notifications/initialized", wire)
+        ..notification_meta("notifications/initialized", wire.into())
     };
     shared
         .enqueue(initialized, meta, Instant::now() + timeout)

@@ -101,7 +101,7 @@ pub(crate) async fn call_tool(
             request_state: request_state.as_deref(),
         };
         let options = RequestOptions {
-            wire,
+            framing: wire.into(),
             cancellable: true,
             tool_call: true,
             call: call_headers.clone(),

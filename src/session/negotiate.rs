@@ -290,7 +290,7 @@ pub(crate) async fn probe(shared: &Arc<Core>, mode: ProtocolMode) -> Result<Verd
         let deadline = Instant::now() + shared.limits.probe_timeout();
         // Never cancelled: a legacy server does not know the request.
         let options = RequestOptions {
-            wire,
+            framing: wire.into(),
             cancellable: false,
             quiet: true,
             string_id: true,

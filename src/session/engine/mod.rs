@@ -61,12 +61,22 @@ pub(crate) struct NotificationFrame<'a, P: Serialize> {
     pub(crate) params: Option<P>,
 }
 
-/// The [`FrameMeta`] of a notification written for `wire`.
-pub(crate) fn notification_meta(method: &'static str, wire: Wire) -> FrameMeta {
+/// How a frame is written, as the protocol layer decides it and the core
+/// carries it: the protocol version the frame states (HTTP:
+/// `MCP-Protocol-Version`), once there is one, and whether it is stateless (no
+/// session: each request whole, and on HTTP cut rather than cancelled).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Framing {
+    pub(crate) version: Option<&'static str>,
+    pub(crate) stateless: bool,
+}
+
+/// The [`FrameMeta`] of a notification written with `framing`.
+pub(crate) fn notification_meta(method: &'static str, framing: Framing) -> FrameMeta {
     FrameMeta {
         method: Some(method),
-        protocol_version: wire.version(),
-        stateless: wire.is_modern(),
+        protocol_version: framing.version,
+        stateless: framing.stateless,
         ..FrameMeta::default()
     }
 }
@@ -257,7 +267,7 @@ impl Core {
         for request in abandoned {
             let written = request.state.load(Ordering::Acquire) == WRITTEN;
             if written && request.cancellable {
-                self.send_cancelled(request.id, request.wire);
+                self.send_cancelled(request.id, request.framing);
             }
             request.complete(Err(error.clone()));
         }

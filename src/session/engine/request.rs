@@ -28,8 +28,7 @@ use crate::transport::{
 };
 
 use super::PauseClock;
-use super::{Core, NotificationFrame, Queued, lock, notification_meta};
-use crate::session::era::Wire;
+use super::{Core, Framing, NotificationFrame, Queued, lock, notification_meta};
 
 /// The prefix of the probe's string id: `server-discover-probe-<n>`, where `<n>`
 /// is the engine's id for it (the form the TypeScript client uses).
@@ -70,9 +69,9 @@ pub(crate) struct RequestCtl {
     /// Abandoning it after it was written sends `notifications/cancelled` (never
     /// for `initialize`).
     pub(super) cancellable: bool,
-    /// What it was written for (a stateless request on HTTP is cancelled by
-    /// cutting its exchange, not by a notification).
-    pub(super) wire: Wire,
+    /// How it was written (a stateless request on HTTP is cancelled by cutting
+    /// its exchange, not by a notification).
+    pub(super) framing: Framing,
     /// Its id is written as the string [`PROBE_ID_PREFIX`]`<id>` (the probe), and
     /// only a reply with that string id settles it.
     pub(super) string_id: bool,
@@ -258,8 +257,8 @@ pub(super) struct CancelledParams {
 /// How [`Core::request_body`] sends a request.
 #[derive(Debug)]
 pub(crate) struct RequestOptions {
-    /// What it is written for.
-    pub(crate) wire: Wire,
+    /// How it is written.
+    pub(crate) framing: Framing,
     /// Abandoning it after it was written sends `notifications/cancelled`.
     pub(crate) cancellable: bool,
     /// Read its result as a `tools/call` result when the reader can
@@ -277,7 +276,7 @@ pub(crate) struct RequestOptions {
 impl Default for RequestOptions {
     fn default() -> Self {
         RequestOptions {
-            wire: Wire::Legacy(None),
+            framing: Framing::default(),
             cancellable: true,
             tool_call: false,
             call: None,
@@ -288,9 +287,9 @@ impl Default for RequestOptions {
 }
 
 impl Core {
-    /// Sends a request written for `wire` and waits for its reply until
-    /// `deadline`. `params` must already hold what `wire` requires (a modern
-    /// request's `_meta`).
+    /// Sends a request written with `framing` and waits for its reply until
+    /// `deadline`. `params` must already hold what the framing requires (a
+    /// stateless request's `_meta`).
     ///
     /// `cancellable`: send `notifications/cancelled` if the request is abandoned
     /// after the writer took it (never for `initialize`).
@@ -298,12 +297,12 @@ impl Core {
         self: &Arc<Self>,
         method: &'static str,
         params: P,
-        wire: Wire,
+        framing: impl Into<Framing>,
         deadline: Instant,
         cancellable: bool,
     ) -> Result<Value> {
         let options = RequestOptions {
-            wire,
+            framing: framing.into(),
             cancellable,
             ..RequestOptions::default()
         };
@@ -324,7 +323,7 @@ impl Core {
             return Err(error.clone());
         }
         let RequestOptions {
-            wire,
+            framing,
             cancellable,
             tool_call,
             call,
@@ -337,8 +336,8 @@ impl Core {
         drop(params);
         let meta = FrameMeta {
             method: Some(method),
-            protocol_version: wire.version(),
-            stateless: wire.is_modern(),
+            protocol_version: framing.version,
+            stateless: framing.stateless,
             completes_handshake: false,
             call,
         };
@@ -346,7 +345,7 @@ impl Core {
             id,
             tool_call,
             cancellable,
-            wire,
+            framing,
             string_id,
             quiet,
             state: AtomicU8::new(QUEUED),
@@ -375,7 +374,7 @@ impl Core {
             meta,
             request: Some(RequestHandle::new(control.clone())),
         };
-        let held = if wire.is_modern() {
+        let held = if framing.stateless {
             Some(frame) // the legacy session machinery is not on the modern path
         } else {
             self.hold_for_reinit(frame, &control)
@@ -565,10 +564,10 @@ impl Core {
     }
 
     /// Queues one best-effort `notifications/cancelled` for a request written for
-    /// `wire`. A stateless request on HTTP gets none: cutting its exchange (the
+    /// `framing`. A stateless request on HTTP gets none: cutting its exchange (the
     /// transport does, once the request is abandoned) is its cancellation.
-    pub(super) fn send_cancelled(&self, id: u64, wire: Wire) {
-        if wire.is_modern() && self.medium == Medium::Exchanges {
+    pub(super) fn send_cancelled(&self, id: u64, framing: Framing) {
+        if framing.stateless && self.medium == Medium::Exchanges {
             return;
         }
         let frame = match self.encode(&NotificationFrame {
@@ -587,7 +586,7 @@ impl Core {
         self.backlog.fetch_add(1, Ordering::AcqRel);
         let queued = self.queue.try_send(Queued::Cancel(OutboundFrame {
             bytes: frame,
-            meta: notification_meta("notifications/cancelled", wire),
+            meta: notification_meta("notifications/cancelled", framing),
             request: None,
         }));
         if queued.is_err() {
@@ -623,7 +622,7 @@ impl Drop for RequestGuard<'_> {
                 && control.cancellable
                 && self.shared.terminal().is_none()
             {
-                self.shared.send_cancelled(control.id, control.wire);
+                self.shared.send_cancelled(control.id, control.framing);
             }
         }
     }
