@@ -1122,6 +1122,13 @@ async fn bearer_token_env_is_read_at_build_and_must_be_set() {
     );
 }
 
+/// Opens `transport`, sends a ping and returns how that request failed.
+async fn ping_fails(transport: HttpTransport) -> smthrs_mcp::Error {
+    let Connection { mut sink, .. } = open_with(transport, Limits::default()).await;
+    let call = Pending::new();
+    sink.send(request(PING, &call)).await.unwrap();
+    call.wait_failure().await
+}
 #[tokio::test]
 async fn a_cross_origin_redirect_is_not_followed_and_the_token_stays_home() {
     let other = TestServer::start(|_| async { json(REPLY) }).await;
@@ -1137,10 +1144,7 @@ async fn a_cross_origin_redirect_is_not_followed_and_the_token_stays_home() {
             .follow_same_origin_redirects(follow)
             .build()
             .unwrap();
-        let Connection { mut sink, .. } = open_with(transport, Limits::default()).await;
-        let call = Pending::new();
-        sink.send(request(PING, &call)).await.unwrap();
-        let error = call.wait_failure().await;
+        let error = ping_fails(transport).await;
         assert_eq!(error.kind(), ErrorKind::HttpStatus);
         assert!(error.message().contains("307"), "{error}");
     }
@@ -1196,10 +1200,7 @@ async fn a_redirect_past_the_limit_names_the_setting_and_its_value() {
         .follow_same_origin_redirects(1)
         .build()
         .unwrap();
-    let Connection { mut sink, .. } = open_with(transport, Limits::default()).await;
-    let call = Pending::new();
-    sink.send(request(PING, &call)).await.unwrap();
-    let error = call.wait_failure().await;
+    let error = ping_fails(transport).await;
     assert_eq!(error.kind(), ErrorKind::HttpStatus);
     let message = error.message();
     assert!(message.contains("308"), "{message}");
