@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::engine::Framing;
 use super::{SUPPORTED_PROTOCOL_VERSIONS, client_info};
 
 /// The stateless revision this client speaks.
@@ -134,15 +133,6 @@ impl Wire {
                     .get(usize::from(byte - 1))
                     .copied(),
             )
-        }
-    }
-}
-
-impl From<Wire> for Framing {
-    fn from(wire: Wire) -> Framing {
-        Framing {
-            version: wire.version(),
-            stateless: wire.is_modern(),
         }
     }
 }

@@ -71,6 +71,16 @@ pub(crate) struct Framing {
     pub(crate) stateless: bool,
 }
 
+/// The era's wire, as the core carries it.
+impl From<Wire> for Framing {
+    fn from(wire: Wire) -> Framing {
+        Framing {
+            version: wire.version(),
+            stateless: wire.is_modern(),
+        }
+    }
+}
+
 /// The [`FrameMeta`] of a notification written with `framing`.
 pub(crate) fn notification_meta(method: &'static str, framing: Framing) -> FrameMeta {
     FrameMeta {
