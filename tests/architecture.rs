@@ -1,10 +1,7 @@
 //! The shape rules, checked on the source text: no import cycle between the
-//! top-level modules of `src/`, and the session core (`src/session/engine/`)
-//! naming no more of the protocol layer than it does today.
-//!
-//! Each rule carries the debt the redesign (issue 31) still has to pay as an
-//! explicit list, and fails both when something new joins it and when an entry
-//! is paid off but still listed: the lists only shrink, and they end empty.
+//! top-level modules of `src/`, none between the modules of `src/session/`,
+//! and the session's three layers (core `engine`, `protocol`, `client`)
+//! importing only downward.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -28,7 +25,7 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The lines of a file's non-test code: comments dropped, and everything from
-/// the first `#[cfg(test)]` on (the test module closes a file here). Files that
+/// the first unindented `#[cfg(test)]` on (the test module closes a file here). Files that
 /// are test modules themselves (`tests.rs`, `*_tests.rs`) have none.
 fn code_lines(path: &Path) -> Vec<String> {
     let name = path.file_name().unwrap().to_string_lossy();
@@ -38,7 +35,7 @@ fn code_lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
-        .take_while(|line| line.trim() != "#[cfg(test)]")
+        .take_while(|line| *line != "#[cfg(test)]")
         .map(str::trim)
         .filter(|line| !line.starts_with("//"))
         .map(str::to_owned)
@@ -201,50 +198,127 @@ fn no_import_cycle_between_top_level_modules() {
     );
 }
 
-#[test]
-fn the_session_core_names_no_new_part_of_the_protocol_layer() {
-    // What the core (`session/engine/`) still names of the protocol layer,
-    // file by file: the era's state and the host's inputs it holds until the
-    // protocol layer owns them (issue 31).
-    const PROTOCOL: &[&str] = &["era", "inputs", "legacy", "modern", "negotiate", "facts"];
-    let known: BTreeSet<(String, String)> = [
-        ("mod.rs", "era"),
-        ("mod.rs", "inputs"),
-        ("mod.rs", "legacy"),
-    ]
-    .into_iter()
-    .map(|(file, module)| (file.to_owned(), module.to_owned()))
-    .collect();
-    let core = src().join("session").join("engine");
-    let mut found = BTreeSet::new();
-    for path in rust_files(&core) {
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        // From `engine/mod.rs`, `super::` is the session module; from the
-        // files under it, `super::super::` is.
-        let parent = if file == "mod.rs" {
-            "super::"
+/// The module path of a file under `src/` (`session/protocol/legacy.rs` →
+/// `session::protocol::legacy`; a `mod.rs` is its directory's module).
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let mut segments: Vec<String> = file
+        .strip_prefix(src)
+        .unwrap()
+        .iter()
+        .map(|s| s.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if segments.last().is_some_and(|last| last == "mod") {
+        segments.pop();
+    }
+    segments
+}
+
+/// Module → the modules its non-test code names, for every file under
+/// `src/<root>/`: paths through `crate::<root>::`, `super::` (as far up as it
+/// goes) and, from a `mod.rs`, its own children. A module naming one of its
+/// ancestors or descendants is left out (a module and the modules it declares
+/// are one unit); what remains are the imports between siblings and cousins.
+fn submodule_graph(root: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let src = src();
+    let files = rust_files(&src.join(root));
+    let modules: Vec<Vec<String>> = files.iter().map(|f| module_path(&src, f)).collect();
+    let known: BTreeSet<Vec<String>> = modules.iter().cloned().collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (file, module) in files.iter().zip(&modules) {
+        let is_mod_rs = file.file_name().is_some_and(|n| n == "mod.rs");
+        let mut bases: Vec<(String, Vec<String>)> =
+            vec![(format!("crate::{root}::"), vec![root.to_owned()])];
+        // From `a/b.rs` (module a::b), `super::` is `a`; from `a/b/mod.rs`
+        // (module a::b) it is `a` as well.
+        let mut prefix = String::new();
+        let mut base = module.clone();
+        while base.len() > 1 {
+            base.pop();
+            prefix.push_str("super::");
+            bases.push((prefix.clone(), base.clone()));
+        }
+        let children: Vec<&Vec<String>> = if is_mod_rs {
+            known
+                .iter()
+                .filter(|m| m.len() == module.len() + 1 && m.starts_with(module))
+                .collect()
         } else {
-            "super::super::"
+            Vec::new()
         };
-        for line in code_lines(&path) {
-            for prefix in ["crate::session::", parent] {
+        let entry = graph.entry(module.join("::")).or_default();
+        for line in code_lines(file) {
+            let mut named: Vec<Vec<String>> = Vec::new();
+            for (prefix, base) in &bases {
+                // `super::super::x` also contains `super::x`: take the longest.
                 for name in names_after(&line, prefix) {
-                    if PROTOCOL.contains(&name) {
-                        found.insert((file.clone(), name.to_owned()));
+                    if name == "super" {
+                        continue;
                     }
+                    let mut target = base.clone();
+                    target.push(name.to_owned());
+                    named.push(target);
+                }
+            }
+            for child in &children {
+                let name = child.last().unwrap();
+                let bare = format!("{name}::");
+                if segments_after(&line, &bare).is_empty() && !line.contains(&format!("{{{bare}")) {
+                    continue;
+                }
+                named.push((*child).clone());
+            }
+            for mut target in named {
+                while !target.is_empty() && !known.contains(&target) {
+                    target.pop();
+                }
+                let related = target.starts_with(module) || module.starts_with(&target);
+                if !target.is_empty() && !related {
+                    entry.insert(target.join("::"));
                 }
             }
         }
     }
-    let new: Vec<_> = found.difference(&known).collect();
+    graph
+}
+
+#[test]
+fn no_import_cycle_inside_the_session() {
+    let found = cycles(&submodule_graph("session"));
     assert!(
-        new.is_empty(),
-        "the session core names more of the protocol layer: {new:?}"
+        found.is_empty(),
+        "import cycles between the session's modules: {found:?}"
     );
-    let paid: Vec<_> = known.difference(&found).collect();
+}
+
+#[test]
+fn the_session_layers_import_only_downward() {
+    // The core (`engine`) knows no era and no client; the protocol layer knows
+    // the core and not the client; the client sits on both (issue 31 §1).
+    let layer = |module: &str| match module.split("::").nth(1) {
+        Some("engine") => Some(0),
+        Some("protocol") => Some(1),
+        Some("client") => Some(2),
+        _ => None,
+    };
+    let graph = submodule_graph("session");
     assert!(
-        paid.is_empty(),
-        "no longer named by the core, remove from this test's list: {paid:?}"
+        graph.contains_key("session::protocol::legacy")
+            && graph["session::client"].contains("session::protocol"),
+        "the scan sees the session's modules: {graph:?}"
+    );
+    let mut upward = Vec::new();
+    for (from, targets) in &graph {
+        for to in targets {
+            if let (Some(a), Some(b)) = (layer(from), layer(to))
+                && a < b
+            {
+                upward.push(format!("{from} -> {to}"));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "the session's layers import upward: {upward:?}"
     );
 }
 

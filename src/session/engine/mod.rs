@@ -6,7 +6,7 @@
 //! (routing inbound frames and the reader task). This file holds what they
 //! share: the session's state, its terminal transition and frame encoding.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
@@ -22,11 +22,7 @@ use crate::json_bounds::LimitedWriter;
 use crate::jsonrpc::Id;
 use crate::limits::Limits;
 use crate::observe;
-use crate::transport::{FrameMeta, FrameSink, Medium};
-
-use super::era::{MODERN_PROTOCOL_VERSION, RequestMeta, Wire, WireCell};
-use super::inputs::Inputs;
-use super::legacy::Reinit;
+use crate::transport::{FrameMeta, FrameSink, Medium, OutboundFrame};
 
 mod pause;
 mod reader;
@@ -71,16 +67,6 @@ pub(crate) struct Framing {
     pub(crate) stateless: bool,
 }
 
-/// The era's wire, as the core carries it.
-impl From<Wire> for Framing {
-    fn from(wire: Wire) -> Framing {
-        Framing {
-            version: wire.version(),
-            stateless: wire.is_modern(),
-        }
-    }
-}
-
 /// The [`FrameMeta`] of a notification written with `framing`.
 pub(crate) fn notification_meta(method: &'static str, framing: Framing) -> FrameMeta {
     FrameMeta {
@@ -91,21 +77,48 @@ pub(crate) fn notification_meta(method: &'static str, framing: Framing) -> Frame
     }
 }
 
-/// What the protocol layer does with the messages a server starts: the core
-/// routes replies itself and hands requests and notifications here.
-pub(crate) trait ServerMessages: Send + Sync + 'static {
+/// What the core asks of the protocol layer above it: what to do with the
+/// messages a server starts (the core routes replies itself), how a frame is
+/// written now, and what to do when the transport lost the server's session
+/// state. Implemented once, by the protocol layer; the core names nothing
+/// else of it.
+pub(crate) trait ProtocolHooks: Send + Sync + 'static {
     /// A request from the server: the reply the core is to queue, if any (a
     /// request answered elsewhere, or dropped, has none).
-    fn request(&self, core: &Arc<Core>, id: Id, method: &str, frame: &[u8]) -> Option<Value>;
+    fn request(
+        self: Arc<Self>,
+        core: &Arc<Core>,
+        id: Id,
+        method: &str,
+        frame: &[u8],
+    ) -> Option<Value>;
 
     /// A notification from the server (the core has counted it as dropped).
     fn notification(&self, core: &Arc<Core>, method: &str, frame: &[u8]);
+
+    /// How a frame the core writes on its own (a reply to a server request) is
+    /// written now.
+    fn framing(&self) -> Framing;
+
+    /// A stateful request about to be submitted: `Some` gives the frame back to
+    /// send now; `None` means the protocol layer holds it (while it
+    /// re-establishes the server's session) and will send it itself.
+    fn hold(&self, frame: OutboundFrame, control: &Arc<RequestCtl>) -> Option<OutboundFrame>;
+
+    /// The transport lost the server's session state while sending `refused`
+    /// (HTTP: a `404` to a request carrying a session id; `stale` when that id
+    /// was already replaced). `Err` ends the session with that error.
+    fn state_lost(
+        self: Arc<Self>,
+        core: &Arc<Core>,
+        refused: OutboundFrame,
+        stale: bool,
+    ) -> Result<()>;
 }
 
 /// The session's core, shared by its tasks and callers: ids, pending requests,
-/// the outbound queue, the terminal transition (and, until the protocol layer
-/// owns them, the era's and the client's state: `reinit`, `wire`, `inputs`,
-/// `catalog`, `pin`).
+/// the outbound queue, the terminal transition, and the limits. What differs by
+/// era lives in the protocol layer, reached through [`ProtocolHooks`].
 pub(crate) struct Core {
     pub(crate) server: Arc<str>,
     pub(crate) limits: Limits,
@@ -123,31 +136,12 @@ pub(crate) struct Core {
     /// directly ([`Core::write_now`]). Taken by the writer while it writes, and
     /// dropped when the writer ends.
     sink: Mutex<Option<Box<dyn FrameSink>>>,
-    /// The frozen catalog, once the handshake has produced it (the HTTP 404
-    /// re-initialise compares a new catalog with it).
-    pub(crate) catalog: OnceLock<Arc<crate::catalog::Catalog>>,
-    /// The legacy HTTP session re-initialise ([`super::legacy`]).
-    pub(crate) reinit: Mutex<Reinit>,
-    /// True while a re-initialise runs (a cheap test before locking `reinit`).
-    pub(crate) reinit_running: AtomicBool,
-    /// What frames are written for now (legacy before and after its handshake,
-    /// or modern).
-    pub(crate) wire: WireCell,
     /// The medium (a few rules differ: cancellation, headers, silence).
     pub(crate) medium: Medium,
-    /// The `_meta` of every modern request.
-    pub(crate) request_meta: RequestMeta,
-    /// The client capabilities declared (legacy `initialize`, modern `_meta`).
-    pub(crate) capabilities: Value,
-    /// The host's answers to input requests.
-    pub(crate) inputs: Arc<Inputs>,
-    /// The protocol layer's handling of requests and notifications a server
-    /// starts.
-    messages: Arc<dyn ServerMessages>,
+    /// The protocol layer above.
+    hooks: Arc<dyn ProtocolHooks>,
     /// The time the host spent answering legacy server requests.
     pub(crate) pauses: PauseClock,
-    /// The catalog pin the host gave, once the connect checked it.
-    pub(crate) pin: OnceLock<crate::pin::CatalogPin>,
     /// Noise frames dropped (for the `tracing` end-of-session event).
     noise: AtomicU64,
     /// Notifications and replies nobody waited for, dropped.
@@ -187,9 +181,8 @@ impl Core {
         limits: Limits,
         diagnostics: Diagnostics,
         medium: Medium,
-        inputs: Arc<Inputs>,
+        hooks: Arc<dyn ProtocolHooks>,
     ) -> (Arc<Core>, mpsc::Receiver<Queued>) {
-        let capabilities = inputs.capabilities();
         let (queue, rx) = mpsc::channel(queue_slots(&limits));
         let shared = Arc::new(Core {
             server,
@@ -202,17 +195,9 @@ impl Core {
             queue,
             backlog: AtomicUsize::new(0),
             sink: Mutex::new(None),
-            catalog: OnceLock::new(),
-            reinit: Mutex::new(Reinit::Idle),
-            reinit_running: AtomicBool::new(false),
-            wire: WireCell::new(Wire::Legacy(None)),
             medium,
-            request_meta: RequestMeta::new(MODERN_PROTOCOL_VERSION, &capabilities),
-            capabilities,
-            messages: inputs.clone(),
-            inputs,
+            hooks,
             pauses: PauseClock::default(),
-            pin: OnceLock::new(),
             noise: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             close_deadline: OnceLock::new(),
@@ -373,6 +358,25 @@ mod tests {
     use super::*;
     use crate::error::ErrorKind;
 
+    /// A protocol layer that answers nothing and holds nothing.
+    struct NoProtocol;
+
+    impl ProtocolHooks for NoProtocol {
+        fn request(self: Arc<Self>, _: &Arc<Core>, _: Id, _: &str, _: &[u8]) -> Option<Value> {
+            None
+        }
+        fn notification(&self, _: &Arc<Core>, _: &str, _: &[u8]) {}
+        fn framing(&self) -> Framing {
+            Framing::default()
+        }
+        fn hold(&self, frame: OutboundFrame, _: &Arc<RequestCtl>) -> Option<OutboundFrame> {
+            Some(frame)
+        }
+        fn state_lost(self: Arc<Self>, _: &Arc<Core>, _: OutboundFrame, _: bool) -> Result<()> {
+            Err(Error::closed("state lost"))
+        }
+    }
+
     fn shared(max_outbound_frame_bytes: u64) -> Arc<Core> {
         let limits = Limits {
             max_outbound_frame_bytes,
@@ -383,7 +387,7 @@ mod tests {
             limits,
             Diagnostics::default(),
             Medium::Stream,
-            Arc::default(),
+            Arc::new(NoProtocol),
         )
         .0
     }

@@ -50,7 +50,7 @@ impl Core {
             }
             Inbound::Notification { method } => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
-                self.messages.notification(self, &method, frame);
+                self.hooks.notification(self, &method, frame);
                 Ok(None)
             }
             Inbound::Response { id, outcome } => {
@@ -75,7 +75,9 @@ impl Core {
                 }
                 Ok(None)
             }
-            Inbound::Request { id, method } => Ok(self.messages.request(self, id, &method, frame)),
+            Inbound::Request { id, method } => {
+                Ok(self.hooks.clone().request(self, id, &method, frame))
+            }
         }
     }
 
@@ -86,7 +88,7 @@ impl Core {
         let frame = self.encode(reply)?;
         let deadline = Instant::now() + self.limits.request_timeout();
         let meta = FrameMeta {
-            protocol_version: self.wire.get().version(),
+            protocol_version: self.hooks.framing().version,
             ..FrameMeta::default()
         };
         self.enqueue(frame, meta, deadline).await.map_err(|error| {
@@ -96,17 +98,6 @@ impl Core {
                 error
             }
         })
-    }
-
-    /// Reports a tool dropped from the catalog (its name is server text: private).
-    pub(crate) fn tool_dropped(&self, tool: &str, reason: &'static str) {
-        if self.diagnostics.is_enabled() {
-            self.diagnostics.emit(DiagnosticEvent::ToolDropped {
-                server: self.server.clone(),
-                tool: SecretString::from(tool.to_owned()),
-                reason,
-            });
-        }
     }
 
     fn emit_remote_error(&self, error: RpcError) {
@@ -215,7 +206,7 @@ pub(crate) async fn run_reader(shared: Arc<Core>, mut source: Box<dyn FrameSourc
                 return;
             }
             InboundEvent::StateLost { refused, stale } => {
-                if let Err(error) = shared.session_expired(refused, stale) {
+                if let Err(error) = shared.hooks.clone().state_lost(&shared, refused, stale) {
                     shared.terminate(error);
                     return;
                 }

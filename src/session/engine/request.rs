@@ -377,7 +377,7 @@ impl Core {
         let held = if framing.stateless {
             Some(frame) // the legacy session machinery is not on the modern path
         } else {
-            self.hold_for_reinit(frame, &control)
+            self.hooks.hold(frame, &control)
         };
         let submitted = match held {
             // Held back: sent with the new session once the re-initialise is done.

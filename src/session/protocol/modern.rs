@@ -37,9 +37,10 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use super::ToolResult;
-use super::engine::{Core, RequestOptions};
+use super::super::engine::RequestOptions;
 use super::era::{Era, RequestMeta, Wire};
+use super::link::Link;
+use super::tool_result::ToolResult;
 use crate::catalog::Tool;
 use crate::error::{Error, ErrorKind, Result};
 use crate::json_bounds::ToolCallMembers;
@@ -71,12 +72,16 @@ struct CallParams<'a> {
 
 /// Calls `tool` in the modern era, answering `input_required` rounds.
 pub(crate) async fn call_tool(
-    shared: &Arc<Core>,
+    link: &Link,
     tool: &Tool,
     arguments: Value,
     mut wire: Wire,
     mut deadline: Instant,
 ) -> Result<ToolResult> {
+    let Link {
+        core: shared,
+        protocol,
+    } = link;
     let server = &shared.server;
     let http = shared.medium == Medium::Exchanges;
     let call_headers = match (&arguments, http) {
@@ -94,7 +99,7 @@ pub(crate) async fn call_tool(
     let mut backoff = SHED_BACKOFF_FIRST;
     loop {
         let params = CallParams {
-            meta: &shared.request_meta,
+            meta: &protocol.request_meta,
             arguments: &arguments,
             input_responses: input_responses.as_ref(),
             name: tool.name(),
@@ -122,7 +127,7 @@ pub(crate) async fn call_tool(
                 header_recheck_done = true;
                 // The rare paths are boxed: every call's future would otherwise
                 // carry their state (a catalog walk, the host handler's answers).
-                Box::pin(recheck_tool(shared, tool, wire)).await?;
+                Box::pin(recheck_tool(link, tool, wire)).await?;
                 continue;
             }
             // -32022 after `server/discover` succeeded: one corrective retry.
@@ -205,7 +210,7 @@ pub(crate) async fn call_tool(
                     )));
                 }
                 let started = Instant::now();
-                let answers = Box::pin(shared.inputs.answer_all(shared, requests)).await?;
+                let answers = Box::pin(protocol.inputs.answer_all(shared, requests)).await?;
                 // The host's time (a person filling a form) is not the tool's.
                 deadline += started.elapsed();
                 Some(answers)
@@ -223,26 +228,17 @@ pub(crate) async fn call_tool(
 /// client SHOULD re-fetch `tools/list` and retry): `Ok` when the server still
 /// describes `tool` exactly as the frozen catalog does, else `catalog_changed`
 /// (the catalog is a snapshot for the session: reconnect to pick up the change).
-async fn recheck_tool(shared: &Arc<Core>, tool: &Tool, wire: Wire) -> Result<()> {
-    let (catalog, _) = super::negotiate::walk_catalog(shared, wire).await?;
+async fn recheck_tool(link: &Link, tool: &Tool, wire: Wire) -> Result<()> {
+    let (catalog, _) = super::negotiate::walk_catalog(link, wire).await?;
     match catalog.get(tool.name()) {
         Some(now) if now.as_sent() == tool.as_sent() => Ok(()),
         _ => Err(Error::new(
             ErrorKind::CatalogChanged,
             format!(
                 "server \"{}\" refused the headers of {:?} and now describes it differently: reconnect to use its new definition",
-                shared.server,
+                link.core.server,
                 tool.name()
             ),
         )),
     }
-}
-
-/// A call that failed because the server asked for an input the client did not
-/// declare.
-pub(crate) fn undeclared_input(server: &str, method: &'static str) -> Error {
-    Error::new(
-        ErrorKind::MissingCapability,
-        format!("server \"{server}\" asked for {method}, which this client did not declare"),
-    )
 }

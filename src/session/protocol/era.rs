@@ -16,9 +16,35 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde::Serialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{SUPPORTED_PROTOCOL_VERSIONS, client_info};
+use super::super::engine::Framing;
+
+/// The protocol version the client proposes in `initialize`.
+pub const PROPOSED_PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// Protocol versions accepted in a server's `initialize` result, newest first
+/// after the proposed one.
+///
+/// `2025-03-26` is accepted because its Streamable HTTP transport and tool shapes are
+/// the ones this client speaks; `2025-11-25` only adds behaviour this client handles
+/// (SSE polling) or ignores. `2024-11-05` is what many published stdio servers
+/// still answer (the archived reference servers and others on the TypeScript SDK
+/// 1.0): what that revision lacks (`structuredContent`, `outputSchema`, tool
+/// annotations, elicitation) is read as absent, never as an error. Over HTTP a
+/// `2024-11-05` server speaks the older HTTP+SSE transport, which this client does
+/// not; one that answers `initialize` over Streamable HTTP is served like any other.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2025-06-18", "2025-11-25", "2025-03-26", "2024-11-05"];
+
+/// The name disclosed in `clientInfo`.
+pub const CLIENT_NAME: &str = "smithers";
+
+/// The frozen `clientInfo` identity: `{"name": "smithers", "version": <crate version>}`.
+pub fn client_info() -> Value {
+    serde_json::json!({"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")})
+}
 
 /// The stateless revision this client speaks.
 pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
@@ -106,7 +132,20 @@ impl Wire {
     pub(crate) fn is_modern(self) -> bool {
         matches!(self, Wire::Modern(_))
     }
+}
 
+/// The era's wire, as the core carries it: the version a frame states, and
+/// stateless for 2026-07-28.
+impl From<Wire> for Framing {
+    fn from(wire: Wire) -> Framing {
+        Framing {
+            version: wire.version(),
+            stateless: wire.is_modern(),
+        }
+    }
+}
+
+impl Wire {
     fn pack(self) -> u8 {
         let index = |list: &[&str], v: &str| list.iter().position(|x| *x == v).unwrap_or(0) as u8;
         match self {

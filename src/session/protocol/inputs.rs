@@ -11,11 +11,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
-use secrecy::SecretString;
-
-use super::engine::{Core, ServerMessages, lock};
-use super::modern::undeclared_input;
-use crate::diagnostics::DiagnosticEvent;
+use super::super::engine::{Core, lock};
 use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::handler::{self, HostCapabilities, HostHandler, MAX_CONCURRENT_INPUTS, Refusal};
 use crate::jsonrpc::{self, Id};
@@ -63,7 +59,7 @@ impl Inputs {
     /// Answers every entry of an `inputRequests` map (2026-07-28), or fails the call.
     pub(crate) async fn answer_all(
         &self,
-        shared: &Arc<Core>,
+        shared: &Core,
         requests: Map<String, Value>,
     ) -> Result<Map<String, Value>> {
         let server = &shared.server;
@@ -173,9 +169,9 @@ impl Inputs {
     /// A legacy server request for input (`id`, `method` declared): answered in a
     /// task of its own, so the reader goes on; the response goes through the
     /// outbound queue like any reply. At most [`MAX_CONCURRENT_INPUTS`] at once.
-    pub(crate) fn answer_legacy(
-        &self,
-        shared: &Arc<Core>,
+    fn answer_legacy(
+        self: &Arc<Self>,
+        core: &Arc<Core>,
         id: Id,
         method: &'static str,
         params: Value,
@@ -184,17 +180,17 @@ impl Inputs {
             .running
             .as_ref()
             .and_then(|running| running.clone().try_acquire_owned().ok());
-        let shared_task = shared.clone();
+        let shared = core.clone();
+        let inputs = self.clone();
         let task_id = id.clone();
         let task = tokio::spawn(async move {
-            let shared = shared_task;
             let reply = match permit {
                 None => error_reply(&task_id, -32603, "too many input requests at once"),
                 Some(_permit) => {
                     let answered = tokio::select! {
                         biased;
                         _ = shared.ended.cancelled() => return,
-                        answered = shared.inputs.answer(&shared, method, &params, true) => answered,
+                        answered = inputs.answer(&shared, method, &params, true) => answered,
                     };
                     match answered {
                         Answer::Result(result) => {
@@ -207,7 +203,7 @@ impl Inputs {
                     }
                 }
             };
-            shared.inputs.forget_legacy(&task_id);
+            inputs.forget_legacy(&task_id);
             let _ = shared.send_reply(&reply).await;
         });
         lock(&self.legacy).push((id, task.abort_handle()));
@@ -246,6 +242,15 @@ enum Answer {
     Failed(Error),
 }
 
+/// A call that failed because the server asked for an input the client did not
+/// declare.
+fn undeclared_input(server: &str, method: &'static str) -> Error {
+    Error::new(
+        ErrorKind::MissingCapability,
+        format!("server \"{server}\" asked for {method}, which this client did not declare"),
+    )
+}
+
 fn error_reply(id: &Id, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id.to_value(), "error": {"code": code, "message": message}})
 }
@@ -256,23 +261,17 @@ pub(crate) fn cancelled_request(frame: &[u8]) -> Option<Id> {
     Id::from_json(params.get("requestId")?)
 }
 
-/// The legacy era answers the input requests the host declared (and `ping`) and
-/// refuses the rest; 2026-07-28 has no server requests (dropped, and reported).
-/// A legacy `notifications/cancelled` ends the input request it names.
-impl ServerMessages for Inputs {
-    fn request(&self, core: &Arc<Core>, id: Id, method: &str, frame: &[u8]) -> Option<Value> {
-        if core.wire.get().is_modern() {
-            // 2026-07-28: a server sends no requests and a client writes no
-            // responses, not even an error: dropped, and reported.
-            if core.diagnostics.is_enabled() {
-                core.diagnostics
-                    .emit(DiagnosticEvent::ServerRequestDropped {
-                        server: core.server.clone(),
-                        method: SecretString::from(method.to_owned()),
-                    });
-            }
-            return None;
-        }
+impl Inputs {
+    /// A legacy request from the server: the input requests the host declared
+    /// are answered in a task of their own, `ping` is answered, the rest is
+    /// refused with -32601. The reply for the core to queue, if any.
+    pub(crate) fn server_request(
+        self: &Arc<Self>,
+        core: &Arc<Core>,
+        id: Id,
+        method: &str,
+        frame: &[u8],
+    ) -> Option<Value> {
         if let Some(input) = INPUT_METHODS.iter().find(|m| **m == method)
             && self.declares(input)
         {
@@ -287,8 +286,9 @@ impl ServerMessages for Inputs {
         })
     }
 
-    fn notification(&self, _core: &Arc<Core>, method: &str, frame: &[u8]) {
-        // A server cancelling its own input request (legacy).
+    /// A notification from the server: a legacy `notifications/cancelled` ends
+    /// the input request it names.
+    pub(crate) fn server_notification(&self, method: &str, frame: &[u8]) {
         if method == "notifications/cancelled"
             && self.legacy_running()
             && let Some(id) = cancelled_request(frame)

@@ -31,17 +31,21 @@
 //! refuses any verdict but modern with `unsupported_protocol_version`.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::SUPPORTED_PROTOCOL_VERSIONS;
-use super::engine::{Core, RequestOptions};
-use super::era::{Era, MODERN_PROTOCOL_VERSIONS, ProtocolMode, RequestMeta, Wire};
+use secrecy::SecretString;
+
+use super::super::engine::{Core, RequestOptions};
+use super::era::{
+    Era, MODERN_PROTOCOL_VERSIONS, ProtocolMode, RequestMeta, SUPPORTED_PROTOCOL_VERSIONS, Wire,
+};
 use super::facts::{CacheHint, ServerInfo, instructions};
+use super::link::Link;
 use crate::catalog::{Catalog, CatalogBuilder};
+use crate::diagnostics::DiagnosticEvent;
 use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::jsonrpc::{self, ResultBody};
 use crate::limits::Limits;
@@ -140,10 +144,11 @@ pub(crate) fn require_complete(shared: &Core, method: &str, result: &Value) -> R
 /// catalog limits. In the modern era `""` is a cursor like any other (the page
 /// cap and the repeated-cursor rule still end a walk), `_meta` goes on every
 /// page, and on HTTP tools with invalid `x-mcp-header` annotations are dropped.
-pub(crate) async fn walk_catalog(
-    shared: &Arc<Core>,
-    wire: Wire,
-) -> Result<(Catalog, Option<CacheHint>)> {
+pub(crate) async fn walk_catalog(link: &Link, wire: Wire) -> Result<(Catalog, Option<CacheHint>)> {
+    let Link {
+        core: shared,
+        protocol,
+    } = link;
     let timeout = shared.limits.handshake_timeout();
     let modern = wire.is_modern();
     let mut builder = CatalogBuilder::new(&shared.limits)
@@ -155,7 +160,7 @@ pub(crate) async fn walk_catalog(
     let mut corrective_used = false;
     loop {
         let params = ListParams {
-            meta: modern.then_some(&shared.request_meta),
+            meta: modern.then_some(&protocol.request_meta),
             cursor: cursor.as_deref(),
         };
         let page = match shared
@@ -177,7 +182,7 @@ pub(crate) async fn walk_catalog(
         let (accepted, pages) = builder.progress();
         let listed = accepted.saturating_add(tools_on(&page));
         if listed > Limits::usize_of(shared.limits.max_tools) {
-            return Err(past_max_tools(shared, wire, &page, listed, pages + 1).await);
+            return Err(past_max_tools(link, wire, &page, listed, pages + 1).await);
         }
         match builder.add_page(page)? {
             Some(next) => cursor = Some(next),
@@ -186,9 +191,20 @@ pub(crate) async fn walk_catalog(
     }
     let catalog = builder.finish();
     for (tool, reason) in catalog.dropped() {
-        shared.tool_dropped(tool, reason);
+        tool_dropped(shared, tool, reason);
     }
     Ok((catalog, hint))
+}
+
+/// Reports a tool dropped from the catalog (its name is server text: private).
+fn tool_dropped(core: &Core, tool: &str, reason: &'static str) {
+    if core.diagnostics.is_enabled() {
+        core.diagnostics.emit(DiagnosticEvent::ToolDropped {
+            server: core.server.clone(),
+            tool: SecretString::from(tool.to_owned()),
+            reason,
+        });
+    }
 }
 
 /// How many entries a `tools/list` page's `tools` array has (0 when it is not one).
@@ -206,12 +222,16 @@ fn tools_on(page: &Value) -> usize {
 /// cannot reach the last page the count is "at least". The connection fails
 /// either way: a catalog is never truncated.
 async fn past_max_tools(
-    shared: &Arc<Core>,
+    link: &Link,
     wire: Wire,
     page: &Value,
     mut listed: usize,
     mut pages: usize,
 ) -> Error {
+    let Link {
+        core: shared,
+        protocol,
+    } = link;
     let modern = wire.is_modern();
     let max_pages = Limits::usize_of(shared.limits.max_catalog_pages);
     let mut seen: HashSet<String> = HashSet::new();
@@ -225,7 +245,7 @@ async fn past_max_tools(
             break false;
         }
         let params = ListParams {
-            meta: modern.then_some(&shared.request_meta),
+            meta: modern.then_some(&protocol.request_meta),
             cursor: Some(&cursor),
         };
         let deadline = Instant::now() + shared.limits.handshake_timeout();
@@ -278,13 +298,17 @@ pub(crate) enum Verdict {
 
 /// Sends `server/discover` (once more after a -32022 naming a version we speak)
 /// and classifies the outcome (see the module docs).
-pub(crate) async fn probe(shared: &Arc<Core>, mode: ProtocolMode) -> Result<Verdict> {
+pub(crate) async fn probe(link: &Link, mode: ProtocolMode) -> Result<Verdict> {
+    let Link {
+        core: shared,
+        protocol,
+    } = link;
     let mut corrective_used = false;
     loop {
         let version = MODERN_PROTOCOL_VERSIONS[0];
         let wire = Wire::Modern(version);
         let params = ListParams {
-            meta: Some(&shared.request_meta),
+            meta: Some(&protocol.request_meta),
             cursor: None,
         };
         let deadline = Instant::now() + shared.limits.probe_timeout();

@@ -1,0 +1,172 @@
+//! The protocol layer: what MCP says over the core's requests, in the era the
+//! session speaks. The era is chosen once, at connect ([`connect_era`], with
+//! the probe table of [`negotiate`] as its entry), and this layer owns all that
+//! differs by era: the legacy handshake and its HTTP re-initialise
+//! ([`legacy`]), the 2026-07-28 `_meta` and multi-round-trip calls
+//! ([`modern`]), how a tool result is read ([`tool_result`]), and the answers to
+//! what a server asks ([`inputs`]).
+//!
+//! It sits on the core ([`super::engine`]), which it reaches through [`Link`]
+//! (the core and this layer's state, [`Protocol`]) and which reaches it only
+//! through [`ProtocolHooks`]; the public [`Client`](super::Client) sits on it.
+
+pub(crate) mod era;
+pub(crate) mod facts;
+pub(crate) mod inputs;
+pub(crate) mod legacy;
+pub(crate) mod link;
+pub(crate) mod modern;
+pub(crate) mod negotiate;
+pub(crate) mod reinit;
+pub(crate) mod tool_result;
+
+use std::sync::Arc;
+
+use secrecy::SecretString;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::engine::{Core, Framing, ProtocolHooks, RequestCtl};
+use crate::catalog::Tool;
+use crate::diagnostics::DiagnosticEvent;
+use crate::error::{ErrorKind, Result};
+use crate::jsonrpc::Id;
+use crate::transport::{Medium, OutboundFrame};
+use era::{ProtocolMode, Wire};
+pub(crate) use link::{Link, Protocol};
+use negotiate::{ServerFacts, Verdict};
+use tool_result::ToolResult;
+
+/// The legacy era answers the input requests the host declared (and `ping`)
+/// and refuses the rest; 2026-07-28 has no server requests (dropped, and
+/// reported). Requests wait while a legacy re-initialise runs; a lost HTTP
+/// session starts one.
+impl ProtocolHooks for Protocol {
+    fn request(
+        self: Arc<Self>,
+        core: &Arc<Core>,
+        id: Id,
+        method: &str,
+        frame: &[u8],
+    ) -> Option<Value> {
+        if self.wire.get().is_modern() {
+            // 2026-07-28: a server sends no requests and a client writes no
+            // responses, not even an error: dropped, and reported.
+            if core.diagnostics.is_enabled() {
+                core.diagnostics
+                    .emit(DiagnosticEvent::ServerRequestDropped {
+                        server: core.server.clone(),
+                        method: SecretString::from(method.to_owned()),
+                    });
+            }
+            return None;
+        }
+        self.inputs.server_request(core, id, method, frame)
+    }
+
+    fn notification(&self, _core: &Arc<Core>, method: &str, frame: &[u8]) {
+        self.inputs.server_notification(method, frame);
+    }
+
+    fn framing(&self) -> Framing {
+        self.wire.get().into()
+    }
+
+    fn hold(&self, frame: OutboundFrame, control: &Arc<RequestCtl>) -> Option<OutboundFrame> {
+        self.reinit.hold(frame, control)
+    }
+
+    fn state_lost(
+        self: Arc<Self>,
+        core: &Arc<Core>,
+        refused: OutboundFrame,
+        stale: bool,
+    ) -> Result<()> {
+        let frozen = self.catalog.get().is_some();
+        let reinit = self.reinit.clone();
+        let link = Link {
+            core: core.clone(),
+            protocol: self,
+        };
+        let rerun = async move { legacy::reinitialize(&link).await };
+        reinit.expired(core, refused, stale, frozen, rerun)
+    }
+}
+
+/// Calls `tool` (from the frozen catalog, its `arguments` checked) until
+/// `deadline`, in the era the session speaks.
+pub(crate) async fn call_tool(
+    link: &Link,
+    tool: &Tool,
+    arguments: Value,
+    deadline: Instant,
+) -> Result<ToolResult> {
+    let wire = link.protocol.wire.get();
+    if wire.is_modern() {
+        modern::call_tool(link, tool, arguments, wire, deadline).await
+    } else {
+        legacy::call_tool(&link.core, tool.name(), arguments, wire, deadline).await
+    }
+}
+
+/// How [`connect_era`] ended.
+pub(crate) enum Connected {
+    /// Handshake done (and why a probe fell back to legacy, if it did).
+    Done(ServerFacts, Option<&'static str>),
+    /// Start the child again and connect legacy (why).
+    Respawn(&'static str),
+}
+
+/// Steps 2-3 of the connect on an open session: the probe (unless legacy is
+/// pinned), then the legacy handshake when the verdict says so, with one more
+/// probe when `initialize` is answered with -32022.
+pub(crate) async fn connect_era(link: &Link, mode: ProtocolMode) -> Result<Connected> {
+    let fallback = match mode {
+        ProtocolMode::Legacy => None,
+        ProtocolMode::Auto | ProtocolMode::Modern => match negotiate::probe(link, mode).await? {
+            Verdict::Modern(facts) => return modern_connected(link, facts),
+            Verdict::Respawn => {
+                return Ok(Connected::Respawn(
+                    "the server exited during server/discover",
+                ));
+            }
+            Verdict::Legacy(why) => Some(why),
+        },
+    };
+    match legacy::initialize(link).await {
+        Ok(facts) => Ok(Connected::Done(facts, fallback)),
+        // The child answered the probe, then exited (current rmcp refuses a
+        // non-initialize first request and stops): start it again.
+        Err(error)
+            if fallback.is_some()
+                && link.core.medium == Medium::Stream
+                && error.kind() == ErrorKind::ConnectionClosed =>
+        {
+            Ok(Connected::Respawn(
+                "the server exited after answering server/discover",
+            ))
+        }
+        // A modern-only server that missed the probe (slow to start): once more.
+        Err(error)
+            if mode == ProtocolMode::Auto
+                && error.kind() == ErrorKind::UnsupportedProtocolVersion =>
+        {
+            match negotiate::probe(link, ProtocolMode::Modern).await? {
+                Verdict::Modern(facts) => modern_connected(link, facts),
+                _ => Err(error),
+            }
+        }
+        Err(error) => Err(error),
+    }
+}
+
+fn modern_connected(link: &Link, facts: ServerFacts) -> Result<Connected> {
+    if !facts.offers_tools {
+        return Err(crate::error::Error::protocol(format!(
+            "server \"{}\" does not offer tools",
+            link.core.server
+        )));
+    }
+    link.protocol.wire.set(Wire::Modern(facts.version));
+    Ok(Connected::Done(facts, None))
+}
