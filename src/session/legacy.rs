@@ -23,7 +23,7 @@ use super::{PROPOSED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, client_info}
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::ResultBody;
 use crate::pin::CatalogPin;
-use crate::transport::{FrameMeta, Medium, OutboundFrame};
+use crate::transport::{Medium, OutboundFrame};
 
 /// Legacy `tools/call` parameters (keys in the order a `serde_json::Map` writes them).
 #[derive(Serialize)]
@@ -126,10 +126,7 @@ pub(crate) async fn initialize(shared: &Arc<Core>) -> Result<ServerFacts> {
         "jsonrpc": "2.0",
         "method": "notifications/initialized",
     }))?;
-    let meta = FrameMeta {
-        completes_handshake: true,
-        ..notification_meta("notifications/initialized", wire.into())
-    };
+    let meta = notification_meta("notifications/initialized", wire.into()).completing_handshake();
     shared
         .enqueue(initialized, meta, Instant::now() + timeout)
         .await

@@ -411,7 +411,7 @@ impl Opened {
     ) -> Result<Opened> {
         let ctx = TransportContext {
             server: server.clone(),
-            limits,
+            bounds: limits.into(),
             diagnostics: diagnostics.clone(),
         };
         let connection = transport.open(ctx).await?;

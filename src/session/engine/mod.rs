@@ -22,7 +22,7 @@ use crate::json_bounds::LimitedWriter;
 use crate::jsonrpc::Id;
 use crate::limits::Limits;
 use crate::observe;
-use crate::transport::{FrameMeta, FrameSink, Medium};
+use crate::transport::{FrameMeta, FrameSink, HttpHints, Medium};
 
 use super::era::{MODERN_PROTOCOL_VERSION, RequestMeta, Wire, WireCell};
 use super::inputs::Inputs;
@@ -85,9 +85,7 @@ impl From<Wire> for Framing {
 pub(crate) fn notification_meta(method: &'static str, framing: Framing) -> FrameMeta {
     FrameMeta {
         method: Some(method),
-        protocol_version: framing.version,
-        stateless: framing.stateless,
-        ..FrameMeta::default()
+        http: HttpHints::new(framing.version, framing.stateless),
     }
 }
 

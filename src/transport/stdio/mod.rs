@@ -91,9 +91,8 @@ use tokio::process::Command;
 use tokio::sync::watch;
 
 use super::framing::FramedReader;
-use super::{Connection, Medium, Transport, TransportContext};
+use super::{Connection, Medium, TransportContext};
 use crate::error::{Error, Result};
-use crate::limits::Limits;
 use crate::redact::{Redactor, StderrCollector};
 use pipes::{StdinSink, StdoutSource, drain_stderr};
 use teardown::{GroupKiller, ProcessGroup, StdioShutdown, supervise};
@@ -250,8 +249,9 @@ impl fmt::Debug for StdioCommand {
     }
 }
 
-impl Transport for StdioCommand {
-    fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
+impl StdioCommand {
+    /// Starts the server (a fresh process at each call).
+    pub(crate) fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
         let command = self.clone();
         Box::pin(async move { open_stdio(command, ctx) })
     }
@@ -279,7 +279,7 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
     let redactor = Redactor::new(command.env.iter().map(|(_, v)| v.expose_secret()));
     let collector = Arc::new(Mutex::new(StderrCollector::new(
         redactor,
-        Limits::usize_of(ctx.limits.max_stderr_bytes),
+        ctx.bounds.max_stderr_bytes,
     )));
     let stderr_task = tokio::spawn(drain_stderr(stderr, collector.clone()));
 
@@ -288,7 +288,7 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
     let (kill_tx, kill_rx) = tokio::sync::oneshot::channel();
     let supervisor = tokio::spawn(supervise(child, group.clone(), exit_tx, kill_rx));
 
-    let max_frame = Limits::usize_of(ctx.limits.max_frame_bytes);
+    let max_frame = ctx.bounds.max_frame_bytes;
     Ok(Connection {
         medium: Medium::Stream,
         sink: Box::new(StdinSink::new(stdin, "stdin closed")),
