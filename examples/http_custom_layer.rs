@@ -4,8 +4,8 @@
 //! hand-written request counter. They sit above the egress policy, the bearer token
 //! and the MCP headers (the first layer added is the outermost).
 //!
-//! The example starts a tiny MCP-ish server on 127.0.0.1 so that it runs on its own,
-//! and drives the transport directly through `Transport::open`:
+//! The example starts a tiny MCP server on 127.0.0.1 (the legacy handshake and one
+//! tool) so that it runs on its own, and connects a client to it:
 //!
 //! ```text
 //! cargo run --example http_custom_layer
@@ -17,13 +17,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::HeaderValue;
+use http::{HeaderValue, Method, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use smthrs_mcp::Limits;
-use smthrs_mcp::diagnostics::Diagnostics;
+use serde_json::{Value, json};
 use smthrs_mcp::transport::http::{HttpRequest, HttpTransport};
-use smthrs_mcp::transport::{FrameMeta, InboundEvent, OutboundFrame, Transport, TransportContext};
+use smthrs_mcp::{Client, ProtocolMode};
 use tower::util::MapRequestLayer;
 use tower::{Layer, Service};
 
@@ -87,26 +86,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         .build()?;
     println!("{transport:?}");
 
-    // The session engine normally does this; here we drive the transport by hand.
-    let ctx = TransportContext {
-        server: "demo".into(),
-        limits: Limits::default(),
-        diagnostics: Diagnostics::none(),
-    };
-    let mut connection = transport.open(ctx).await?;
-    connection
-        .sink
-        .send(OutboundFrame {
-            bytes: Bytes::from_static(br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#),
-            meta: FrameMeta::default(),
-            request: None,
-        })
+    // The demo server speaks only the legacy handshake: no probe.
+    let client = Client::builder("demo")
+        .protocol(ProtocolMode::Legacy)
+        .connect(transport)
         .await?;
-    match connection.source.next().await {
-        InboundEvent::Frame(frame) => println!("reply: {}", String::from_utf8_lossy(&frame)),
-        other => println!("unexpected: {other:?}"),
-    }
-    connection.shutdown.shutdown().await;
+    println!(
+        "connected ({}), {} tool(s)",
+        client.protocol_version(),
+        client.catalog().len()
+    );
+    client.close().await;
     println!(
         "requests through the custom layer: {}",
         count.load(Ordering::Relaxed)
@@ -114,8 +104,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     Ok(())
 }
 
-/// A server that answers every POST with an empty JSON-RPC result, echoing the
-/// User-Agent it saw on stderr.
+/// A minimal MCP server: `initialize` and `tools/list` (one tool) answered with
+/// JSON, notifications accepted with `202`, no standalone stream (`405` to
+/// anything but a `POST`). It prints the User-Agent of each request on stderr.
 async fn start_demo_server() -> std::io::Result<String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
@@ -130,17 +121,30 @@ async fn start_demo_server() -> std::io::Result<String> {
                             .and_then(|v| v.to_str().ok())
                             .unwrap_or("-")
                             .to_owned();
-                        let _ = req.into_body().collect().await;
-                        eprintln!("server: request from {agent}");
-                        let body = Full::new(Bytes::from_static(
-                            br#"{"jsonrpc":"2.0","id":0,"result":{}}"#,
-                        ));
-                        let mut response = http::Response::new(body);
-                        response.headers_mut().insert(
-                            http::header::CONTENT_TYPE,
-                            HeaderValue::from_static("application/json"),
-                        );
-                        Ok::<_, Infallible>(response)
+                        eprintln!("server: {} from {agent}", req.method());
+                        let post = req.method() == Method::POST;
+                        let body = req.into_body().collect().await.map(|b| b.to_bytes());
+                        let message: Value = match (post, body) {
+                            (true, Ok(body)) => serde_json::from_slice(&body).unwrap_or_default(),
+                            (false, _) => return Ok(answer(StatusCode::METHOD_NOT_ALLOWED, None)),
+                            (true, Err(_)) => Value::Null,
+                        };
+                        let Some(id) = message.get("id") else {
+                            return Ok::<_, Infallible>(answer(StatusCode::ACCEPTED, None));
+                        };
+                        let result = match message["method"].as_str() {
+                            Some("initialize") => json!({
+                                "protocolVersion": "2025-06-18",
+                                "capabilities": {"tools": {}},
+                                "serverInfo": {"name": "demo", "version": "0.1.0"},
+                            }),
+                            Some("tools/list") => json!({
+                                "tools": [{"name": "echo", "inputSchema": {"type": "object"}}],
+                            }),
+                            _ => json!({}),
+                        };
+                        let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
+                        Ok(answer(StatusCode::OK, Some(reply)))
                     },
                 );
                 let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
@@ -150,4 +154,19 @@ async fn start_demo_server() -> std::io::Result<String> {
         }
     });
     Ok(url)
+}
+
+/// A response with `status` and, if any, `reply` as its JSON body.
+fn answer(status: StatusCode, reply: Option<Value>) -> http::Response<Full<Bytes>> {
+    let body = reply.map_or_else(Bytes::new, |reply| Bytes::from(reply.to_string()));
+    let json = !body.is_empty();
+    let mut response = http::Response::new(Full::new(body));
+    *response.status_mut() = status;
+    if json {
+        response.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+    }
+    response
 }

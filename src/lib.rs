@@ -129,4 +129,94 @@ pub mod fuzzing {
 
     /// The bounded line framer of the stdio transport (the `line_framer` target).
     pub use crate::transport::framing::{Framed, FramedReader, LineDecoder, READ_CHUNK_BYTES};
+
+    /// What [`http_request`] saw.
+    #[derive(Debug, Default)]
+    pub struct HttpRequestRun {
+        /// The inbound frames the transport delivered, in order.
+        pub frames: Vec<bytes::Bytes>,
+        /// The kinds of the errors the request alone failed with.
+        pub failures: Vec<crate::ErrorKind>,
+        /// The kind of the terminal error, when the transport ended the session.
+        pub closed: Option<crate::ErrorKind>,
+        /// How many times the transport reported lost session state.
+        pub state_lost: usize,
+    }
+
+    /// Opens `transport` as a session would, with `maxFrameBytes` set to
+    /// `max_frame_bytes` (the other bounds at their defaults), sends `frame` as one
+    /// request whose reply never settles it, and collects what the transport
+    /// delivers until it ends the session or nothing arrives for `idle`; then tears
+    /// it down. For the `http_sse` target, which answers the `POST` from a layer of
+    /// its own.
+    pub async fn http_request(
+        transport: &crate::HttpTransport,
+        max_frame_bytes: usize,
+        frame: bytes::Bytes,
+        idle: std::time::Duration,
+    ) -> crate::Result<HttpRequestRun> {
+        use crate::transport::{
+            Bounds, FrameMeta, InboundEvent, OutboundFrame, RequestControl, RequestHandle,
+            TransportContext,
+        };
+        use std::sync::{Arc, Mutex};
+
+        /// The engine's side of the request: failures recorded, never settled.
+        #[derive(Default)]
+        struct Unsettled(Mutex<Vec<crate::ErrorKind>>);
+
+        impl RequestControl for Unsettled {
+            fn is_done(&self) -> bool {
+                false
+            }
+            fn is_abandoned(&self) -> bool {
+                false
+            }
+            fn done(&self) -> futures_util::future::BoxFuture<'_, ()> {
+                Box::pin(std::future::pending())
+            }
+            fn fail(&self, error: crate::Error) {
+                self.0
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(error.kind());
+            }
+        }
+
+        let limits = crate::Limits {
+            max_frame_bytes: max_frame_bytes as u64,
+            ..crate::Limits::default()
+        };
+        limits.validate()?;
+        let ctx = TransportContext {
+            server: transport.server().into(),
+            bounds: Bounds::from(limits),
+            diagnostics: crate::diagnostics::Diagnostics::none(),
+        };
+        let mut connection = transport.open(ctx).await?;
+        let control = Arc::new(Unsettled::default());
+        connection
+            .sink
+            .send(OutboundFrame {
+                bytes: frame,
+                meta: FrameMeta::default(),
+                request: Some(RequestHandle::new(control.clone())),
+            })
+            .await?;
+        let mut run = HttpRequestRun::default();
+        loop {
+            match tokio::time::timeout(idle, connection.source.next()).await {
+                Err(_) => break,
+                Ok(InboundEvent::Frame(frame)) => run.frames.push(frame),
+                Ok(InboundEvent::Closed(error)) => {
+                    run.closed = Some(error.kind());
+                    break;
+                }
+                Ok(InboundEvent::StateLost { .. }) => run.state_lost += 1,
+            }
+        }
+        connection.shutdown.shutdown().await;
+        run.failures = std::mem::take(&mut *control.0.lock().unwrap_or_else(|e| e.into_inner()));
+        Ok(run)
+    }
 }

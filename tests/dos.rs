@@ -78,10 +78,15 @@ fn limits(request_timeout_ms: u64) -> Limits {
 }
 
 async fn connect(server: Server, limits: Limits) -> Client {
-    tokio::time::timeout(HANG, Client::builder("dos").limits(limits).connect(server))
-        .await
-        .expect("connect does not hang")
-        .expect("connects")
+    tokio::time::timeout(
+        HANG,
+        Client::builder("dos")
+            .limits(limits)
+            .connect(server.stdio()),
+    )
+    .await
+    .expect("connect does not hang")
+    .expect("connects")
 }
 
 async fn call(
@@ -333,7 +338,7 @@ async fn stderr_flood_is_drained_and_the_tail_stays_bounded() {
             Client::builder("chatty")
                 .limits(limits(5_000))
                 .diagnostics(observer.clone())
-                .connect(server),
+                .connect(server.stdio()),
         )
         .await
         .expect("connect does not hang")

@@ -10,7 +10,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::json;
-use smthrs_mcp::{Client, DuplexTransport, Era, ErrorKind, Limits, ProtocolMode};
+use smthrs_mcp::{
+    Client, DuplexTransport, Era, ErrorKind, HttpTransport, Limits, ProtocolMode, StdioCommand,
+    Transport,
+};
 use support::{Server, args, inline, scenario, scripted_server};
 use tokio::process::{Child, Command};
 
@@ -207,6 +210,30 @@ async fn a_stream_carries_one_session() {
     )
     .await;
     assert_eq!(echo(&client, "legacy").await.unwrap(), "legacy");
+    client.close().await;
+}
+
+/// `Transport` is sealed, yet each public transport still boxes as a
+/// `dyn Transport` (a host choosing its transport at run time, as the CLI does),
+/// and a boxed one connects through `connect_boxed`.
+#[tokio::test]
+async fn a_boxed_transport_connects_through_connect_boxed() {
+    let _choices: [Box<dyn Transport>; 2] = [
+        Box::new(StdioCommand::new(scripted_server())),
+        Box::new(
+            HttpTransport::builder("boxed", "http://127.0.0.1:9/mcp")
+                .build()
+                .expect("builds"),
+        ),
+    ];
+
+    let mut child = spawn(&scenario("basic"));
+    let transport: Box<dyn Transport> = Box::new(over_pipes(&mut child));
+    let client = tokio::time::timeout(HANG, Client::builder("boxed").connect_boxed(transport))
+        .await
+        .expect("connect does not hang")
+        .expect("connects");
+    assert_eq!(echo(&client, "boxed").await.unwrap(), "boxed");
     client.close().await;
 }
 

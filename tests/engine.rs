@@ -45,7 +45,7 @@ impl std::ops::Deref for Session {
 async fn open(via: Via, builder: ClientBuilder, server: Server) -> smthrs_mcp::Result<Session> {
     match via {
         Via::Stdio => Ok(Session {
-            client: builder.connect(server).await?,
+            client: builder.connect(server.stdio()).await?,
             _bridge: None,
         }),
         Via::Http => {
@@ -825,7 +825,7 @@ async fn closed_resolves_when_the_client_closes(via: Via) {
 #[tokio::test]
 async fn child_exit_fails_pending_and_later_calls_with_its_code() {
     let client = Client::builder("exit")
-        .connect(scenario("exit-on-call"))
+        .connect(scenario("exit-on-call").stdio())
         .await
         .unwrap();
     let error = client
@@ -845,7 +845,7 @@ async fn child_exit_fails_pending_and_later_calls_with_its_code() {
 #[tokio::test]
 async fn stdout_eof_is_stdout_closed() {
     let client = Client::builder("eof")
-        .connect(scenario("close-stdout-after-initialized"))
+        .connect(scenario("close-stdout-after-initialized").stdio())
         .await
         .unwrap();
     let error = client
@@ -859,7 +859,7 @@ async fn stdout_eof_is_stdout_closed() {
 #[tokio::test]
 async fn closed_stdin_is_stdin_closed() {
     let client = Client::builder("stdin")
-        .connect(scenario("close-stdin"))
+        .connect(scenario("close-stdin").stdio())
         .await
         .unwrap();
     // The first write after the server closed its stdin fails with EPIPE.
@@ -898,7 +898,7 @@ async fn invalid_limits_fail_before_anything_is_spawned() {
     let bad = limits(|l| l.max_tools = 0);
     let error = Client::builder("x")
         .limits(bad)
-        .connect(rec.attach(scenario("basic")))
+        .connect(rec.attach(scenario("basic")).stdio())
         .await
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
@@ -910,7 +910,11 @@ async fn invalid_limits_fail_before_anything_is_spawned() {
 #[tokio::test]
 async fn child_environment_is_the_allow_list_plus_entry_env() {
     let client = Client::builder("env")
-        .connect(scenario("print-env").env("GIVEN_VAR", "given-value"))
+        .connect(
+            scenario("print-env")
+                .env("GIVEN_VAR", "given-value")
+                .stdio(),
+        )
         .await
         .unwrap();
     let result = client.call_tool("env", args(json!({}))).await.unwrap();
@@ -933,10 +937,14 @@ async fn stderr_secrets_reach_only_the_observer_and_redacted() {
     let observer = Collect::new();
     let client = Client::builder("leaky")
         .diagnostics(observer.clone())
-        .connect(scenario("stderr-secrets").env(
-            "GITHUB_PERSONAL_ACCESS_TOKEN",
-            "ghp_SECRETSECRETSECRETSECRETSECRET1234",
-        ))
+        .connect(
+            scenario("stderr-secrets")
+                .env(
+                    "GITHUB_PERSONAL_ACCESS_TOKEN",
+                    "ghp_SECRETSECRETSECRETSECRETSECRET1234",
+                )
+                .stdio(),
+        )
         .await
         .unwrap();
     let error = client
@@ -974,7 +982,7 @@ async fn blocked_outbound_queue_times_out_instead_of_hanging() {
         l.request_timeout_ms = 500;
     }));
     let client = builder
-        .connect(scenario("stop-reading-stdin"))
+        .connect(scenario("stop-reading-stdin").stdio())
         .await
         .unwrap();
     // Large frames fill the pipe (64 KiB on Linux), then the one-slot queue.
@@ -1002,7 +1010,10 @@ async fn blocked_outbound_queue_times_out_instead_of_hanging() {
 #[tokio::test]
 async fn flood_without_newline_is_a_protocol_error() {
     let builder = Client::builder("flood").limits(limits(|l| l.max_frame_bytes = 64 * 1024));
-    let error = builder.connect(scenario("flood-stdout")).await.unwrap_err();
+    let error = builder
+        .connect(scenario("flood-stdout").stdio())
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
     assert!(
         error
@@ -1029,7 +1040,10 @@ async fn dropping_the_last_handle_ends_the_child() {
     let rec = Recording::new();
     let needle = rec.path().to_string_lossy().to_string();
     let client = Client::builder("drop")
-        .connect(rec.attach(inline(json!({"ignore_stdin_eof": true}))))
+        .connect(
+            rec.attach(inline(json!({"ignore_stdin_eof": true})))
+                .stdio(),
+        )
         .await
         .unwrap();
     assert_eq!(processes_mentioning(&needle), 1);
@@ -1069,7 +1083,7 @@ async fn invalid_server_names_are_refused_before_spawning() {
     let rec = Recording::new();
     for name in ["a/b", "line\nbreak", "zero\u{200b}width", ".."] {
         let error = Client::builder(name)
-            .connect(rec.attach(scenario("basic")))
+            .connect(rec.attach(scenario("basic")).stdio())
             .await
             .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::ProtocolError, "{name:?}");
@@ -1080,7 +1094,7 @@ async fn invalid_server_names_are_refused_before_spawning() {
 #[tokio::test]
 async fn very_deep_caller_arguments_are_refused_without_overflowing_the_stack() {
     let client = Client::builder("deep")
-        .connect(scenario("basic"))
+        .connect(scenario("basic").stdio())
         .await
         .unwrap();
     // Built by hand: `json!` would copy (and recurse into) the value at each level.

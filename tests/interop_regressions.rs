@@ -87,7 +87,7 @@ async fn stdio_a_late_request_cancelled_error_for_an_abandoned_call_is_dropped()
     let client = Client::builder("late-cancel")
         .limits(timeout_limits())
         .diagnostics(observer.clone())
-        .connect(server)
+        .connect(server.stdio())
         .await
         .unwrap();
     let error = client
@@ -132,7 +132,10 @@ async fn stdio_sdk_handshake_and_catalog_shapes_are_accepted() {
         },
         "tools": sdk_tools()
     }));
-    let client = Client::builder("sdk-shapes").connect(server).await.unwrap();
+    let client = Client::builder("sdk-shapes")
+        .connect(server.stdio())
+        .await
+        .unwrap();
     for name in ["echo", "add", "slow"] {
         assert!(client.catalog().get(name).is_some(), "missing {name}");
     }

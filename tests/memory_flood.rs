@@ -58,7 +58,7 @@ async fn client_fails_the_flood_with_bounded_memory() {
     let before = peak_rss_bytes();
     let error = Client::builder("flood")
         .limits(limits)
-        .connect(support::scenario(FLOOD))
+        .connect(support::scenario(FLOOD).stdio())
         .await
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");

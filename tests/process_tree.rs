@@ -22,7 +22,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use smthrs_mcp::transport::stdio::{SHUTDOWN_GRACE, TERM_GRACE};
 use smthrs_mcp::{Client, ErrorKind, StdioCommand};
 
 /// The wrapper: records its pid, starts the grandchild in the background (which
@@ -38,9 +37,10 @@ exec "$server" "$@""#;
 /// later process that reuses it.
 const TAG_VAR: &str = "SMTHRS_PROCESS_TREE_TAG";
 
-/// How long teardown may take at most, with slack for a loaded machine.
+/// How long teardown may take at most (its two graces of 250 ms, documented on
+/// `transport::stdio`), with slack for a loaded machine: a hang guard.
 fn teardown_bound() -> Duration {
-    SHUTDOWN_GRACE + TERM_GRACE + Duration::from_secs(2)
+    Duration::from_millis(500) + Duration::from_secs(2)
 }
 
 /// One wrapper's process tree: its pid files and tag.

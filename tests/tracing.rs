@@ -97,7 +97,7 @@ async fn a_hostile_stdio_session_leaks_nothing_into_tracing() {
     let (capture, _guard) = install();
     let server = scenario("stderr-secrets").env("API_TOKEN", ENV_SECRET);
     let client = Client::builder("traced")
-        .connect(server)
+        .connect(server.stdio())
         .await
         .expect("connect");
     let ok = client

@@ -31,14 +31,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::stream;
 use http_body_util::{BodyExt, StreamBody};
-use smthrs_mcp::diagnostics::Diagnostics;
+use smthrs_mcp::ErrorKind;
+use smthrs_mcp::fuzzing;
 use smthrs_mcp::transport::http::{HttpRequest, HttpResponse, HttpService, HttpTransport};
-use smthrs_mcp::transport::{
-    FrameMeta, InboundEvent, OutboundFrame, RequestControl, RequestHandle, Transport,
-    TransportContext,
-};
-use smthrs_mcp::{ErrorKind, Limits};
-use tokio_util::sync::CancellationToken;
 
 use super::util::{chunks, panicked_since_last_call, seed_of, with_runtime};
 
@@ -236,80 +231,33 @@ fn run_unchecked(canned: &Canned, max: usize) -> (Vec<Vec<u8>>, End) {
         .layer(layer)
         .build()
         .expect("the transport builds");
-    let mut limits = Limits::default();
-    limits.max_frame_bytes = max as u64;
-    let ctx = TransportContext {
-        server: "fuzz".into(),
-        limits,
-        diagnostics: Diagnostics::none(),
-    };
     with_runtime(|rt| {
         rt.block_on(async move {
-            let mut connection = transport.open(ctx).await.expect("opens");
-            let failures: Arc<Mutex<Vec<ErrorKind>>> = Arc::default();
-            let handle = RequestHandle::new(Arc::new(Pending {
-                failures: failures.clone(),
-                done: CancellationToken::new(),
-            }));
-            connection
-                .sink
-                .send(OutboundFrame {
-                    bytes: Bytes::from_static(
-                        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
-                    ),
-                    meta: FrameMeta::default(),
-                    request: Some(handle),
-                })
-                .await
-                .expect("the first send is accepted");
-            let mut frames = Vec::new();
-            let end = loop {
-                let next =
-                    tokio::time::timeout(Duration::from_secs(3600), connection.source.next()).await;
-                match next {
-                    Err(_) => {
-                        let failures = failures.lock().unwrap_or_else(|e| e.into_inner());
-                        assert!(failures.len() <= 1, "a request failed twice: {failures:?}");
-                        break failures
-                            .first()
-                            .map_or(End::Open, |kind| End::Failed(*kind));
-                    }
-                    Ok(InboundEvent::Frame(frame)) => frames.push(frame.to_vec()),
-                    Ok(InboundEvent::Closed(error)) => break End::Closed(error.kind()),
-                    Ok(InboundEvent::StateLost { .. }) => panic!("no session to expire"),
+            let run = fuzzing::http_request(
+                &transport,
+                max,
+                Bytes::from_static(
+                    br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
+                ),
+                Duration::from_secs(3600),
+            )
+            .await
+            .expect("the transport opens and accepts the first send");
+            assert_eq!(run.state_lost, 0, "no session to expire");
+            let frames = run.frames.iter().map(|frame| frame.to_vec()).collect();
+            let end = match run.closed {
+                Some(kind) => End::Closed(kind),
+                None => {
+                    let failures = &run.failures;
+                    assert!(failures.len() <= 1, "a request failed twice: {failures:?}");
+                    failures
+                        .first()
+                        .map_or(End::Open, |kind| End::Failed(*kind))
                 }
             };
-            connection.shutdown.shutdown().await;
             (frames, end)
         })
     })
-}
-
-/// The engine's side of the one request: failures recorded, never settled.
-struct Pending {
-    failures: Arc<Mutex<Vec<ErrorKind>>>,
-    done: CancellationToken,
-}
-
-impl RequestControl for Pending {
-    fn is_done(&self) -> bool {
-        self.done.is_cancelled()
-    }
-
-    fn is_abandoned(&self) -> bool {
-        false
-    }
-
-    fn done(&self) -> futures_util::future::BoxFuture<'_, ()> {
-        Box::pin(self.done.cancelled())
-    }
-
-    fn fail(&self, error: smthrs_mcp::Error) {
-        self.failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(error.kind());
-    }
 }
 
 fn respond(canned: Option<Canned>) -> HttpResponse {

@@ -207,7 +207,7 @@ impl Opened {
     ) -> Result<Opened> {
         let ctx = TransportContext {
             server: server.clone(),
-            limits,
+            bounds: limits.into(),
             diagnostics: diagnostics.clone(),
         };
         let connection = transport.open(ctx).await?;
@@ -493,9 +493,9 @@ impl Client {
     /// Closes the session: records "connection scope closed" as the terminal reason
     /// (so teardown does not report "stdin closed"), fails pending calls with it,
     /// writes the `notifications/cancelled` owed (for calls that timed out or were
-    /// dropped, and for calls written and still unanswered now) within
-    /// [`CLOSE_CANCEL_GRACE`](super::CLOSE_CANCEL_GRACE), and tears the transport down (closes stdin, waits
-    /// briefly, kills the child; or sends `DELETE`).
+    /// dropped, and for calls written and still unanswered now) within half a
+    /// second, and tears the transport down (closes stdin, waits briefly, ends
+    /// the child's process group; or sends `DELETE`, bounded by 2 s).
     pub async fn close(&self) {
         self.inner.link.core.close_scope();
         self.inner.wait_teardown().await;

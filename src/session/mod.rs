@@ -41,7 +41,6 @@ pub(crate) mod engine;
 pub(crate) mod protocol;
 
 pub use client::{Client, ClientBuilder, MAX_SERVER_NAME_BYTES};
-pub use engine::CLOSE_CANCEL_GRACE;
 pub use protocol::era::{
     CLIENT_NAME, Era, MODERN_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSIONS, PROPOSED_PROTOCOL_VERSION,
     ProtocolMode, SUPPORTED_PROTOCOL_VERSIONS, client_info,

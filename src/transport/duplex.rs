@@ -11,8 +11,8 @@
 //! drain and no process tree to end: closing the session shuts the writing half
 //! down (so the peer reads the end of its input) and drops both halves.
 //!
-//! A stream can carry one session: [`Transport::open`] takes it, and a second
-//! open fails with `connection_closed`. So a legacy server that exits when the
+//! A stream can carry one session: the first session connected with it takes it,
+//! and a second fails with `connection_closed`. So a legacy server that exits when the
 //! client's protocol probe asks for `server/discover` (the engine opens a stdio
 //! server again then) cannot be reached over a duplex stream in
 //! [`ProtocolMode::Auto`](crate::ProtocolMode::Auto); connect it with
@@ -27,11 +27,8 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
 
 use super::lines::{LineSink, LineSource};
-use super::{
-    Connection, FrameSink, Medium, OutboundFrame, Shutdown, Transport, TransportContext, TrySend,
-};
+use super::{Connection, FrameSink, Medium, OutboundFrame, Shutdown, TransportContext, TrySend};
 use crate::error::{Error, Result};
-use crate::limits::Limits;
 
 /// How long closing the session waits for the writing half to shut down
 /// (a flush, a TCP FIN) before dropping it: one second.
@@ -101,8 +98,9 @@ impl fmt::Debug for DuplexTransport {
     }
 }
 
-impl Transport for DuplexTransport {
-    fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
+impl DuplexTransport {
+    /// Takes the stream for one session (a second open finds it gone).
+    pub(crate) fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
         let halves = self.take();
         Box::pin(async move {
             let Some((reader, writer)) = halves else {
@@ -120,7 +118,7 @@ impl Transport for DuplexTransport {
                 }),
                 source: Box::new(LineSource::new(
                     reader,
-                    Limits::usize_of(ctx.limits.max_frame_bytes),
+                    ctx.bounds.max_frame_bytes,
                     "stream closed",
                 )),
                 shutdown: Box::new(DuplexShutdown { handed_back }),

@@ -1,11 +1,40 @@
-//! The `Transport` trait: bytes in, bytes out, and how the medium ended.
+//! How a session reaches its server: the public, sealed [`Transport`], implemented by
+//! [`StdioCommand`](stdio::StdioCommand), [`HttpTransport`](http::HttpTransport) and
+//! [`DuplexTransport`](duplex::DuplexTransport), and the crate-private frame contract
+//! behind it.
 //!
-//! A transport turns its medium (a child's pipes, HTTP exchanges) into a stream of
-//! inbound frames, each already bounded by `maxFrameBytes`, accepts outbound frames,
-//! and reports how it ended. It never parses JSON-RPC ids or knows about tools: all
-//! meaning lives in the session engine, so both transports behave identically.
+//! # The frame contract
+//!
+//! A transport turns its medium into a stream of inbound frames, each already bounded
+//! by `maxFrameBytes`, accepts outbound frames, and reports how the medium ended. It
+//! never parses JSON-RPC ids or knows about tools: all meaning lives in the session
+//! engine, so every medium behaves the same. The contract is honest about the two
+//! kinds of medium:
+//!
+//! - **stdio and duplex: two streams of frames.** One byte stream in each direction,
+//!   each frame one line of newline-delimited JSON-RPC. The sink writes a frame's
+//!   bytes and a newline and reads nothing else of the frame; the source yields each
+//!   complete line of at most `maxFrameBytes` bytes. Silence is the peer's answer, a
+//!   cancellation is a notification, and the end of either stream ends the session.
+//! - **Streamable HTTP: one exchange per message, plus a stream for the messages the
+//!   server starts.** Each outbound frame is one `POST`; the JSON body or the event
+//!   stream answering it carries the frames answering it, and the optional standalone
+//!   `GET` stream carries what the server starts. Headers travel with each message,
+//!   so the engine gives this transport, and only it, the HTTP hints of each frame:
+//!   `MCP-Protocol-Version`, whether the frame is stateless (2026-07-28: the standard
+//!   headers, no session id, no resumption, an abandoned request's exchange cut), the
+//!   `tools/call` headers, and which frame completes the legacy handshake (the
+//!   standalone stream opens after it). The stream transports never read them. A
+//!   request's exchange may be handed back to the task that sent it, to drive it and
+//!   route its reply without a hop through another task.
+//!
+//! Each transport receives the bounds it enforces, taken from the session's
+//! validated limits when it opens: `maxFrameBytes` (all), `maxStderrBytes` (stdio),
+//! and `queueCapacity`, `requestTimeoutMs` and `handshakeTimeoutMs` (HTTP). An error
+//! a bound raises names the option it comes from.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
@@ -20,20 +49,63 @@ pub mod http;
 pub(crate) mod lines;
 pub mod stdio;
 
+pub(crate) use http::{CallHeaders, HttpHints, ParamHeader};
+
 /// What a transport needs to know from the session that opens it.
 #[derive(Debug, Clone)]
-pub struct TransportContext {
+pub(crate) struct TransportContext {
     /// The configured server name (used in public messages and diagnostics).
-    pub server: Arc<str>,
-    /// The validated limits of this session.
-    pub limits: Limits,
+    pub(crate) server: Arc<str>,
+    /// The bounds the transport enforces.
+    pub(crate) bounds: Bounds,
     /// The private diagnostics channel.
-    pub diagnostics: Diagnostics,
+    pub(crate) diagnostics: Diagnostics,
+}
+
+/// The bounds the transports enforce, taken from the session's [`Limits`] (already
+/// validated) when it opens one: each transport reads its own and nothing else of
+/// the limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    /// `maxFrameBytes`: one inbound frame on every medium (a line, a JSON body, the
+    /// data of one event).
+    pub(crate) max_frame_bytes: usize,
+    /// `maxStderrBytes`: the redacted stderr tail a stdio transport keeps.
+    pub(crate) max_stderr_bytes: usize,
+    /// What only the HTTP transport reads.
+    pub(crate) http: HttpBounds,
+}
+
+/// The bounds only the HTTP transport enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HttpBounds {
+    /// `queueCapacity`: `POST`s in flight, and events waiting for the engine (the
+    /// transport caps both at 4096).
+    pub(crate) queue_capacity: usize,
+    /// `requestTimeoutMs`: the longest a notification's or a reply's `POST` runs.
+    pub(crate) request_timeout: Duration,
+    /// `handshakeTimeoutMs`: a quarter of it bounds the wait for the standalone
+    /// stream after the legacy handshake.
+    pub(crate) handshake_timeout: Duration,
+}
+
+impl From<Limits> for Bounds {
+    fn from(limits: Limits) -> Bounds {
+        Bounds {
+            max_frame_bytes: Limits::usize_of(limits.max_frame_bytes),
+            max_stderr_bytes: Limits::usize_of(limits.max_stderr_bytes),
+            http: HttpBounds {
+                queue_capacity: Limits::usize_of(limits.queue_capacity),
+                request_timeout: limits.request_timeout(),
+                handshake_timeout: limits.handshake_timeout(),
+            },
+        }
+    }
 }
 
 /// One inbound event. `Debug` prints frame lengths, never frame contents (they
 /// are server-authored).
-pub enum InboundEvent {
+pub(crate) enum InboundEvent {
     /// One complete frame of at most `maxFrameBytes` bytes (no trailing newline).
     Frame(Bytes),
     /// The medium ended; the error is the terminal reason (`connection_closed`
@@ -58,7 +130,7 @@ pub enum InboundEvent {
 /// What the engine knows of one outstanding request, seen from the transport: is
 /// it settled, and fail it alone. Implemented by the session engine; a transport
 /// holds it through a [`RequestHandle`].
-pub trait RequestControl: Send + Sync + 'static {
+pub(crate) trait RequestControl: Send + Sync + 'static {
     /// True once the request is settled (reply routed, failed) or abandoned.
     fn is_done(&self) -> bool;
     /// True when the request was abandoned by its caller (timed out, dropped, or
@@ -76,33 +148,33 @@ pub trait RequestControl: Send + Sync + 'static {
 /// fail just that request (HTTP: an error status answering its POST) without
 /// parsing JSON-RPC.
 #[derive(Clone)]
-pub struct RequestHandle {
+pub(crate) struct RequestHandle {
     control: Arc<dyn RequestControl>,
 }
 
 impl RequestHandle {
     /// Wraps the engine's (or a test's) control of one request.
-    pub fn new(control: Arc<dyn RequestControl>) -> Self {
+    pub(crate) fn new(control: Arc<dyn RequestControl>) -> Self {
         RequestHandle { control }
     }
 
     /// True once the request is settled; the transport need not deliver more for it.
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.control.is_done()
     }
 
     /// True when the caller abandoned the request (see [`RequestControl::is_abandoned`]).
-    pub fn is_abandoned(&self) -> bool {
+    pub(crate) fn is_abandoned(&self) -> bool {
         self.control.is_abandoned()
     }
 
     /// Resolves once the request is settled.
-    pub async fn done(&self) {
+    pub(crate) async fn done(&self) {
         self.control.done().await
     }
 
     /// Fails this request only (the session continues).
-    pub fn fail(&self, error: Error) {
+    pub(crate) fn fail(&self, error: Error) {
         self.control.fail(error)
     }
 }
@@ -115,56 +187,25 @@ impl std::fmt::Debug for RequestHandle {
     }
 }
 
-/// One `Mcp-Param-{name}` header of a `tools/call` (2026-07-28, HTTP): the name
-/// suffix is a validated RFC 9110 token, the value is already encoded (plain
-/// printable ASCII, or the `=?base64?...?=` form).
-#[derive(Clone, PartialEq, Eq)]
-pub struct ParamHeader {
-    /// What follows `Mcp-Param-` in the header name.
-    pub name: Arc<str>,
-    /// The encoded value.
-    pub value: String,
-}
-
-impl std::fmt::Debug for ParamHeader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The value mirrors a tool argument: its length only.
-        f.debug_struct("ParamHeader")
-            .field("name", &self.name)
-            .field("value_bytes", &self.value.len())
-            .finish()
-    }
-}
-
-/// What the medium needs to know about an outbound frame, so that no transport has
-/// to parse JSON-RPC: the engine fills it in when it encodes the frame.
+/// What the engine knows of an outbound frame beyond its bytes, so that no
+/// transport parses JSON-RPC: filled in when it encodes the frame. The stream
+/// transports read none of it; only the HTTP transport reads its hints.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FrameMeta {
+pub(crate) struct FrameMeta {
     /// The JSON-RPC method (`None` for a reply to a server request).
-    pub method: Option<&'static str>,
-    /// The protocol version the frame is written for (HTTP:
-    /// `MCP-Protocol-Version`). `None` before a legacy handshake negotiated one.
-    pub protocol_version: Option<&'static str>,
-    /// Written in the stateless 2026-07-28 era: the request carries its own
-    /// metadata. HTTP: the standard headers (`Mcp-Method`, `Mcp-Name`,
-    /// `Mcp-Param-*`), no session id, no resumption, error bodies read, and an
-    /// abandoned request's exchange is cut (that is its cancellation).
-    pub stateless: bool,
-    /// The frame completes the legacy handshake (`notifications/initialized`):
-    /// once it is accepted, the HTTP transport opens its standalone stream.
-    pub completes_handshake: bool,
-    /// The headers of a `tools/call` (HTTP, stateless); shared by the rounds of
-    /// one call.
-    pub call: Option<Arc<CallHeaders>>,
+    pub(crate) method: Option<&'static str>,
+    /// What the HTTP transport writes and does for this frame (its fields are
+    /// readable there only).
+    pub(crate) http: HttpHints,
 }
 
-/// The per-call headers of a stateless `tools/call` over HTTP.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CallHeaders {
-    /// `Mcp-Name`: the tool's name, encoded like a header value by the engine.
-    pub name: String,
-    /// The `Mcp-Param-*` headers.
-    pub params: Vec<ParamHeader>,
+impl FrameMeta {
+    /// This frame completes the legacy handshake (`notifications/initialized`):
+    /// see [`HttpHints::completing_handshake`].
+    pub(crate) fn completing_handshake(mut self) -> FrameMeta {
+        self.http = self.http.completing_handshake();
+        self
+    }
 }
 
 /// One outbound frame: complete JSON-RPC text without a trailing newline, what the
@@ -172,13 +213,13 @@ pub struct CallHeaders {
 /// request expecting a reply. `Debug` prints the length only (a frame carries tool
 /// arguments).
 #[derive(Clone)]
-pub struct OutboundFrame {
+pub(crate) struct OutboundFrame {
     /// The frame's bytes.
-    pub bytes: Bytes,
-    /// What the medium needs to know about it.
-    pub meta: FrameMeta,
+    pub(crate) bytes: Bytes,
+    /// What the engine knows of it (the HTTP transport's hints among it).
+    pub(crate) meta: FrameMeta,
     /// Present for requests (not for notifications or replies to the server).
-    pub request: Option<RequestHandle>,
+    pub(crate) request: Option<RequestHandle>,
 }
 
 impl std::fmt::Debug for OutboundFrame {
@@ -207,7 +248,7 @@ impl std::fmt::Debug for InboundEvent {
 
 /// What [`FrameSink::try_send_now`] did with a frame.
 #[derive(Debug)]
-pub enum TrySend {
+pub(crate) enum TrySend {
     /// The whole frame was handed to the medium without waiting.
     Sent,
     /// Part of the frame was handed to the medium. The sink keeps the rest and
@@ -227,41 +268,32 @@ pub enum TrySend {
 /// What runs the rest of an [`Exchange`] once its caller stops driving it: in the
 /// background, delivering a frame it ends with through the transport's
 /// [`FrameSource`], as if the exchange had never been driven by a caller.
-pub type Detach = Box<dyn FnOnce(BoxFuture<'static, Option<Bytes>>) + Send>;
+pub(crate) type Detach = Box<dyn FnOnce(BoxFuture<'static, Option<Bytes>>) + Send>;
 
 /// One request's exchange with the medium, handed back by
 /// [`FrameSink::try_send_now`] for the task that sent the request to drive.
 ///
-/// [`Exchange::run`] drives it to its end: `Some(frame)` is one inbound frame
-/// (bounded by `maxFrameBytes` like any other) that the caller routes itself
-/// instead of receiving it from the source. An exchange built
-/// [with an outlet](Exchange::with_outlet) also hands the caller the frames it
-/// meets on the way (an event stream's events): a caller driving it with
-/// [`Exchange::poll_run`] takes each with [`Exchange::take_frame`] after every
-/// poll that returns `Pending`, routes it, and polls again. Dropped before its
+/// [`Exchange::poll_run`] drives it to its end: `Some(frame)` is one inbound
+/// frame (bounded by `maxFrameBytes` like any other) that the caller routes itself
+/// instead of receiving it from the source. On the way, the exchange hands the
+/// caller the frames it meets (an event stream's events) through its [`Outlet`]:
+/// the caller takes each with [`Exchange::take_frame`] after every poll that
+/// returns `Pending`, routes it, and polls again. Dropped before its
 /// end (the reply arrived another way, or the caller gave up), the rest is
 /// [detached](Detach): it runs in the background exactly as a frame sent with
 /// [`FrameSink::send`] would (its frames then go through the source), so what
 /// the medium does never depends on whether a caller drove it.
-pub struct Exchange {
+pub(crate) struct Exchange {
     rest: Option<BoxFuture<'static, Option<Bytes>>>,
     detach: Option<Detach>,
-    outlet: Option<Arc<Outlet>>,
+    outlet: Arc<Outlet>,
 }
 
 impl Exchange {
-    /// An exchange whose rest `detach` runs if it is dropped unfinished.
-    pub fn new(future: BoxFuture<'static, Option<Bytes>>, detach: Detach) -> Self {
-        Exchange {
-            rest: Some(future),
-            detach: Some(detach),
-            outlet: None,
-        }
-    }
-
-    /// [`Exchange::new`] for a future that hands frames it meets on the way to
-    /// the caller through `outlet` ([`Outlet::hand_over`]).
-    pub fn with_outlet(
+    /// An exchange whose rest `detach` runs if it is dropped unfinished, and whose
+    /// future hands the frames it meets on the way to the caller through `outlet`
+    /// ([`Outlet::hand_over`]).
+    pub(crate) fn with_outlet(
         future: BoxFuture<'static, Option<Bytes>>,
         detach: Detach,
         outlet: Arc<Outlet>,
@@ -269,23 +301,16 @@ impl Exchange {
         Exchange {
             rest: Some(future),
             detach: Some(detach),
-            outlet: Some(outlet),
+            outlet,
         }
-    }
-
-    /// Drives the exchange to its end; see [`Exchange`]. Resolves to `None` at
-    /// once when it already ended. Frames handed over on the way are left in the
-    /// outlet: use [`Exchange::poll_run`] with an outlet.
-    pub async fn run(&mut self) -> Option<Bytes> {
-        let rest = self.rest.as_mut()?;
-        let frame = rest.await;
-        self.rest = None;
-        frame
     }
 
     /// Polls the exchange once; `Ready` with the frame it ended with (`None` at
     /// once when it already ended). After `Pending`, [`Exchange::take_frame`].
-    pub fn poll_run(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Bytes>> {
+    pub(crate) fn poll_run(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Bytes>> {
         let Some(rest) = self.rest.as_mut() else {
             return std::task::Poll::Ready(None);
         };
@@ -296,8 +321,8 @@ impl Exchange {
 
     /// The frame the exchange handed over during the last poll, if any: the
     /// caller routes it, then polls the exchange again (which waits for that).
-    pub fn take_frame(&mut self) -> Option<Bytes> {
-        let outlet = self.outlet.as_ref()?;
+    pub(crate) fn take_frame(&mut self) -> Option<Bytes> {
+        let outlet = &self.outlet;
         // Most polls hand nothing over: no lock for them.
         if !outlet.handed.load(std::sync::atomic::Ordering::Acquire) {
             return None;
@@ -311,10 +336,8 @@ impl Exchange {
 
 impl Drop for Exchange {
     fn drop(&mut self) {
-        if let Some(outlet) = &self.outlet {
-            // From now on its frames go through the source.
-            outlet.lock().detached = true;
-        }
+        // From now on its frames go through the source.
+        self.outlet.lock().detached = true;
         if let (Some(rest), Some(detach)) = (self.rest.take(), self.detach.take()) {
             detach(rest);
         }
@@ -325,8 +348,7 @@ impl std::fmt::Debug for Exchange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Exchange")
             .field("ended", &self.rest.is_none())
-            .field("outlet", &self.outlet.is_some())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -335,7 +357,7 @@ impl std::fmt::Debug for Exchange {
 /// through the source (another task, and on a multi-thread runtime another
 /// thread).
 #[derive(Default)]
-pub struct Outlet {
+pub(crate) struct Outlet {
     state: std::sync::Mutex<OutletState>,
     /// A frame waits in `state` (set and cleared with it).
     handed: std::sync::atomic::AtomicBool,
@@ -365,7 +387,7 @@ impl Outlet {
     /// Only the exchange's own future may call this: it returns `Pending`
     /// without a waker, relying on the caller polling again after
     /// [`Exchange::take_frame`], or on the detached rest being polled afresh.
-    pub async fn hand_over(&self, frame: Bytes) -> std::result::Result<(), Bytes> {
+    pub(crate) async fn hand_over(&self, frame: Bytes) -> std::result::Result<(), Bytes> {
         let mut frame = Some(frame);
         std::future::poll_fn(|_cx| {
             let mut state = self.lock();
@@ -398,7 +420,7 @@ impl std::fmt::Debug for Outlet {
 }
 
 /// The outbound half of an open transport.
-pub trait FrameSink: Send + 'static {
+pub(crate) trait FrameSink: Send + 'static {
     /// Writes one frame.
     ///
     /// Returns once the frame is handed to the medium. An error is terminal
@@ -439,7 +461,7 @@ pub trait FrameSink: Send + 'static {
 }
 
 /// The inbound half of an open transport.
-pub trait FrameSource: Send + 'static {
+pub(crate) trait FrameSource: Send + 'static {
     /// The next inbound event. After [`InboundEvent::Closed`] it must not be called again.
     fn next(&mut self) -> BoxFuture<'_, InboundEvent>;
 
@@ -454,7 +476,7 @@ pub trait FrameSource: Send + 'static {
 
 /// Tears the medium down (kill the child, send HTTP `DELETE`). Dropping it without
 /// calling [`Shutdown::shutdown`] must still release the medium best-effort.
-pub trait Shutdown: Send + 'static {
+pub(crate) trait Shutdown: Send + 'static {
     /// Deterministic teardown.
     fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()>;
 }
@@ -462,7 +484,7 @@ pub trait Shutdown: Send + 'static {
 /// What kind of medium a transport is, for the few rules that differ by medium
 /// (the stateless era's cancellation and header rules, the probe's silence rule).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Medium {
+pub(crate) enum Medium {
     /// One long-lived byte stream in each direction (stdio): silence is the
     /// peer's answer, a cancellation is a notification, and the process may be
     /// started again.
@@ -473,15 +495,15 @@ pub enum Medium {
 }
 
 /// An open transport, split into its three parts.
-pub struct Connection {
+pub(crate) struct Connection {
     /// What kind of medium this is.
-    pub medium: Medium,
+    pub(crate) medium: Medium,
     /// Outbound frames.
-    pub sink: Box<dyn FrameSink>,
+    pub(crate) sink: Box<dyn FrameSink>,
     /// Inbound frames and the terminal event.
-    pub source: Box<dyn FrameSource>,
+    pub(crate) source: Box<dyn FrameSource>,
     /// Teardown.
-    pub shutdown: Box<dyn Shutdown>,
+    pub(crate) shutdown: Box<dyn Shutdown>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -490,13 +512,70 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-/// A way to reach an MCP server: spawn a process, or talk to a URL.
-pub trait Transport: Send + 'static {
-    /// Opens the medium. A failure to start is the transport's typed error
-    /// (`spawn_failed` for stdio). May be called again for a fresh medium (the
-    /// engine starts a stdio server again when it exited during the protocol
-    /// probe, as some legacy servers do).
-    fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>>;
+/// A way to reach an MCP server: [`StdioCommand`](stdio::StdioCommand) starts a
+/// process, [`HttpTransport`](http::HttpTransport) talks to a URL, and
+/// [`DuplexTransport`](duplex::DuplexTransport) speaks over a byte stream the host
+/// already has (a unix socket, a TCP connection, the pipes of a process it started
+/// itself, an in-process server). Give one to
+/// [`ClientBuilder::connect`](crate::ClientBuilder::connect), or a
+/// `Box<dyn Transport>` to [`ClientBuilder::connect_boxed`](crate::ClientBuilder::connect_boxed).
+///
+/// # Sealed
+///
+/// This trait cannot be implemented outside this crate. What a transport does for
+/// the session (the frames it moves, the hints it reads, the bounds it enforces,
+/// how it reports its end) is the session engine's own contract: it changes with
+/// the engine, and keeping it private lets it change without breaking your code. To
+/// reach a server over a medium of your own, connect the stream you already have
+/// with [`DuplexTransport`](duplex::DuplexTransport): it frames and bounds it
+/// exactly as stdio does.
+///
+/// ```compile_fail,E0277
+/// struct Mine;
+/// // error: `Mine` does not implement the crate's private `Open`.
+/// impl smthrs_mcp::Transport for Mine {}
+/// ```
+pub trait Transport: sealed::Open + Send + 'static {}
+
+impl Transport for stdio::StdioCommand {}
+impl Transport for http::HttpTransport {}
+impl Transport for duplex::DuplexTransport {}
+
+/// The seal: the real `open`, on a trait public in name only (this module is
+/// private, so nothing outside the crate can name or implement it). Its signature
+/// names crate-private types, which is the point (hence the `allow`).
+#[allow(private_interfaces)]
+mod sealed {
+    use futures_util::future::BoxFuture;
+
+    use super::{Connection, TransportContext, duplex, http, stdio};
+    use crate::error::Result;
+
+    pub trait Open {
+        /// Opens the medium. A failure to start is the transport's typed error
+        /// (`spawn_failed` for stdio). May be called again for a fresh medium
+        /// (the engine starts a stdio server again when it exited during the
+        /// protocol probe, as some legacy servers do).
+        fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>>;
+    }
+
+    impl Open for stdio::StdioCommand {
+        fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
+            stdio::StdioCommand::open(self, ctx)
+        }
+    }
+
+    impl Open for http::HttpTransport {
+        fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
+            http::HttpTransport::open(self, ctx)
+        }
+    }
+
+    impl Open for duplex::DuplexTransport {
+        fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
+            duplex::DuplexTransport::open(self, ctx)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -144,7 +144,10 @@ pub async fn connect(
     let events = Events::new();
     let builder = builder.diagnostics(events.clone());
     let (result, bridge) = match via {
-        Via::Stdio => (guard("connect", builder.connect(server)).await, None),
+        Via::Stdio => (
+            guard("connect", builder.connect(server.stdio())).await,
+            None,
+        ),
         Via::Http => {
             let bridge = Bridge::start(scripted_server(), server.args, options).await;
             let transport = HttpTransport::builder("bridge", bridge.url())

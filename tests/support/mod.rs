@@ -21,8 +21,8 @@ pub fn scenario_path(name: &str) -> PathBuf {
         .join(format!("{name}.json"))
 }
 
-/// How to start the scripted server: its arguments and extra environment. Usable
-/// directly as a stdio [`Transport`](smthrs_mcp::Transport), or behind the HTTP bridge.
+/// How to start the scripted server: its arguments and extra environment. Over
+/// stdio through [`Server::stdio`], or behind the HTTP bridge.
 #[derive(Clone, Debug)]
 pub struct Server {
     pub args: Vec<OsString>,
@@ -47,18 +47,6 @@ impl Server {
             command = command.env(key.clone(), value.clone());
         }
         command
-    }
-}
-
-impl smthrs_mcp::Transport for Server {
-    fn open(
-        &self,
-        ctx: smthrs_mcp::transport::TransportContext,
-    ) -> futures_util::future::BoxFuture<
-        'static,
-        smthrs_mcp::Result<smthrs_mcp::transport::Connection>,
-    > {
-        self.stdio().open(ctx)
     }
 }
 

@@ -22,7 +22,7 @@ use crate::json_bounds::LimitedWriter;
 use crate::jsonrpc::Id;
 use crate::limits::Limits;
 use crate::observe;
-use crate::transport::{FrameMeta, FrameSink, Medium, OutboundFrame};
+use crate::transport::{FrameMeta, FrameSink, HttpHints, Medium, OutboundFrame};
 
 mod pause;
 mod reader;
@@ -46,7 +46,7 @@ pub(crate) const SCOPE_CLOSED: &str = "connection scope closed";
 /// writing is finished first, within the same bound. A server that stopped reading
 /// costs at most this long; cancellations a full outbound queue refused are not
 /// owed (they are best effort).
-pub const CLOSE_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+pub(crate) const CLOSE_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A notification envelope (keys in `serde_json::Map` order).
 #[derive(Serialize)]
@@ -71,9 +71,7 @@ pub(crate) struct Framing {
 pub(crate) fn notification_meta(method: &'static str, framing: Framing) -> FrameMeta {
     FrameMeta {
         method: Some(method),
-        protocol_version: framing.version,
-        stateless: framing.stateless,
-        ..FrameMeta::default()
+        http: HttpHints::new(framing.version, framing.stateless),
     }
 }
 

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::diagnostics::DiagnosticEvent;
 use crate::error::{Detail, Error, ErrorKind, MAX_SUPPORTED_VERSIONS, Result};
 use crate::jsonrpc::{self, Inbound, RpcError};
-use crate::transport::{FrameMeta, FrameSource, InboundEvent};
+use crate::transport::{FrameMeta, FrameSource, HttpHints, InboundEvent};
 
 use super::request::reply_key;
 use super::{Core, lock};
@@ -88,8 +88,8 @@ impl Core {
         let frame = self.encode(reply)?;
         let deadline = Instant::now() + self.limits.request_timeout();
         let meta = FrameMeta {
-            protocol_version: self.hooks.framing().version,
-            ..FrameMeta::default()
+            method: None,
+            http: HttpHints::new(self.hooks.framing().version, false),
         };
         self.enqueue(frame, meta, deadline).await.map_err(|error| {
             if error.kind() == ErrorKind::Timeout {

@@ -24,7 +24,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::{Id, ResultBody};
 use crate::observe;
 use crate::transport::{
-    CallHeaders, Exchange, FrameMeta, Medium, OutboundFrame, RequestControl, RequestHandle,
+    CallHeaders, Exchange, FrameMeta, HttpHints, Medium, OutboundFrame, RequestControl,
+    RequestHandle,
 };
 
 use super::PauseClock;
@@ -336,10 +337,7 @@ impl Core {
         drop(params);
         let meta = FrameMeta {
             method: Some(method),
-            protocol_version: framing.version,
-            stateless: framing.stateless,
-            completes_handshake: false,
-            call,
+            http: HttpHints::new(framing.version, framing.stateless).with_call(call),
         };
         let control = Arc::new(RequestCtl {
             id,

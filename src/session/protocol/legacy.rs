@@ -22,7 +22,7 @@ use super::tool_result::ToolResult;
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::ResultBody;
 use crate::pin::CatalogPin;
-use crate::transport::{FrameMeta, Medium};
+use crate::transport::Medium;
 
 /// Legacy `tools/call` parameters (keys in the order a `serde_json::Map` writes them).
 #[derive(Serialize)]
@@ -105,10 +105,7 @@ pub(crate) async fn initialize(link: &Link) -> Result<ServerFacts> {
         "jsonrpc": "2.0",
         "method": "notifications/initialized",
     }))?;
-    let meta = FrameMeta {
-        completes_handshake: true,
-        ..notification_meta("notifications/initialized", wire.into())
-    };
+    let meta = notification_meta("notifications/initialized", wire.into()).completing_handshake();
     core.enqueue(initialized, meta, Instant::now() + timeout)
         .await
         .map_err(step_error(core, "notifications/initialized"))?;

@@ -1,5 +1,6 @@
-//! The per-request MCP headers, from the engine's [`FrameMeta`]: the transport
-//! parses no JSON-RPC to write them.
+//! The per-request MCP headers, from the [`HttpHints`] the engine gives each
+//! frame (read here and in the rest of the HTTP transport, nowhere else): the
+//! transport parses no JSON-RPC to write them.
 //!
 //! - `MCP-Protocol-Version` whenever the frame states a version (legacy: every
 //!   request after the handshake negotiated one; 2026-07-28: every request, equal
@@ -12,12 +13,91 @@
 //!
 //! The legacy wire carries exactly the headers it carried before 2026-07-28.
 
+use std::sync::Arc;
+
 use http::HeaderMap;
 use http::header::{HeaderName, HeaderValue};
 
 use super::HttpRequest;
 use crate::error::{Error, Result};
 use crate::transport::FrameMeta;
+
+/// What the HTTP transport writes and does for one frame, and no other transport
+/// reads: the engine builds it (its fields are private to the HTTP transport), so
+/// the stream transports receive just bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HttpHints {
+    /// The protocol version the frame is written for (`MCP-Protocol-Version`).
+    /// `None` before a legacy handshake negotiated one.
+    pub(in crate::transport::http) protocol_version: Option<&'static str>,
+    /// Written in the stateless 2026-07-28 era: the standard headers
+    /// (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`), no session id, no resumption,
+    /// error bodies read, and an abandoned request's exchange is cut (that is its
+    /// cancellation).
+    pub(in crate::transport::http) stateless: bool,
+    /// The frame completes the legacy handshake (`notifications/initialized`):
+    /// once it is accepted, the standalone stream opens.
+    pub(in crate::transport::http) completes_handshake: bool,
+    /// The headers of a stateless `tools/call`; shared by the rounds of one call.
+    pub(in crate::transport::http) call: Option<Arc<CallHeaders>>,
+}
+
+impl HttpHints {
+    /// The hints of a frame written for `protocol_version` (`None` before a legacy
+    /// handshake negotiated one), stateless (2026-07-28) or not.
+    pub(crate) fn new(protocol_version: Option<&'static str>, stateless: bool) -> HttpHints {
+        HttpHints {
+            protocol_version,
+            stateless,
+            completes_handshake: false,
+            call: None,
+        }
+    }
+
+    /// With the headers of a stateless `tools/call` (`Mcp-Name`, `Mcp-Param-*`).
+    pub(crate) fn with_call(mut self, call: Option<Arc<CallHeaders>>) -> HttpHints {
+        self.call = call;
+        self
+    }
+
+    /// The frame completes the legacy handshake (`notifications/initialized`): once
+    /// its `POST` succeeds, the negotiated version is kept for the `GET`s and the
+    /// `DELETE`, and the standalone stream opens.
+    pub(crate) fn completing_handshake(mut self) -> HttpHints {
+        self.completes_handshake = true;
+        self
+    }
+}
+
+/// One `Mcp-Param-{name}` header of a `tools/call` (2026-07-28, HTTP): the name
+/// suffix is a validated RFC 9110 token, the value is already encoded (plain
+/// printable ASCII, or the `=?base64?...?=` form).
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct ParamHeader {
+    /// What follows `Mcp-Param-` in the header name.
+    pub(crate) name: Arc<str>,
+    /// The encoded value.
+    pub(crate) value: String,
+}
+
+impl std::fmt::Debug for ParamHeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The value mirrors a tool argument: its length only.
+        f.debug_struct("ParamHeader")
+            .field("name", &self.name)
+            .field("value_bytes", &self.value.len())
+            .finish()
+    }
+}
+
+/// The per-call headers of a stateless `tools/call` over HTTP.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CallHeaders {
+    /// `Mcp-Name`: the tool's name, encoded like a header value by the engine.
+    pub(crate) name: String,
+    /// The `Mcp-Param-*` headers.
+    pub(crate) params: Vec<ParamHeader>,
+}
 
 /// `MCP-Protocol-Version`.
 pub(crate) static MCP_PROTOCOL_VERSION: HeaderName =
@@ -53,9 +133,13 @@ const UNSIZED_ROOM: usize = 6;
 /// does not reallocate the map and rehash its entries on the way down. Counted
 /// from the frame and the configuration; a user layer's headers are not known.
 pub(crate) fn map_for(meta: &FrameMeta, layered: usize) -> HeaderMap {
-    let mut count = BASE_HEADERS + layered + usize::from(meta.protocol_version.is_some());
-    if meta.stateless {
-        count += 1 + meta.call.as_deref().map_or(0, |call| 1 + call.params.len());
+    let hints = &meta.http;
+    let mut count = BASE_HEADERS + layered + usize::from(hints.protocol_version.is_some());
+    if hints.stateless {
+        count += 1 + hints
+            .call
+            .as_deref()
+            .map_or(0, |call| 1 + call.params.len());
     } else {
         // The legacy session id, once there is one.
         count += 1;
@@ -71,13 +155,14 @@ pub(crate) fn map_for(meta: &FrameMeta, layered: usize) -> HeaderMap {
 pub(crate) fn apply(req: &mut HttpRequest, meta: &FrameMeta) -> Result<()> {
     let invalid = || Error::protocol("an MCP request header value is not valid");
     let headers = req.headers_mut();
-    if let Some(version) = meta.protocol_version {
+    let hints = &meta.http;
+    if let Some(version) = hints.protocol_version {
         headers.insert(
             MCP_PROTOCOL_VERSION.clone(),
             HeaderValue::from_static(version),
         );
     }
-    if !meta.stateless {
+    if !hints.stateless {
         return Ok(());
     }
     // 2026-07-28 sends `Mcp-Method` on every POST (the engine's stateless frames
@@ -90,7 +175,7 @@ pub(crate) fn apply(req: &mut HttpRequest, meta: &FrameMeta) -> Result<()> {
         ));
     };
     headers.insert(MCP_METHOD.clone(), HeaderValue::from_static(method));
-    let call = meta.call.as_deref();
+    let call = hints.call.as_deref();
     if let Some(call) = call {
         let value = HeaderValue::from_str(&call.name).map_err(|_| invalid())?;
         headers.insert(MCP_NAME.clone(), value);
@@ -109,10 +194,8 @@ pub(crate) fn apply(req: &mut HttpRequest, meta: &FrameMeta) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::{CallHeaders, ParamHeader};
     use bytes::Bytes;
     use http_body_util::Full;
-    use std::sync::Arc;
 
     fn request() -> HttpRequest {
         http::Request::post("http://h/mcp")
@@ -125,12 +208,12 @@ mod tests {
         let mut req = request();
         let meta = FrameMeta {
             method: Some("tools/call"),
-            protocol_version: Some("2025-06-18"),
-            call: Some(Arc::new(CallHeaders {
-                name: "x".into(),
-                params: Vec::new(),
-            })),
-            ..FrameMeta::default()
+            http: HttpHints::new(Some("2025-06-18"), false).with_call(Some(Arc::new(
+                CallHeaders {
+                    name: "x".into(),
+                    params: Vec::new(),
+                },
+            ))),
         };
         apply(&mut req, &meta).unwrap();
         assert_eq!(req.headers()[&MCP_PROTOCOL_VERSION], "2025-06-18");
@@ -143,16 +226,13 @@ mod tests {
     fn stateless_call() -> FrameMeta {
         FrameMeta {
             method: Some("tools/call"),
-            protocol_version: Some("2026-07-28"),
-            stateless: true,
-            completes_handshake: false,
-            call: Some(Arc::new(CallHeaders {
+            http: HttpHints::new(Some("2026-07-28"), true).with_call(Some(Arc::new(CallHeaders {
                 name: "my-tool".into(),
                 params: vec![ParamHeader {
                     name: "Region".into(),
                     value: "us-west1".into(),
                 }],
-            })),
+            }))),
         }
     }
 
@@ -175,15 +255,13 @@ mod tests {
         let mut req = request();
         let meta = FrameMeta {
             method: Some("tools/call"),
-            stateless: true,
-            call: Some(Arc::new(CallHeaders {
+            http: HttpHints::new(None, true).with_call(Some(Arc::new(CallHeaders {
                 name: "t".into(),
                 params: vec![ParamHeader {
                     name: "X".into(),
                     value: "a\r\nInjected: 1".into(),
                 }],
-            })),
-            ..FrameMeta::default()
+            }))),
         };
         assert!(apply(&mut req, &meta).is_err());
     }
@@ -192,9 +270,8 @@ mod tests {
     fn a_stateless_frame_without_a_method_is_refused_not_sent_as_legacy() {
         let mut req = request();
         let meta = FrameMeta {
-            protocol_version: Some("2026-07-28"),
-            stateless: true,
-            ..FrameMeta::default()
+            method: None,
+            http: HttpHints::new(Some("2026-07-28"), true),
         };
         let error = apply(&mut req, &meta).expect_err("no method");
         assert_eq!(error.kind(), crate::error::ErrorKind::ProtocolError);
@@ -208,8 +285,7 @@ mod tests {
     fn a_posts_map_is_sized_for_the_headers_it_will_carry() {
         let legacy = FrameMeta {
             method: Some("tools/call"),
-            protocol_version: Some("2025-06-18"),
-            ..FrameMeta::default()
+            http: HttpHints::new(Some("2025-06-18"), false),
         };
         assert_eq!(map_for(&legacy, 0).capacity(), 0, "6 headers fit");
         let meta = stateless_call();

@@ -44,9 +44,8 @@
 //! anyway is ignored. Every body and every event is bounded by `maxFrameBytes`.
 //! The source is a bounded channel (`queueCapacity`, at most 4096 events): a reader
 //! that falls behind slows the HTTP reads down. At most `queueCapacity` POSTs are in
-//! flight (sent, response head not yet received);
-//! [`FrameSink::send`](crate::transport::FrameSink::send) waits for a slot, starts
-//! the POST, and returns without waiting for the response for a request, but waits
+//! flight (sent, response head not yet received); sending a frame waits for a
+//! slot, starts the POST, and returns without waiting for the response for a request, but waits
 //! for the response head of a notification or reply, so those keep their order
 //! with what follows (`notifications/initialized` reaches the server before
 //! `tools/list`). A response stream that stays open does not hold a slot, so with
@@ -59,35 +58,34 @@
 //!   `Mcp-Session-Id` (the `initialize` exchange) and sent on every later `POST`,
 //!   `GET` and `DELETE`. An id that is not visible ASCII (0x21-0x7E) ends the session
 //!   with `protocol_error` and is never echoed.
-//! - Once the legacy handshake negotiated a version (the engine writes it into each
-//!   frame's [`FrameMeta`](crate::transport::FrameMeta)), every request carries
+//! - Once the legacy handshake negotiated a version (the engine writes it into the
+//!   HTTP hints of each frame), every request carries
 //!   `MCP-Protocol-Version`, and after the next successful POST
 //!   (the `notifications/initialized` completing the handshake) the optional
 //!   standalone `GET` stream is opened; `400`, `404` and `405` mean the server offers
 //!   none, which is fine. The notification whose POST started the stream (the
 //!   `notifications/initialized`) returns only once the GET is answered, or after
-//!   [`STANDALONE_OPEN_WAIT`] (at most a quarter of `handshakeTimeoutMs`) if it is
+//!   1 s (at most a quarter of `handshakeTimeoutMs`) if it is
 //!   not, so a server that answers promptly has the stream open before the first
 //!   request after the handshake: it may deliver that request's reply on it.
 //! - A response stream that breaks or ends while its request is unsettled, and that
 //!   carried an event id, is resumed: after the server's `retry:` delay (default
-//!   [`DEFAULT_RETRY`], capped at [`MAX_RETRY`]) the transport sends `GET` with
+//!   1 s, capped at 60 s) the transport sends `GET` with
 //!   `Last-Event-ID` and reads on. A stream the server ends cleanly (2025-11-25
-//!   polling) is not a failure; [`MAX_RESUME_ATTEMPTS`] broken or refused attempts
+//!   polling) is not a failure; five broken or refused attempts
 //!   in a row without a delivered message end the resumption. The engine's request
 //!   deadline bounds the whole. Without an id, the request fails with
 //!   `connection_closed`.
 //! - A `404` answering a request that carried a session id forgets the session (id
-//!   and version) and reports [`InboundEvent::SessionExpired`](crate::transport::InboundEvent);
+//!   and version) and reports the lost state to the engine, which re-initialises;
 //!   the next response carrying an id starts the new session. A `404` for a session
 //!   already replaced (a POST in flight across the re-initialise) is reported with
 //!   `stale: true`, and the engine sends that frame again with the new session. The
 //!   engine holds requests made while it re-initialises until the new session is
 //!   open, so none goes out without a session id.
-//! - [`Shutdown::shutdown`](crate::transport::Shutdown::shutdown) stops every task
-//!   and sends `DELETE` with the session id, bounded by [`DELETE_TIMEOUT`] (`405` is
-//!   fine). Dropping the connection's three parts stops every task but sends no
-//!   `DELETE`.
+//! - The session's teardown stops every task and sends `DELETE` with the session
+//!   id, bounded by 2 s (`405` is fine). A transport dropped without
+//!   that teardown (its runtime gone) stops every task but sends no `DELETE`.
 //!
 //! # Errors
 //!
@@ -139,7 +137,7 @@ use crate::error::{Error, Result};
 use crate::http::client::{self, AddressGuard, HttpClient};
 use crate::http::redirect;
 use crate::layer::{BearerAuthLayer, BoxError, EgressGrants, EgressPolicyLayer, OAuthLayer};
-use crate::transport::{Connection, Transport, TransportContext};
+use crate::transport::{Connection, TransportContext};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -149,6 +147,8 @@ mod driver;
 mod headers;
 mod session_id;
 mod sse;
+
+pub(crate) use headers::{CallHeaders, HttpHints, ParamHeader};
 
 /// The request type of the HTTP stack.
 pub type HttpRequest = http::Request<Full<Bytes>>;
@@ -161,21 +161,21 @@ pub type HttpResponse = http::Response<ResponseBody>;
 pub type HttpService = BoxCloneService<HttpRequest, HttpResponse, BoxError>;
 
 /// Wait before resuming a stream when the server sent no `retry:` field.
-pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// The longest `retry:` delay honoured; a larger value is capped to this.
-pub const MAX_RETRY: Duration = Duration::from_secs(60);
+pub(crate) const MAX_RETRY: Duration = Duration::from_secs(60);
 /// Consecutive resumption (or standalone-stream reopen) attempts without a
 /// delivered message before giving up.
-pub const MAX_RESUME_ATTEMPTS: u32 = 5;
+pub(crate) const MAX_RESUME_ATTEMPTS: u32 = 5;
 /// How long a response stream is still read after its request settled (a server
 /// should close it right after the reply; this bounds one that does not).
-pub const SETTLED_STREAM_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const SETTLED_STREAM_GRACE: Duration = Duration::from_secs(5);
 /// The bound on the `DELETE` sent at shutdown.
-pub const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest the handshake waits, after `notifications/initialized`, for the
 /// server to answer the standalone stream's `GET` (never more than a quarter of
 /// `handshakeTimeoutMs`); then it goes on without it.
-pub const STANDALONE_OPEN_WAIT: Duration = Duration::from_secs(1);
+pub(crate) const STANDALONE_OPEN_WAIT: Duration = Duration::from_secs(1);
 
 type LayerFn = Arc<dyn Fn(HttpService) -> HttpService + Send + Sync>;
 
@@ -481,8 +481,9 @@ impl fmt::Debug for HttpTransportBuilder {
     }
 }
 
-/// A Streamable HTTP [`Transport`]. Cheap to clone: clones share the HTTP client
-/// (and its connection pool); each [`Transport::open`] starts a fresh MCP session.
+/// A Streamable HTTP [`Transport`](crate::Transport). Cheap to clone: clones share
+/// the HTTP client (and its connection pool); each session connected with it is a
+/// fresh MCP session.
 #[derive(Clone)]
 pub struct HttpTransport {
     inner: Arc<Prepared>,
@@ -577,11 +578,12 @@ impl fmt::Debug for HttpTransport {
     }
 }
 
-impl Transport for HttpTransport {
-    fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
+impl HttpTransport {
+    /// Opens a fresh MCP session over the HTTP client: nothing is sent until the
+    /// first frame. The bounds come from limits the session already validated.
+    pub(crate) fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
         let this = self.clone();
         Box::pin(async move {
-            ctx.limits.validate()?;
             let session = Arc::new(session_id::SessionState::default());
             // The OAuth chain reports its steps to this session's observer.
             let service = this.stack(session.clone(), &ctx.diagnostics);
@@ -590,7 +592,8 @@ impl Transport for HttpTransport {
                 endpoint: this.inner.endpoint.clone(),
                 service,
                 session,
-                limits: ctx.limits,
+                max_frame: ctx.bounds.max_frame_bytes,
+                bounds: ctx.bounds.http,
                 layered: usize::from(this.inner.bearer.is_some() || this.inner.oauth.is_some()),
                 redirects: this.inner.redirects,
             }))
@@ -642,6 +645,9 @@ fn redacted_url(raw: &str) -> String {
         Err(_) => "[invalid URL]".to_owned(),
     }
 }
+
+#[cfg(test)]
+mod contract_tests;
 
 #[cfg(test)]
 mod tests {

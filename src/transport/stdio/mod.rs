@@ -12,7 +12,7 @@
 //!   is "exited with code N" (or "exited by signal N"); a failed write is
 //!   "stdin closed"; an over-long line is `protocol_error`. When stdout ends because
 //!   the child exited, the exit is reported: the reader waits up to
-//!   [`EXIT_GRACE`] after EOF for the exit status so the more useful event wins.
+//!   100 ms after EOF for the exit status so the more useful event wins.
 //!
 //! # Teardown: the whole process tree
 //!
@@ -26,16 +26,15 @@
 //!
 //! 1. stdin is closed (the engine drops the sink first), so a well-behaved server
 //!    exits by itself;
-//! 2. teardown waits up to [`SHUTDOWN_GRACE`] for the child to exit and the group
-//!    to empty;
-//! 3. then sends **SIGTERM to the group** and waits up to [`TERM_GRACE`];
+//! 2. teardown waits up to 250 ms for the child to exit and the group to empty;
+//! 3. then sends **SIGTERM to the group** and waits up to 250 ms more;
 //! 4. then sends **SIGKILL to the group** and reaps the child.
 //!
 //! Steps 3 and 4 happen only while some member is left, and also when the child
 //! has already exited but its descendants remain (the group id is the dead
 //! leader's pid, and a group can be signalled as long as it has members). Teardown
-//! therefore takes at most `SHUTDOWN_GRACE + TERM_GRACE` plus the time the kernel
-//! takes to deliver SIGKILL, checking the group every [`GROUP_POLL`]. A server that
+//! therefore takes at most half a second plus the time the kernel takes to
+//! deliver SIGKILL, checking the group every 10 ms. A server that
 //! exits on stdin EOF, with nothing left behind, is not waited for at all. A member
 //! that has exited but was not yet reaped by whoever inherited it (a zombie, in a
 //! container whose PID 1 does not reap) still counts as present, so teardown then
@@ -91,15 +90,11 @@ use tokio::process::Command;
 use tokio::sync::watch;
 
 use super::framing::FramedReader;
-use super::{Connection, Medium, Transport, TransportContext};
+use super::{Connection, Medium, TransportContext};
 use crate::error::{Error, Result};
-use crate::limits::Limits;
 use crate::redact::{Redactor, StderrCollector};
 use pipes::{StdinSink, StdoutSource, drain_stderr};
 use teardown::{GroupKiller, ProcessGroup, StdioShutdown, supervise};
-
-pub use pipes::EXIT_GRACE;
-pub use teardown::{GROUP_POLL, SHUTDOWN_GRACE, TERM_GRACE};
 
 /// Parent variables a child inherits (when set). `LC_*` variables are inherited too.
 ///
@@ -250,8 +245,9 @@ impl fmt::Debug for StdioCommand {
     }
 }
 
-impl Transport for StdioCommand {
-    fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
+impl StdioCommand {
+    /// Starts the server (a fresh process at each call).
+    pub(crate) fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
         let command = self.clone();
         Box::pin(async move { open_stdio(command, ctx) })
     }
@@ -279,7 +275,7 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
     let redactor = Redactor::new(command.env.iter().map(|(_, v)| v.expose_secret()));
     let collector = Arc::new(Mutex::new(StderrCollector::new(
         redactor,
-        Limits::usize_of(ctx.limits.max_stderr_bytes),
+        ctx.bounds.max_stderr_bytes,
     )));
     let stderr_task = tokio::spawn(drain_stderr(stderr, collector.clone()));
 
@@ -288,7 +284,7 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
     let (kill_tx, kill_rx) = tokio::sync::oneshot::channel();
     let supervisor = tokio::spawn(supervise(child, group.clone(), exit_tx, kill_rx));
 
-    let max_frame = Limits::usize_of(ctx.limits.max_frame_bytes);
+    let max_frame = ctx.bounds.max_frame_bytes;
     Ok(Connection {
         medium: Medium::Stream,
         sink: Box::new(StdinSink::new(stdin, "stdin closed")),

@@ -22,7 +22,7 @@ use crate::transport::{FrameSource, InboundEvent};
 pub(super) type StdinSink = LineSink<ChildStdin>;
 
 /// After stdout EOF, how long the reader waits for the exit status.
-pub const EXIT_GRACE: Duration = Duration::from_millis(100);
+pub(super) const EXIT_GRACE: Duration = Duration::from_millis(100);
 
 pub(super) async fn drain_stderr(
     mut stderr: tokio::process::ChildStderr,

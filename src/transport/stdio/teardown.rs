@@ -22,14 +22,14 @@ use crate::transport::Shutdown;
 
 /// After stdin is closed at teardown, how long the child (and, on Unix, every other
 /// process of its group) gets to exit before SIGTERM is sent to the group.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(250);
+pub(super) const SHUTDOWN_GRACE: Duration = Duration::from_millis(250);
 /// After SIGTERM to the server's process group, how long the group gets to exit
 /// before SIGKILL is sent to it (Unix; elsewhere the child is killed after
 /// [`SHUTDOWN_GRACE`]). Teardown takes at most `SHUTDOWN_GRACE + TERM_GRACE` plus
 /// SIGKILL's delivery.
-pub const TERM_GRACE: Duration = Duration::from_millis(250);
+pub(super) const TERM_GRACE: Duration = Duration::from_millis(250);
 /// How often teardown checks whether the server's process group is empty.
-pub const GROUP_POLL: Duration = Duration::from_millis(10);
+pub(super) const GROUP_POLL: Duration = Duration::from_millis(10);
 /// How long teardown waits for stderr to drain after the child is gone (a grandchild
 /// may hold the pipe open).
 const STDERR_DRAIN_GRACE: Duration = Duration::from_millis(100);

@@ -31,10 +31,9 @@ use super::{DEFAULT_RETRY, HttpService, MAX_RETRY, STANDALONE_OPEN_WAIT};
 use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::http::body;
 use crate::http::{BoxError, HttpRequest, HttpResponse, ResponseBody, StackFailure, stack_failure};
-use crate::limits::Limits;
 use crate::transport::{
-    Connection, FrameMeta, FrameSink, FrameSource, InboundEvent, Medium, OutboundFrame, Shutdown,
-    TrySend,
+    Connection, FrameSink, FrameSource, HttpBounds, HttpHints, InboundEvent, Medium, OutboundFrame,
+    Shutdown, TrySend,
 };
 
 mod post;
@@ -54,7 +53,9 @@ pub(crate) struct OpenParams {
     pub(crate) endpoint: Uri,
     pub(crate) service: HttpService,
     pub(crate) session: Arc<SessionState>,
-    pub(crate) limits: Limits,
+    /// `maxFrameBytes`.
+    pub(crate) max_frame: usize,
+    pub(crate) bounds: HttpBounds,
     /// Headers the transport's own layers add to a request (`Authorization`).
     pub(crate) layered: usize,
     /// `follow_same_origin_redirects` (named when a redirect is not followed).
@@ -63,16 +64,16 @@ pub(crate) struct OpenParams {
 
 /// Opens the transport: nothing is sent until the first frame.
 pub(crate) fn open(params: OpenParams) -> Connection {
-    let queue = Limits::usize_of(params.limits.queue_capacity).clamp(1, MAX_QUEUE);
+    let queue = params.bounds.queue_capacity.clamp(1, MAX_QUEUE);
     let (tx, rx) = mpsc::channel(queue);
     let shared = Arc::new(HttpSession {
         server: params.server,
         endpoint: params.endpoint,
         service: Mutex::new(params.service),
         session: params.session,
-        max_frame: Limits::usize_of(params.limits.max_frame_bytes),
-        request_timeout: params.limits.request_timeout(),
-        open_wait: (params.limits.handshake_timeout() / 4).min(STANDALONE_OPEN_WAIT),
+        max_frame: params.max_frame,
+        request_timeout: params.bounds.request_timeout,
+        open_wait: (params.bounds.handshake_timeout / 4).min(STANDALONE_OPEN_WAIT),
         layered: params.layered,
         redirects: params.redirects,
         tx,
@@ -365,8 +366,8 @@ impl HttpSession {
 
     /// Records the legacy version the handshake negotiated (from the frame that
     /// completes it), for the `GET`s and the `DELETE`, which carry no frame.
-    fn remember_legacy_version(&self, meta: &FrameMeta) {
-        let value = meta.protocol_version.map(HeaderValue::from_static);
+    fn remember_legacy_version(&self, hints: &HttpHints) {
+        let value = hints.protocol_version.map(HeaderValue::from_static);
         *self
             .legacy_version
             .lock()

@@ -30,7 +30,7 @@ impl HttpSession {
     ) -> Option<Bytes> {
         match frame.request.clone() {
             Some(handle) => {
-                let stateless = frame.meta.stateless;
+                let stateless = frame.meta.http.stateless;
                 // Pinned in place: `until_settled` holds a reference, so the
                 // exchange's (large) state is not stored twice.
                 let exchange = self.clone().post_exchange(frame, permit, None);
@@ -111,7 +111,7 @@ impl HttpSession {
         permit: OwnedSemaphorePermit,
     ) -> Exchange {
         let handle = frame.request.clone();
-        let stateless = frame.meta.stateless;
+        let stateless = frame.meta.http.stateless;
         let outlet = Arc::new(Outlet::default());
         // No watch on `work` here: the transport ending settles the caller's
         // request (the source reports it), so the caller stops driving and the
@@ -207,8 +207,8 @@ impl HttpSession {
         *req.uri_mut() = self.endpoint.clone();
         *req.headers_mut() = headers::map_for(&frame.meta, self.layered);
         headers::apply(&mut req, &frame.meta)?;
-        if frame.meta.completes_handshake {
-            self.remember_legacy_version(&frame.meta);
+        if frame.meta.http.completes_handshake {
+            self.remember_legacy_version(&frame.meta.http);
         }
         Ok(req)
     }
@@ -249,7 +249,7 @@ impl HttpSession {
                     }))
                     .await;
                 }
-                400 | 404 if frame.meta.stateless && frame.request.is_some() => {
+                400 | 404 if frame.meta.http.stateless && frame.request.is_some() => {
                     // 2026-07-28: the body may be the JSON-RPC error answering the
                     // request (-32022, -32601, ...): read (capped) and routed; a
                     // request it did not settle fails with the status.
@@ -263,7 +263,7 @@ impl HttpSession {
             }
             return None;
         }
-        if frame.meta.completes_handshake && frame.meta.protocol_version.is_some() {
+        if frame.meta.http.completes_handshake && frame.meta.http.protocol_version.is_some() {
             let opened = self.start_standalone();
             *self
                 .standalone_opening

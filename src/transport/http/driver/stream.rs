@@ -132,7 +132,7 @@ impl HttpSession {
             let last_id = cursor
                 .last_event_id
                 .as_deref()
-                .filter(|_| !frame.meta.stateless);
+                .filter(|_| !frame.meta.http.stateless);
             let Some(last_id) = last_id else {
                 return handle.fail(Error::closed(format!(
                     "server \"{}\" ended the response stream before replying",

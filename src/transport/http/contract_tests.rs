@@ -1,13 +1,23 @@
-//! The Streamable HTTP transport, driven directly through `Transport::open` and the
-//! sink/source it returns, against real hyper servers on 127.0.0.1.
+//! The Streamable HTTP transport, driven directly through the frame contract (its
+//! `open`, and the sink and source it returns) as the session engine drives it,
+//! against real hyper servers on 127.0.0.1. A unit test because the contract is
+//! crate-private; the test servers are the integration tests' own.
 
-#[path = "support/http_server.rs"]
+#[path = "../../../tests/support/http_server.rs"]
 mod http_server;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::{HttpHints, HttpTransport};
+use crate::diagnostics::Diagnostics;
+use crate::layer::EgressGrants;
+use crate::transport::{
+    Connection, FrameMeta, FrameSink, FrameSource, InboundEvent, OutboundFrame, RequestControl,
+    RequestHandle, TransportContext,
+};
+use crate::{Error, ErrorKind, Limits};
 use bytes::Bytes;
 use http::Method;
 use http_server::{
@@ -15,14 +25,6 @@ use http_server::{
     sse, status, with_header,
 };
 use secrecy::SecretString;
-use smthrs_mcp::diagnostics::Diagnostics;
-use smthrs_mcp::layer::EgressGrants;
-use smthrs_mcp::transport::http::HttpTransport;
-use smthrs_mcp::transport::{
-    Connection, FrameMeta, FrameSink, FrameSource, InboundEvent, OutboundFrame, RequestControl,
-    RequestHandle, Transport, TransportContext,
-};
-use smthrs_mcp::{Error, ErrorKind, Limits};
 use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
@@ -36,7 +38,7 @@ const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialize
 fn ctx(limits: Limits) -> TransportContext {
     TransportContext {
         server: "test".into(),
-        limits,
+        bounds: limits.into(),
         diagnostics: Diagnostics::none(),
     }
 }
@@ -56,9 +58,12 @@ thread_local! {
 fn legacy_meta(text: &str) -> FrameMeta {
     let negotiated = NEGOTIATED.with(|n| n.get());
     FrameMeta {
-        protocol_version: negotiated.then_some("2025-06-18"),
-        completes_handshake: text.contains("notifications/initialized"),
-        ..FrameMeta::default()
+        method: None,
+        http: HttpHints {
+            protocol_version: negotiated.then_some("2025-06-18"),
+            completes_handshake: text.contains("notifications/initialized"),
+            ..HttpHints::default()
+        },
     }
 }
 
@@ -269,8 +274,10 @@ async fn send_returns_before_the_response_and_queue_capacity_bounds_posts_in_fli
         }
     })
     .await;
-    let mut limits = Limits::default();
-    limits.queue_capacity = 1;
+    let limits = Limits {
+        queue_capacity: 1,
+        ..Limits::default()
+    };
     let transport = HttpTransport::builder("test", server.url())
         .build()
         .unwrap();
@@ -348,8 +355,10 @@ async fn a_reply_to_a_server_request_is_sent_while_its_stream_is_open() {
         }
     })
     .await;
-    let mut limits = Limits::default();
-    limits.queue_capacity = 1;
+    let limits = Limits {
+        queue_capacity: 1,
+        ..Limits::default()
+    };
     let transport = HttpTransport::builder("test", server.url())
         .build()
         .unwrap();
@@ -396,8 +405,10 @@ async fn a_stream_faster_than_the_engine_waits_for_room_and_loses_nothing() {
         )
     })
     .await;
-    let mut limits = Limits::default();
-    limits.queue_capacity = 1;
+    let limits = Limits {
+        queue_capacity: 1,
+        ..Limits::default()
+    };
     let transport = HttpTransport::builder("test", server.url())
         .build()
         .unwrap();
@@ -882,9 +893,10 @@ async fn a_refused_connection_is_connection_closed() {
 // ----- bounds -----
 
 fn small_frames() -> Limits {
-    let mut limits = Limits::default();
-    limits.max_frame_bytes = 64 * 1024;
-    limits
+    Limits {
+        max_frame_bytes: 64 * 1024,
+        ..Limits::default()
+    }
 }
 
 const SIXTY_FOUR_MIB: usize = 64 * 1024 * 1024;
@@ -1123,7 +1135,7 @@ async fn bearer_token_env_is_read_at_build_and_must_be_set() {
 }
 
 /// Opens `transport`, sends a ping and returns how that request failed.
-async fn ping_fails(transport: HttpTransport) -> smthrs_mcp::Error {
+async fn ping_fails(transport: HttpTransport) -> crate::Error {
     let Connection { mut sink, .. } = open_with(transport, Limits::default()).await;
     let call = Pending::new();
     sink.send(request(PING, &call)).await.unwrap();
@@ -1357,14 +1369,14 @@ async fn user_layers_wrap_the_stack() {
     let counter = seen.clone();
     let transport = HttpTransport::builder("test", server.url())
         .layer(tower::util::MapRequestLayer::new(
-            |mut req: smthrs_mcp::transport::http::HttpRequest| {
+            |mut req: crate::transport::http::HttpRequest| {
                 req.headers_mut()
                     .insert("x-client", http::HeaderValue::from_static("layered"));
                 req
             },
         ))
         .layer(tower::util::MapRequestLayer::new(
-            move |req: smthrs_mcp::transport::http::HttpRequest| {
+            move |req: crate::transport::http::HttpRequest| {
                 counter.fetch_add(1, Ordering::SeqCst);
                 req
             },
