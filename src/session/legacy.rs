@@ -19,6 +19,7 @@ use super::ToolResult;
 use super::engine::{Core, Queued, RequestCtl, RequestOptions, lock, notification_meta};
 use super::era::{Era, Wire};
 use super::negotiate::{ServerFacts, step_error, walk_catalog};
+use super::tool_result::{TOOL_CALL_MEMBERS, ToolCallMembers};
 use super::{PROPOSED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, client_info};
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::ResultBody;
@@ -46,14 +47,16 @@ pub(crate) async fn call_tool(
     let options = RequestOptions {
         framing: wire.into(),
         cancellable: true,
-        tool_call: true,
+        select: Some(&TOOL_CALL_MEMBERS),
         ..RequestOptions::default()
     };
     match shared
         .request_body("tools/call", params, deadline, options)
         .await?
     {
-        ResultBody::ToolCall(members) => ToolResult::from_members(members, Era::Legacy),
+        ResultBody::Selected(members) => {
+            ToolResult::from_members(ToolCallMembers::from_selected(members), Era::Legacy)
+        }
         ResultBody::Value(value) => ToolResult::from_value(value, Era::Legacy),
     }
 }

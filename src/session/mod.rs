@@ -30,6 +30,7 @@ pub(crate) mod inputs;
 pub(crate) mod legacy;
 pub(crate) mod modern;
 pub(crate) mod negotiate;
+pub(crate) mod tool_result;
 
 pub use engine::CLOSE_CANCEL_GRACE;
 pub use era::{Era, MODERN_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSIONS, ProtocolMode};
@@ -48,7 +49,7 @@ use crate::catalog::Catalog;
 use crate::diagnostics::{DiagnosticEvent, DiagnosticObserver, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
 use crate::handler::HostHandler;
-use crate::json_bounds::{ToolCallMembers, value_depth};
+use crate::json_bounds::value_depth;
 use crate::limits::{Limits, MAX_JSON_DEPTH};
 use crate::observe;
 use crate::pin::CatalogPin;
@@ -57,6 +58,7 @@ use engine::{Core, SCOPE_CLOSED};
 use era::Wire;
 use inputs::Inputs;
 use negotiate::{ServerFacts, Verdict};
+use tool_result::ToolCallMembers;
 
 /// The protocol version the client proposes in `initialize`.
 pub const PROPOSED_PROTOCOL_VERSION: &str = "2025-06-18";
