@@ -18,7 +18,8 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::json_bounds::{
-    Envelope, EnvelopeMembers, ToolCallMembers, parse_envelope, parse_value, scan_frame,
+    Envelope, EnvelopeMembers, MemberSelection, SelectedMembers, parse_envelope, parse_value,
+    scan_frame,
 };
 use crate::limits::MAX_JSON_DEPTH;
 
@@ -97,18 +98,19 @@ impl std::fmt::Debug for RpcError {
 pub enum ResultBody {
     /// The whole value.
     Value(Value),
-    /// Only the members a `tools/call` result reads (see [`classify_with`]).
-    ToolCall(ToolCallMembers),
+    /// An object result read selectively: only the members the caller's
+    /// [`MemberSelection`] names, by position (see [`classify_with`]).
+    Selected(SelectedMembers),
 }
 
 impl ResultBody {
-    /// The result as a value. A `ToolCall` body becomes an object of just its
-    /// members (the others were never built): only a caller that asked for the
-    /// `tools/call` reading gets such a body.
+    /// The result as a value. A `Selected` body becomes an object of just its
+    /// members (the others were never built): only a caller that asked for a
+    /// selection gets such a body.
     pub fn into_value(self) -> Value {
         match self {
             ResultBody::Value(value) => value,
-            ResultBody::ToolCall(members) => Value::Object(members.into_object()),
+            ResultBody::Selected(members) => Value::Object(members.into_object()),
         }
     }
 }
@@ -173,23 +175,24 @@ fn malformed(what: &str) -> Error {
 /// Returns `Err` (`protocol_error`) only for protocol traffic that breaks the rules;
 /// noise is `Ok(Inbound::Noise)`.
 pub fn classify(frame: &[u8]) -> Result<Inbound> {
-    classify_with(frame, &mut |_| false)
+    classify_with(frame, &mut |_| None)
 }
 
-/// [`classify`], reading the `result` of a reply as a `tools/call` result
-/// ([`ResultBody::ToolCall`]: its members only, without the object around them)
-/// when `tool_call(Some(id))` says so. A result object that comes before its `id`
-/// (as the TypeScript SDK writes replies) is read so when `tool_call(None)` says
-/// it may be one, and kept so only if `tool_call(Some(id))` then agrees; otherwise
-/// the frame is read again whole. Any other result is a [`ResultBody::Value`].
+/// [`classify`], reading the `result` object of a reply selectively
+/// ([`ResultBody::Selected`]: only the members `select(Some(id))` names, without
+/// the object around them) when `select` gives a [`MemberSelection`] for its id.
+/// A result object that comes before its `id` (as the TypeScript SDK writes
+/// replies) is read so when `select(None)` gives a selection, and kept so only if
+/// `select(Some(id))` then gives the same one; otherwise the frame is read again
+/// whole. Any other result is a [`ResultBody::Value`].
 pub fn classify_with(
     frame: &[u8],
-    tool_call: &mut dyn FnMut(Option<&Value>) -> bool,
+    select: &mut dyn FnMut(Option<&Value>) -> Option<&'static MemberSelection>,
 ) -> Result<Inbound> {
     // One pass that checks the frame and builds only the members read below; a
     // frame it cannot decide alone (too deep, a number out of range) takes the
     // two-pass path, whose answer is the reference.
-    match parse_envelope(frame, tool_call) {
+    match parse_envelope(frame, select) {
         Envelope::Noise => Ok(Inbound::Noise),
         Envelope::Members(members) => classify_members(members),
         Envelope::Undecided => classify_two_pass(frame),
@@ -229,8 +232,7 @@ fn classify_members(members: EnvelopeMembers) -> Result<Inbound> {
         if members.params_is_container == Some(false) {
             return Err(malformed("params must be an object or an array"));
         }
-        if members.result.is_some() || members.tool_call_result.is_some() || members.error.is_some()
-        {
+        if members.result.is_some() || members.selected.is_some() || members.error.is_some() {
             return Err(malformed("a request carries result or error"));
         }
         return match members.id {
@@ -244,9 +246,9 @@ fn classify_members(members: EnvelopeMembers) -> Result<Inbound> {
     let Some(id) = members.id else {
         return Err(malformed("reply without an id"));
     };
-    let result = match (members.result, members.tool_call_result) {
+    let result = match (members.result, members.selected) {
         (Some(value), _) => Some(ResultBody::Value(value)),
-        (None, Some(members)) => Some(ResultBody::ToolCall(members)),
+        (None, Some(members)) => Some(ResultBody::Selected(members)),
         (None, None) => None,
     };
     reply(id, result, members.error)
@@ -448,19 +450,80 @@ mod tests {
         assert_eq!(method_not_found_reply(&id)["error"]["code"], -32601);
     }
 
+    /// The members a `tools/call` result is read into (the session's list,
+    /// written out here as data).
+    static TOOL_CALL: MemberSelection = MemberSelection::new(&[
+        "content",
+        "isError",
+        "structuredContent",
+        "resultType",
+        "inputRequests",
+        "requestState",
+    ]);
+    /// Envelope members, escapes in keys, and the longest list.
+    static ENVELOPE: MemberSelection = MemberSelection::new(&["id", "jsonrpc", "result", "other"]);
+    static NONE: MemberSelection = MemberSelection::new(&[]);
+    static EIGHT: MemberSelection = MemberSelection::new(&[
+        "content",
+        "",
+        "caf\u{e9}",
+        "error",
+        "method",
+        "params",
+        "x",
+        "isError",
+    ]);
+    static SELECTIONS: [&MemberSelection; 4] = [&TOOL_CALL, &ENVELOPE, &NONE, &EIGHT];
+
+    /// The selected members of an object, found by name: the reference.
+    fn by_name(selection: &MemberSelection, object: &Map<String, Value>) -> Vec<Option<Value>> {
+        selection
+            .names()
+            .iter()
+            .map(|name| object.get(*name).cloned())
+            .collect()
+    }
+
+    fn positions(selected: &SelectedMembers) -> Vec<Option<Value>> {
+        (0..selected.selection().names().len())
+            .map(|index| selected.get(index).cloned())
+            .collect()
+    }
+
     /// The one-pass classification and the two-pass reference give the same
     /// answer (kind and message of an error, or the same classified value).
-    /// Reading every result as a `tools/call` result changes only its form: the
-    /// members equal those of the object the plain reading built.
-    fn tool_call_reading_agrees(frame: &str) {
+    /// Reading every result selectively changes only its form: the members equal
+    /// those of the object the plain reading built, by name.
+    fn selective_reading_agrees(frame: &str, selection: &'static MemberSelection) {
         // Read speculatively (before the id) but refused by the id: the same as
         // the plain reading, exactly.
-        let refused = classify_with(frame.as_bytes(), &mut |id| id.is_none())
-            .map_err(|e| (e.kind(), e.message().to_string()));
+        let refused = classify_with(frame.as_bytes(), &mut |id| {
+            id.is_none().then_some(selection)
+        })
+        .map_err(|e| (e.kind(), e.message().to_string()));
         let plain = classify(frame.as_bytes()).map_err(|e| (e.kind(), e.message().to_string()));
         assert_eq!(refused, plain, "{frame}");
+        // Read speculatively with another selection than the id's: the same.
+        let other = if std::ptr::eq(selection, &NONE) {
+            &TOOL_CALL
+        } else {
+            &NONE
+        };
+        let mut speculative = false;
+        let switched = classify_with(frame.as_bytes(), &mut |id| {
+            speculative |= id.is_none();
+            Some(if id.is_none() { other } else { selection })
+        })
+        .map_err(|e| (e.kind(), e.message().to_string()));
+        let read = classify_with(frame.as_bytes(), &mut |_| Some(selection))
+            .map_err(|e| (e.kind(), e.message().to_string()));
+        if speculative {
+            assert!(switched == read || switched == plain, "{frame}");
+        } else {
+            assert_eq!(switched, read, "{frame}");
+        }
         let plain = classify(frame.as_bytes());
-        let read = classify_with(frame.as_bytes(), &mut |_| true);
+        let read = classify_with(frame.as_bytes(), &mut |_| Some(selection));
         match (plain, read) {
             (
                 Ok(Inbound::Response {
@@ -469,11 +532,13 @@ mod tests {
                 }),
                 Ok(Inbound::Response {
                     id: read_id,
-                    outcome: Ok(ResultBody::ToolCall(members)),
+                    outcome: Ok(ResultBody::Selected(members)),
                 }),
             ) => {
                 assert_eq!(id, read_id, "{frame}");
-                assert_eq!(members, ToolCallMembers::from_object(object), "{frame}");
+                assert!(members.is(selection), "{frame}");
+                assert_eq!(positions(&members), by_name(selection, &object), "{frame}");
+                assert_eq!(members, selection.select(object), "{frame}");
             }
             (Ok(plain), Ok(read)) => assert_eq!(plain, read, "{frame}"),
             (Err(plain), Err(read)) => assert_eq!(
@@ -486,38 +551,44 @@ mod tests {
     }
 
     #[test]
-    fn tools_call_results_are_read_member_by_member() {
+    fn results_are_read_member_by_member() {
         let read = |frame: &str| match classify_with(frame.as_bytes(), &mut |id| {
-            id.is_none_or(|id| id == 7)
+            id.is_none_or(|id| id == 7).then_some(&TOOL_CALL)
         }) {
             Ok(Inbound::Response {
                 outcome: Ok(body), ..
             }) => body,
             other => panic!("{frame}: {other:?}"),
         };
+        let selected = |object: Value| match object {
+            Value::Object(object) => ResultBody::Selected(TOOL_CALL.select(object)),
+            _ => unreachable!(),
+        };
         let text = serde_json::json!([{"type": "text", "text": "hi"}]);
         // The usual order: the members only, without the object.
-        assert_eq!(
-            read(
-                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}],"isError":false,"_meta":{"x":[1]}}}"#
-            ),
-            ResultBody::ToolCall(ToolCallMembers {
-                content: Some(text.clone()),
-                is_error: Some(Value::Bool(false)),
-                ..Default::default()
-            })
+        let body = read(
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}],"isError":false,"_meta":{"x":[1]}}}"#,
         );
+        assert_eq!(
+            body,
+            selected(serde_json::json!({"content": text, "isError": false}))
+        );
+        let ResultBody::Selected(members) = body else {
+            unreachable!()
+        };
+        assert_eq!(members.get(0), Some(&text));
+        assert_eq!(members.get(1), Some(&Value::Bool(false)));
+        assert_eq!(members.get(2), None);
         // Escaped keys, a member given twice (the last wins), scalars of the wrong kind.
         assert_eq!(
             read(
-                r#"{"jsonrpc":"2.0","id":7,"result":{"content":1,"content":[{"type":"text","text":"hi"}],"isError":"no","structuredContent":{"a":{"b":null}}}}"#
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":1,"cont\u0065nt":[{"type":"text","text":"hi"}],"isError":"no","structuredContent":{"a":{"b":null}}}}"#
             ),
-            ResultBody::ToolCall(ToolCallMembers {
-                content: Some(text.clone()),
-                is_error: Some(Value::String("no".into())),
-                structured_content: Some(serde_json::json!({"a": {"b": null}})),
-                ..Default::default()
-            })
+            selected(serde_json::json!({
+                "content": text,
+                "isError": "no",
+                "structuredContent": {"a": {"b": null}},
+            }))
         );
         // A result before its id (the TypeScript SDK's order), and a later id
         // that also asks for it: read member by member.
@@ -527,10 +598,7 @@ mod tests {
         ] {
             assert_eq!(
                 read(frame),
-                ResultBody::ToolCall(ToolCallMembers {
-                    content: Some(serde_json::json!([])),
-                    ..Default::default()
-                }),
+                selected(serde_json::json!({"content": []})),
                 "{frame}"
             );
         }
@@ -555,10 +623,34 @@ mod tests {
             read(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]},"result":5}"#),
             ResultBody::Value(Value::from(5))
         );
+        // A result before its id read with one selection, the id asking for
+        // another: read again whole, then selected by the caller.
+        let frame = r#"{"result":{"content":[],"id":1},"jsonrpc":"2.0","id":7}"#;
+        let body = classify_with(frame.as_bytes(), &mut |id| {
+            Some(if id.is_none() { &ENVELOPE } else { &TOOL_CALL })
+        });
+        assert!(
+            matches!(
+                body,
+                Ok(Inbound::Response {
+                    outcome: Ok(ResultBody::Value(_)),
+                    ..
+                })
+            ),
+            "{body:?}"
+        );
+        // Back to an object of just the selected members.
+        assert_eq!(
+            read(r#"{"jsonrpc":"2.0","id":7,"result":{"isError":true,"x":1,"content":[]}}"#)
+                .into_value(),
+            serde_json::json!({"content": [], "isError": true})
+        );
     }
 
     fn same_as_two_pass(frame: &str) {
-        tool_call_reading_agrees(frame);
+        for selection in SELECTIONS {
+            selective_reading_agrees(frame, selection);
+        }
         let one = classify(frame.as_bytes()).map_err(|e| (e.kind(), e.message().to_string()));
         let two =
             classify_two_pass(frame.as_bytes()).map_err(|e| (e.kind(), e.message().to_string()));
@@ -630,11 +722,14 @@ mod tests {
                 "error",
                 "other",
                 "",
-                // The members a `tools/call` result is read into.
+                // Members the selections name.
                 "content",
                 "cont\\u0065nt",
                 "isError",
                 "structuredContent",
+                "x",
+                "caf\\u00e9",
+                "caf\u{e9}",
             ])
         }
 

@@ -49,8 +49,12 @@ pub mod fuzzing {
     use serde_json::{Map, Value};
 
     /// The bounded JSON scanner and parser, for the `jsonrpc_classify` and
-    /// `catalog_page` targets and `tests/dos.rs`.
-    pub use crate::json_bounds::{ToolCallMembers, parse_value, scan_frame, value_depth};
+    /// `catalog_page` targets and `tests/dos.rs`; the selective read of a result
+    /// object (names given as data), for the `jsonrpc_classify` target.
+    pub use crate::json_bounds::{
+        MAX_SELECTED_MEMBERS, MemberSelection, SelectedMembers, parse_value, scan_frame,
+        value_depth,
+    };
 
     /// Inbound classification and the replies it drives, for the `jsonrpc_classify`
     /// target.

@@ -15,15 +15,17 @@
 //!   (floats up to one ULP; serde_json's magic `RawValue` key aside);
 //! - an error is always `protocol_error` and its message never quotes the frame;
 //! - a request id is echoed exactly by `ping_reply` / `method_not_found_reply`;
-//! - `classify_with` reading every result as a `tools/call` result classifies
-//!   exactly as `classify` does, its `ToolCall` members equal to those of the
-//!   result object `classify` built; a result read so before its id and then
-//!   refused by the id is read again whole, exactly as `classify` reads it.
+//! - `classify_with` reading every result selectively (several member lists,
+//!   given as data: a `tools/call` result's, envelope names, none, eight)
+//!   classifies exactly as `classify` does, each `Selected` member equal to the
+//!   member of that name in the result object `classify` built; a result read so
+//!   before its id and then refused by the id is read again whole, exactly as
+//!   `classify` reads it.
 
 use serde_json::{Map, Value};
 use smthrs_mcp::ErrorKind;
 use smthrs_mcp::fuzzing::{
-    Id, Inbound, ResultBody, ToolCallMembers, classify, classify_with, method_not_found_reply,
+    Id, Inbound, MemberSelection, ResultBody, classify, classify_with, method_not_found_reply,
     parse_value, ping_reply, scan_frame, value_depth,
 };
 use smthrs_mcp::limits::MAX_JSON_DEPTH;
@@ -32,7 +34,9 @@ use smthrs_mcp::limits::MAX_JSON_DEPTH;
 pub fn check(data: &[u8]) {
     let scan = scan_frame(data);
     let result = classify(data);
-    tool_call_reading_agrees(data, &result);
+    for selection in SELECTIONS {
+        selective_reading_agrees(data, &result, selection);
+    }
 
     if let Err(error) = &result {
         assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
@@ -151,11 +155,33 @@ fn reference(mut object: Map<String, Value>) -> Option<Inbound> {
     })
 }
 
-/// Reading results as `tools/call` results changes nothing but the result's form.
-fn tool_call_reading_agrees(data: &[u8], plain: &smthrs_mcp::Result<Inbound>) {
+/// The member lists the selective reading is checked with: a `tools/call`
+/// result's, envelope names (and one only escapes spell), none, eight.
+static SELECTIONS: [&MemberSelection; 4] = [
+    &MemberSelection::new(&[
+        "content",
+        "isError",
+        "structuredContent",
+        "resultType",
+        "inputRequests",
+        "requestState",
+    ]),
+    &MemberSelection::new(&["id", "jsonrpc", "result", "\u{e9}"]),
+    &MemberSelection::new(&[]),
+    &MemberSelection::new(&[
+        "content", "", "a", "error", "method", "params", "x", "\u{fffd}",
+    ]),
+];
+
+/// Reading results selectively changes nothing but the result's form.
+fn selective_reading_agrees(
+    data: &[u8],
+    plain: &smthrs_mcp::Result<Inbound>,
+    selection: &'static MemberSelection,
+) {
     // Read speculatively (a result before its id) but refused by the id: exactly
     // the plain reading.
-    let refused = classify_with(data, &mut |id| id.is_none());
+    let refused = classify_with(data, &mut |id| id.is_none().then_some(selection));
     match (plain, &refused) {
         (Ok(plain), Ok(refused)) => assert_eq!(plain, refused),
         (Err(plain), Err(refused)) => {
@@ -164,7 +190,7 @@ fn tool_call_reading_agrees(data: &[u8], plain: &smthrs_mcp::Result<Inbound>) {
         }
         _ => panic!("a refused reading disagrees: {plain:?} vs {refused:?}"),
     }
-    let read = classify_with(data, &mut |_| true);
+    let read = classify_with(data, &mut |_| Some(selection));
     match (plain, &read) {
         (
             Ok(Inbound::Response {
@@ -173,14 +199,17 @@ fn tool_call_reading_agrees(data: &[u8], plain: &smthrs_mcp::Result<Inbound>) {
             }),
             Ok(Inbound::Response {
                 id: read_id,
-                outcome: Ok(ResultBody::ToolCall(members)),
+                outcome: Ok(ResultBody::Selected(members)),
             }),
         ) => {
             assert_eq!(id, read_id);
             let Value::Object(object) = value else {
-                panic!("only an object result is read as a tools/call result");
+                panic!("only an object result is read selectively");
             };
-            assert_eq!(members, &ToolCallMembers::from_object(object.clone()));
+            assert!(members.is(selection));
+            for (index, name) in selection.names().iter().enumerate() {
+                assert_eq!(members.get(index), object.get(*name), "{name:?}");
+            }
         }
         (Ok(plain), Ok(read)) => assert_eq!(plain, read),
         (Err(plain), Err(read)) => {

@@ -1,6 +1,6 @@
 //! The inbound hot path: one pass that checks a frame as [`scan_frame`] does and
-//! builds only the JSON-RPC envelope members classification reads, a `tools/call`
-//! result member by member ([`ToolCallMembers`]).
+//! builds only the JSON-RPC envelope members classification reads, and of a
+//! `result` object only the members the caller selects ([`MemberSelection`]).
 //!
 //! Separate from `parse.rs` because it is a different sink over the same core, not
 //! a different parser: every member it keeps is built by the same [`Builder`], so
@@ -10,11 +10,17 @@
 //! [`Builder`]: super::parse::Builder
 //! [`parse_value`]: super::parse_value
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::parse::{Builder, Frame, decode_string, parse_number};
 use super::scan::{Core, Sink, Stop};
+use super::select::{MemberSelection, SelectedMembers};
 use crate::limits::MAX_JSON_DEPTH;
+
+/// For a reply's `id` (`None`: the `result` came first), the members of its
+/// `result` object to keep; `None` builds the result whole. The caller's choice,
+/// per frame (see [`parse_envelope`]).
+pub(crate) type SelectFor<'a> = dyn FnMut(Option<&Value>) -> Option<&'static MemberSelection> + 'a;
 
 /// The members of a JSON-RPC envelope that classification reads, parsed in the
 /// same pass that checks the frame's syntax and depth (see [`parse_envelope`]).
@@ -28,10 +34,11 @@ pub(crate) struct EnvelopeMembers {
     pub(crate) method: Option<Value>,
     /// `params` is present: `true` for an object or array, `false` otherwise.
     pub(crate) params_is_container: Option<bool>,
-    /// `result`, as parsed (unless it was read into `tool_call_result`).
+    /// `result`, as parsed (unless it was read into `selected`).
     pub(crate) result: Option<Value>,
-    /// `result`, read as a `tools/call` result (see [`parse_envelope`]).
-    pub(crate) tool_call_result: Option<ToolCallMembers>,
+    /// `result`, an object read selectively: only the members the caller
+    /// selected (see [`parse_envelope`]).
+    pub(crate) selected: Option<SelectedMembers>,
     /// `error`, as parsed.
     pub(crate) error: Option<Value>,
 }
@@ -54,107 +61,6 @@ pub(crate) enum Envelope {
     Undecided,
 }
 
-/// The members of a `tools/call` result object that a tool result reads, each
-/// built exactly as [`parse_value`] builds it, without the object around them
-/// (no map, no keys). A member given twice: the last wins, as in a map.
-///
-/// [`parse_value`]: super::parse_value
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct ToolCallMembers {
-    /// `content`.
-    pub content: Option<Value>,
-    /// `isError`.
-    pub is_error: Option<Value>,
-    /// `structuredContent`.
-    pub structured_content: Option<Value>,
-    /// `resultType` (2026-07-28).
-    pub result_type: Option<Value>,
-    /// `inputRequests` (2026-07-28, with `resultType: "input_required"`).
-    pub input_requests: Option<Value>,
-    /// `requestState` (2026-07-28, with `resultType: "input_required"`).
-    pub request_state: Option<Value>,
-}
-
-impl ToolCallMembers {
-    /// The members of a result object (the others are dropped).
-    pub fn from_object(object: Map<String, Value>) -> ToolCallMembers {
-        let mut members = ToolCallMembers::default();
-        for (key, value) in object {
-            if let Some(slot) = members.slot(ToolMember::of_key(key.as_bytes())) {
-                *slot = Some(value);
-            }
-        }
-        members
-    }
-
-    /// Back to an object holding just these members.
-    pub fn into_object(self) -> Map<String, Value> {
-        let mut object = Map::new();
-        for (key, value) in [
-            ("content", self.content),
-            ("isError", self.is_error),
-            ("structuredContent", self.structured_content),
-            ("resultType", self.result_type),
-            ("inputRequests", self.input_requests),
-            ("requestState", self.request_state),
-        ] {
-            if let Some(value) = value {
-                object.insert(key.to_string(), value);
-            }
-        }
-        object
-    }
-
-    fn slot(&mut self, member: ToolMember) -> Option<&mut Option<Value>> {
-        match member {
-            ToolMember::Content => Some(&mut self.content),
-            ToolMember::IsError => Some(&mut self.is_error),
-            ToolMember::StructuredContent => Some(&mut self.structured_content),
-            ToolMember::ResultType => Some(&mut self.result_type),
-            ToolMember::InputRequests => Some(&mut self.input_requests),
-            ToolMember::RequestState => Some(&mut self.request_state),
-            ToolMember::Other => None,
-        }
-    }
-}
-
-/// A member of a `tools/call` result object.
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
-enum ToolMember {
-    Content,
-    IsError,
-    StructuredContent,
-    ResultType,
-    InputRequests,
-    RequestState,
-    #[default]
-    Other,
-}
-
-impl ToolMember {
-    /// From a decoded key.
-    fn of_key(key: &[u8]) -> ToolMember {
-        match key {
-            b"content" => ToolMember::Content,
-            b"isError" => ToolMember::IsError,
-            b"structuredContent" => ToolMember::StructuredContent,
-            b"resultType" => ToolMember::ResultType,
-            b"inputRequests" => ToolMember::InputRequests,
-            b"requestState" => ToolMember::RequestState,
-            _ => ToolMember::Other,
-        }
-    }
-
-    /// From a validated raw key (escapes intact).
-    fn of_raw(raw: &[u8], escaped: bool) -> ToolMember {
-        if escaped {
-            ToolMember::of_key(decode_string(raw, true).as_bytes())
-        } else {
-            ToolMember::of_key(raw)
-        }
-    }
-}
-
 /// One pass over an inbound frame that checks what [`scan_frame`] checks and, for
 /// a JSON-RPC envelope, builds only the members classification reads (`id`,
 /// `method`, `result`, `error` as [`Value`]s built exactly as [`parse_value`]
@@ -162,35 +68,22 @@ impl ToolMember {
 /// (syntax, depth, number range) but not built. Duplicate keys: the last wins, as
 /// in [`parse_value`].
 ///
-/// When `result` is an object and `tool_call(id)` says the id asks for a
-/// `tools/call` result, only its [`ToolCallMembers`] are built (into
-/// `tool_call_result`; the rest is checked, not built). A `result` before its `id`
-/// is read so when `tool_call(None)` says so; the id read later must then agree,
-/// and when it does not (or a later `id` replaces the one asked about), the
-/// frame is [`Envelope::Undecided`] and the generic path reads it whole.
+/// When `result` is an object and `select(Some(id))` gives a [`MemberSelection`]
+/// for the id, only the members it names are built (into `selected`, by
+/// position; the rest is checked, not built). A `result` before its `id` is read
+/// so when `select(None)` gives a selection; the id read later must then give the
+/// same selection, and when it does not (or a later `id` replaces the one asked
+/// about), the frame is [`Envelope::Undecided`] and the generic path reads it
+/// whole.
 ///
 /// [`scan_frame`]: super::scan_frame
 /// [`parse_value`]: super::parse_value
-pub(crate) fn parse_envelope(
-    bytes: &[u8],
-    tool_call: &mut dyn FnMut(Option<&Value>) -> bool,
-) -> Envelope {
-    let mut core = Core::new(bytes, EnvelopeSink::new(tool_call));
+pub(crate) fn parse_envelope(bytes: &[u8], select: &mut SelectFor<'_>) -> Envelope {
+    let mut core = Core::new(bytes, EnvelopeSink::new(select));
     match core.run() {
         // The choice was made before the `id` that counts was read: it must hold
         // for that id.
-        Ok(())
-            if core.sink.members.tool_call_result.is_some()
-                && core.sink.ids != core.sink.ids_at_tool_choice
-                && !core
-                    .sink
-                    .members
-                    .id
-                    .as_ref()
-                    .is_some_and(|id| (core.sink.tool_call)(Some(id))) =>
-        {
-            Envelope::Undecided
-        }
+        Ok(()) if core.sink.selection_is_stale() => Envelope::Undecided,
         Ok(()) if core.top_level_object && core.has_jsonrpc_key => {
             Envelope::Members(core.sink.members)
         }
@@ -243,37 +136,34 @@ struct EnvelopeSink<'f> {
     /// An empty builder stack, kept for the next builder (one allocation per
     /// frame, not one per kept container).
     spare: Vec<Frame>,
-    /// Whether an id asks for a `tools/call` result.
-    tool_call: &'f mut dyn FnMut(Option<&Value>) -> bool,
-    /// Set while inside a `result` object read as a `tools/call` result.
-    tool: Option<ToolCallSink>,
+    /// The caller's choice of members for an id.
+    select: &'f mut SelectFor<'f>,
+    /// Set while inside a `result` object read selectively (into
+    /// `members.selected`).
+    selecting: Option<&'static MemberSelection>,
+    /// The index, in the selection, of the result member whose value comes next
+    /// (depth 2 of a selected `result`); `None`: not selected.
+    slot: Option<usize>,
     /// `id` members seen so far, and how many had been seen when `result` was
-    /// read as a `tools/call` result (a later `id` would make that choice stale).
+    /// read selectively (a later `id` would make that choice stale).
     ids: usize,
-    ids_at_tool_choice: usize,
+    ids_at_selection: usize,
     members: EnvelopeMembers,
 }
 
-/// Reads a `tools/call` result object (depth 2) member by member.
-#[derive(Default)]
-struct ToolCallSink {
-    /// The result member whose value comes next.
-    member: ToolMember,
-    members: ToolCallMembers,
-}
-
 impl<'f> EnvelopeSink<'f> {
-    fn new(tool_call: &'f mut dyn FnMut(Option<&Value>) -> bool) -> Self {
+    fn new(select: &'f mut SelectFor<'f>) -> Self {
         EnvelopeSink {
             depth: 0,
             top_is_object: false,
             member: Member::Other,
             builder: None,
             spare: Vec::new(),
-            tool_call,
-            tool: None,
+            select,
+            selecting: None,
+            slot: None,
             ids: 0,
-            ids_at_tool_choice: 0,
+            ids_at_selection: 0,
             members: EnvelopeMembers::default(),
         }
     }
@@ -281,6 +171,21 @@ impl<'f> EnvelopeSink<'f> {
     /// True when the next scalar is the value of a top-level member.
     fn at_member(&self) -> bool {
         self.depth == 1 && self.top_is_object
+    }
+
+    /// The `result` was read selectively before the `id` that counts, and that
+    /// id does not ask for the same selection.
+    fn selection_is_stale(&mut self) -> bool {
+        let Some(selected) = &self.members.selected else {
+            return false;
+        };
+        self.ids != self.ids_at_selection
+            && !self
+                .members
+                .id
+                .as_ref()
+                .and_then(|id| (self.select)(Some(id)))
+                .is_some_and(|selection| selected.is(selection))
     }
 
     fn assign(&mut self, value: Value) {
@@ -294,7 +199,7 @@ impl<'f> EnvelopeSink<'f> {
             Member::Params => self.members.params_is_container = Some(false),
             Member::Result => {
                 self.members.result = Some(value);
-                self.members.tool_call_result = None;
+                self.members.selected = None;
             }
             Member::Error => self.members.error = Some(value),
             Member::Other => {}
@@ -320,18 +225,34 @@ impl<'f> EnvelopeSink<'f> {
         builder.root
     }
 
-    /// A scalar or finished container at depth 2 of a `tools/call` result.
-    fn assign_tool_member(&mut self, value: Value) {
-        if let Some(tool) = &mut self.tool
-            && let Some(slot) = tool.members.slot(tool.member)
-        {
-            *slot = Some(value);
+    /// A `result` object (depth 2) opens: read it selectively when the caller
+    /// selects members for the id read so far.
+    fn open_result(&mut self) -> std::result::Result<(), Stop> {
+        match (self.select)(self.members.id.as_ref()) {
+            Some(selection) => {
+                self.selecting = Some(selection);
+                self.slot = None;
+                self.members.selected = Some(SelectedMembers::new(selection));
+                self.members.result = None;
+                self.ids_at_selection = self.ids;
+                Ok(())
+            }
+            None => self.start_builder(true),
         }
     }
 
-    /// Inside a `tools/call` result object (depth 2 and below).
-    fn in_tool_result(&self) -> bool {
-        self.tool.is_some() && self.depth >= 2
+    /// A scalar or finished container at depth 2 of a selected `result`.
+    fn assign_selected(&mut self, value: Value) {
+        if let Some(index) = self.slot
+            && let Some(selected) = &mut self.members.selected
+        {
+            *selected.slot(index) = Some(value);
+        }
+    }
+
+    /// The next value is a selected member of a selected `result` (depth 2).
+    fn at_selected_member(&self) -> bool {
+        self.depth == 2 && self.selecting.is_some() && self.slot.is_some()
     }
 }
 
@@ -347,10 +268,7 @@ impl Sink for EnvelopeSink<'_> {
             self.top_is_object = object;
         } else if self.depth == 2 && self.top_is_object {
             match self.member {
-                Member::Result if object && (self.tool_call)(self.members.id.as_ref()) => {
-                    self.tool = Some(ToolCallSink::default());
-                    self.ids_at_tool_choice = self.ids;
-                }
+                Member::Result if object => self.open_result()?,
                 Member::Id | Member::Method | Member::Result | Member::Error => {
                     self.start_builder(object)?;
                 }
@@ -358,12 +276,7 @@ impl Sink for EnvelopeSink<'_> {
                 Member::Jsonrpc => self.members.jsonrpc_is_2_0 = false,
                 Member::Other => {}
             }
-        } else if self.depth == 3
-            && self
-                .tool
-                .as_ref()
-                .is_some_and(|tool| tool.member != ToolMember::Other)
-        {
+        } else if self.depth == 3 && self.selecting.is_some() && self.slot.is_some() {
             self.start_builder(object)?;
         } else if let Some(builder) = &mut self.builder {
             builder.open(object)?;
@@ -372,16 +285,14 @@ impl Sink for EnvelopeSink<'_> {
     }
 
     fn close(&mut self) {
-        if self.depth == 2 && self.tool.is_some() {
-            // The end of a `tools/call` result object.
-            let tool = self.tool.take().map(|tool| tool.members);
-            self.members.tool_call_result = tool;
-            self.members.result = None;
+        if self.depth == 2 && self.selecting.is_some() {
+            // The end of a selected `result` object: its members are in place.
+            self.selecting = None;
         } else if let Some(builder) = &mut self.builder {
             builder.close();
-            if self.depth == 3 && self.tool.is_some() {
+            if self.depth == 3 && self.selecting.is_some() {
                 if let Some(value) = self.finish_builder() {
-                    self.assign_tool_member(value);
+                    self.assign_selected(value);
                 }
             } else if self.depth == 2
                 && let Some(value) = self.finish_builder()
@@ -395,10 +306,10 @@ impl Sink for EnvelopeSink<'_> {
     fn key(&mut self, raw: &[u8], escaped: bool) {
         if self.at_member() {
             self.member = member_of(raw, escaped);
-        } else if self.depth == 2 && self.tool.is_some() {
-            if let Some(tool) = &mut self.tool {
-                tool.member = ToolMember::of_raw(raw, escaped);
-            }
+        } else if self.depth == 2
+            && let Some(selection) = self.selecting
+        {
+            self.slot = selection.position_raw(raw, escaped);
         } else if let Some(builder) = &mut self.builder {
             builder.key(raw, escaped);
         }
@@ -420,14 +331,8 @@ impl Sink for EnvelopeSink<'_> {
             }
         } else if let Some(builder) = &mut self.builder {
             builder.string(raw, escaped);
-        } else if self.depth == 2
-            && self.in_tool_result()
-            && self
-                .tool
-                .as_ref()
-                .is_some_and(|tool| tool.member != ToolMember::Other)
-        {
-            self.assign_tool_member(Value::String(decode_string(raw, escaped)));
+        } else if self.at_selected_member() {
+            self.assign_selected(Value::String(decode_string(raw, escaped)));
         }
     }
 
@@ -439,8 +344,8 @@ impl Sink for EnvelopeSink<'_> {
         let number = parse_number(raw).ok_or(Stop::Sink("inbound JSON number out of range"))?;
         if self.at_member() {
             self.assign(Value::Number(number));
-        } else if self.depth == 2 && self.in_tool_result() {
-            self.assign_tool_member(Value::Number(number));
+        } else if self.at_selected_member() {
+            self.assign_selected(Value::Number(number));
         }
         Ok(())
     }
@@ -450,8 +355,8 @@ impl Sink for EnvelopeSink<'_> {
             self.assign(value);
         } else if let Some(builder) = &mut self.builder {
             builder.literal(value);
-        } else if self.depth == 2 && self.in_tool_result() {
-            self.assign_tool_member(value);
+        } else if self.at_selected_member() {
+            self.assign_selected(value);
         }
     }
 }

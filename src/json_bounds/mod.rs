@@ -16,6 +16,13 @@
 //! 2. [`parse_value`]: an iterative builder of a [`serde_json::Value`] that refuses
 //!    more than [`MAX_JSON_DEPTH`] containers.
 //!
+//! The hot path does both in one pass (`parse_envelope`): it checks what
+//! [`scan_frame`] checks and builds only the JSON-RPC envelope members, and of a
+//! `result` object only the members its caller selects ([`MemberSelection`]: a
+//! list of names that is the caller's data, not this module's), returned by
+//! position ([`SelectedMembers`]). Each member kept equals what [`parse_value`]
+//! builds; a frame that pass cannot decide alone is read by the two steps above.
+//!
 //! Why not `serde_json::from_slice` (or `Deserializer::from_slice`) directly:
 //!
 //! - serde_json's own recursion limit refuses the 128th container (it allows 127),
@@ -55,7 +62,11 @@
 //! - `parse.rs`: the sink that builds a whole [`Value`](serde_json::Value)
 //!   ([`parse_value`]) and the string and number decoding every builder shares;
 //! - `envelope.rs`: the sink that builds only what classification reads
-//!   (`parse_envelope`, [`ToolCallMembers`]);
+//!   (`parse_envelope`), and of a `result` object only the members its caller
+//!   selects;
+//! - `select.rs`: that selection, names given as data by the caller
+//!   ([`MemberSelection`]), and the values it keeps, by position
+//!   ([`SelectedMembers`]); no name here means anything to this module;
 //! - `outbound.rs`: bounds on what we send ([`encoded_len_exceeds`],
 //!   [`LimitedWriter`]);
 //! - `walk.rs`: iterative walks over a built value ([`value_depth`],
@@ -81,15 +92,16 @@ mod envelope;
 mod outbound;
 mod parse;
 mod scan;
+mod select;
 mod walk;
 
-pub use envelope::ToolCallMembers;
 pub(crate) use envelope::{Envelope, EnvelopeMembers, parse_envelope};
 pub use outbound::{LimitedWriter, encoded_len_exceeds};
 pub use parse::parse_value;
 #[cfg_attr(not(test), allow(unused_imports))]
 pub use scan::repair_lone_surrogates;
 pub use scan::scan_frame;
+pub use select::{MAX_SELECTED_MEMBERS, MemberSelection, SelectedMembers};
 pub use walk::{drop_value, value_depth};
 
 #[cfg(test)]

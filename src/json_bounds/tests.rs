@@ -818,3 +818,177 @@ proptest! {
         prop_assert_eq!(parse_value(&bytes).unwrap(), object);
     }
 }
+
+// The selective read of a `result` object: names are the caller's data, and what
+// it keeps equals, name by name, what a whole parse builds.
+
+/// Names a selection may hold: three of one length, two with the same ends (one
+/// fingerprint), keys that need escapes, one outside the BMP, U+FFFD (what a
+/// lone surrogate key decodes to), and two of 64 bytes or more (they share a
+/// length bit).
+const NAME_POOL: &[&str] = &[
+    "content",
+    "contenx",
+    "isError",
+    "cat",
+    "cut",
+    "",
+    "x",
+    "\u{e9}",
+    "\u{fffd}",
+    "a\"b\\c",
+    "\u{1f600}",
+    "a member name that is longer than sixty-three bytes, to share a length bit",
+    "another member name longer than sixty-three bytes, of a different length",
+];
+
+/// Keys of the result object: the names, and others close to them.
+fn arb_result_key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::sample::select(NAME_POOL).prop_map(str::to_owned),
+        prop::sample::select(vec![
+            "other", "conten", "contents", "isErrors", "\u{1}", "X", "_meta", "cot",
+        ])
+        .prop_map(str::to_owned),
+    ]
+}
+
+/// A key as JSON: plain, or every character as a `\u` escape (UTF-16 pairs).
+fn spell_key(key: &str, escaped: bool) -> String {
+    if !escaped {
+        return serde_json::to_string(key).unwrap();
+    }
+    let mut out = String::from("\"");
+    for unit in key.encode_utf16() {
+        out.push_str(&format!("\\u{unit:04x}"));
+    }
+    out.push('"');
+    out
+}
+
+/// A selection of distinct names from the pool, in any order (leaked: a selection
+/// is `'static`, as every caller's is).
+fn arb_selection() -> impl Strategy<Value = &'static MemberSelection> {
+    prop::sample::subsequence(NAME_POOL.to_vec(), 0..=MAX_SELECTED_MEMBERS)
+        .prop_shuffle()
+        .prop_map(|names| &*Box::leak(Box::new(MemberSelection::new(names.leak()))))
+}
+
+/// A frame whose `result` is an object of the given members (duplicates kept),
+/// with `id` before or after it.
+fn selection_frame(members: &[(String, bool, Value)], id_first: bool) -> String {
+    let members: Vec<String> = members
+        .iter()
+        .map(|(key, escaped, value)| format!("{}:{value}", spell_key(key, *escaped)))
+        .collect();
+    let result = format!("{{{}}}", members.join(","));
+    if id_first {
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{result}}}")
+    } else {
+        format!("{{\"result\":{result},\"jsonrpc\":\"2.0\",\"id\":1}}")
+    }
+}
+
+/// Reads `frame` selecting `selection` for every id: its selected members.
+fn read_selected(frame: &str, selection: &'static MemberSelection) -> SelectedMembers {
+    match parse_envelope(frame.as_bytes(), &mut |_| Some(selection)) {
+        Envelope::Members(members) => {
+            assert_eq!(members.result, None, "{frame}");
+            members
+                .selected
+                .expect("an object result is read selectively")
+        }
+        other => panic!("{frame}: {other:?}"),
+    }
+}
+
+/// The selected members equal those of the whole result, found by name.
+fn selected_as_whole(frame: &str, selected: &SelectedMembers, selection: &'static MemberSelection) {
+    let Ok(Value::Object(mut whole)) = parse_value(frame.as_bytes()) else {
+        panic!("{frame}: not an object")
+    };
+    let Some(Value::Object(result)) = whole.remove("result") else {
+        panic!("{frame}: no object result")
+    };
+    assert!(selected.is(selection));
+    for (index, name) in selection.names().iter().enumerate() {
+        assert_eq!(selected.get(index), result.get(*name), "{frame}: {name:?}");
+    }
+    assert_eq!(selected, &selection.select(result), "{frame}");
+}
+
+#[test]
+fn selected_members_equal_the_whole_result() {
+    static SELECTION: MemberSelection = MemberSelection::new(&["content", "\u{fffd}", "isError"]);
+    let nest = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+    for frame in [
+        // A lone surrogate in a key (it names U+FFFD) and in a value.
+        r#"{"jsonrpc":"2.0","id":1,"result":{"\ud800":"\udc00x","content":"\ud83d\ude00"}}"#
+            .to_owned(),
+        // Escaped keys, the last of a member given twice, a non-selected
+        // container between selected ones.
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":1,"c\u006fntent":[{"a":{}}],"x":{"content":2},"isError":false,"isError":null}}"#
+            .to_owned(),
+        // Exactly 128 containers: the envelope, the result, 126 arrays.
+        format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":{}}}}}"#, nest(126)),
+        format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"other":{}}}}}"#, nest(126)),
+    ] {
+        let selected = read_selected(&frame, &SELECTION);
+        selected_as_whole(&frame, &selected, &SELECTION);
+    }
+    let selected = read_selected(
+        r#"{"jsonrpc":"2.0","id":1,"result":{"\ud800":"\udc00x"}}"#,
+        &SELECTION,
+    );
+    assert_eq!(selected.get(1), Some(&json!("\u{fffd}x")));
+    // 129 containers, selected or not: refused by the one pass, as by the whole parse.
+    for member in ["content", "other"] {
+        let frame = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"{member}":{}}}}}"#,
+            nest(127)
+        );
+        assert!(matches!(
+            parse_envelope(frame.as_bytes(), &mut |_| Some(&SELECTION)),
+            Envelope::Undecided
+        ));
+        assert!(parse_value(frame.as_bytes()).is_err());
+    }
+}
+
+#[test]
+fn a_selection_is_at_most_eight_distinct_names() {
+    assert_eq!(MAX_SELECTED_MEMBERS, 8);
+    let eight = MemberSelection::new(&["a", "b", "c", "d", "e", "f", "g", "h"]);
+    assert_eq!(eight.names().len(), 8);
+    let nine = std::panic::catch_unwind(|| {
+        MemberSelection::new(&["a", "b", "c", "d", "e", "f", "g", "h", "i"])
+    });
+    assert!(nine.is_err());
+    assert!(std::panic::catch_unwind(|| MemberSelection::new(&["a", "b", "a"])).is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Whatever the names and however the keys are spelled, the selective read
+    /// keeps exactly what the whole parse has under those names.
+    #[test]
+    fn selected_members_equal_the_whole_result_by_name(
+        selection in arb_selection(),
+        members in prop::collection::vec(
+            (arb_result_key(), any::<bool>(), arb_value()),
+            0..10,
+        ),
+        id_first in any::<bool>(),
+    ) {
+        let frame = selection_frame(&members, id_first);
+        let selected = read_selected(&frame, selection);
+        selected_as_whole(&frame, &selected, selection);
+        // Not selected: the whole result, as the whole parse builds it.
+        let Envelope::Members(plain) = parse_envelope(frame.as_bytes(), &mut |_| None) else {
+            panic!("{frame}")
+        };
+        prop_assert!(plain.selected.is_none());
+        prop_assert_eq!(plain.result, parse_value(frame.as_bytes()).unwrap().get("result").cloned());
+    }
+}

@@ -33,17 +33,18 @@ impl Core {
     /// not found), the only step that may wait; the terminal error when the
     /// frame ends the session.
     pub(crate) fn route_frame(self: &Arc<Self>, frame: &[u8]) -> Result<Option<Value>> {
-        // A reply to a `tools/call` is read straight into the members a tool
-        // result reads.
-        // (A result before its id: read so when any `tools/call` is pending; the
-        // id read later must agree, or the frame is read again whole.)
-        let mut tool_call = |id: Option<&Value>| match id {
+        // A reply to a request that selects members of its result is read
+        // straight into those members.
+        // (A result before its id: read so with the selection of any pending
+        // request that has one; the id read later must give the same selection,
+        // or the frame is read again whole.)
+        let mut select = |id: Option<&Value>| match id {
             Some(id) => id
                 .as_u64()
-                .is_some_and(|id| lock(&self.pending).get(&id).is_some_and(|c| c.tool_call)),
-            None => lock(&self.pending).values().any(|c| c.tool_call),
+                .and_then(|id| lock(&self.pending).get(&id).and_then(|c| c.select)),
+            None => lock(&self.pending).values().find_map(|c| c.select),
         };
-        match jsonrpc::classify_with(frame, &mut tool_call)? {
+        match jsonrpc::classify_with(frame, &mut select)? {
             Inbound::Noise => {
                 self.noise.fetch_add(1, Ordering::Relaxed);
                 Ok(None)

@@ -21,6 +21,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::json_bounds::MemberSelection;
 use crate::jsonrpc::{Id, ResultBody};
 use crate::observe;
 use crate::transport::{
@@ -65,8 +66,8 @@ pub(super) const SETTLED: u8 = 3;
 /// reply channel, a state cell, a cancellation token and a failure callback.
 pub(crate) struct RequestCtl {
     pub(super) id: u64,
-    /// The reply's result is read as a `tools/call` result.
-    pub(super) tool_call: bool,
+    /// The reply's result, when an object, is read keeping only these members.
+    pub(super) select: Option<&'static MemberSelection>,
     /// Abandoning it after it was written sends `notifications/cancelled` (never
     /// for `initialize`).
     pub(super) cancellable: bool,
@@ -262,9 +263,9 @@ pub(crate) struct RequestOptions {
     pub(crate) framing: Framing,
     /// Abandoning it after it was written sends `notifications/cancelled`.
     pub(crate) cancellable: bool,
-    /// Read its result as a `tools/call` result when the reader can
+    /// Read its result, when an object, keeping only these members
     /// ([`jsonrpc::classify_with`](crate::jsonrpc::classify_with)).
-    pub(crate) tool_call: bool,
+    pub(crate) select: Option<&'static MemberSelection>,
     /// `Mcp-Name` and `Mcp-Param-*` (HTTP, stateless).
     pub(crate) call: Option<Arc<CallHeaders>>,
     /// Keep a JSON-RPC error answering it from the diagnostics observer.
@@ -279,7 +280,7 @@ impl Default for RequestOptions {
         RequestOptions {
             framing: Framing::default(),
             cancellable: true,
-            tool_call: false,
+            select: None,
             call: None,
             quiet: false,
             string_id: false,
@@ -326,7 +327,7 @@ impl Core {
         let RequestOptions {
             framing,
             cancellable,
-            tool_call,
+            select,
             call,
             quiet,
             string_id,
@@ -341,7 +342,7 @@ impl Core {
         };
         let control = Arc::new(RequestCtl {
             id,
-            tool_call,
+            select,
             cancellable,
             framing,
             string_id,

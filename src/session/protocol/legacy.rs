@@ -18,7 +18,7 @@ use super::super::engine::{Core, RequestOptions, notification_meta};
 use super::era::{Era, PROPOSED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, Wire, client_info};
 use super::link::Link;
 use super::negotiate::{ServerFacts, step_error, walk_catalog};
-use super::tool_result::ToolResult;
+use super::tool_result::{TOOL_CALL_MEMBERS, ToolCallMembers, ToolResult};
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::ResultBody;
 use crate::pin::CatalogPin;
@@ -45,14 +45,16 @@ pub(crate) async fn call_tool(
     let options = RequestOptions {
         framing: wire.into(),
         cancellable: true,
-        tool_call: true,
+        select: Some(&TOOL_CALL_MEMBERS),
         ..RequestOptions::default()
     };
     match core
         .request_body("tools/call", params, deadline, options)
         .await?
     {
-        ResultBody::ToolCall(members) => ToolResult::from_members(members, Era::Legacy),
+        ResultBody::Selected(members) => {
+            ToolResult::from_members(ToolCallMembers::from_selected(members), Era::Legacy)
+        }
         ResultBody::Value(value) => ToolResult::from_value(value, Era::Legacy),
     }
 }

@@ -40,10 +40,9 @@ use tokio::time::Instant;
 use super::super::engine::RequestOptions;
 use super::era::{Era, RequestMeta, Wire};
 use super::link::Link;
-use super::tool_result::ToolResult;
+use super::tool_result::{TOOL_CALL_MEMBERS, ToolCallMembers, ToolResult};
 use crate::catalog::Tool;
 use crate::error::{Error, ErrorKind, Result};
-use crate::json_bounds::ToolCallMembers;
 use crate::jsonrpc::ResultBody;
 use crate::param_headers;
 use crate::transport::{CallHeaders, Medium};
@@ -108,7 +107,7 @@ pub(crate) async fn call_tool(
         let options = RequestOptions {
             framing: wire.into(),
             cancellable: true,
-            tool_call: true,
+            select: Some(&TOOL_CALL_MEMBERS),
             call: call_headers.clone(),
             ..RequestOptions::default()
         };
@@ -143,7 +142,7 @@ pub(crate) async fn call_tool(
             other => other?,
         };
         let members = match reply {
-            ResultBody::ToolCall(members) => members,
+            ResultBody::Selected(members) => ToolCallMembers::from_selected(members),
             ResultBody::Value(Value::Object(object)) => ToolCallMembers::from_object(object),
             ResultBody::Value(_) => {
                 return Err(Error::invalid_response(
