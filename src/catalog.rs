@@ -80,6 +80,7 @@ use crate::error::{Error, Result};
 use crate::json_bounds::encoded_len_exceeds;
 use crate::limits::Limits;
 use crate::param_headers::{self, ParamSpec};
+use crate::text::Forbidden;
 
 /// One validated tool. Read-only: fields are private and reachable through
 /// getters only, so a shared catalog cannot change underneath its readers.
@@ -510,69 +511,20 @@ pub fn check_tool_name(name: &str, max_bytes: usize) -> std::result::Result<(), 
         if c == '/' {
             return Err("the tool name contains '/'");
         }
-        if is_control(c) {
-            return Err("the tool name contains a control character (Unicode Cc)");
-        }
-        if is_format(c) {
-            return Err("the tool name contains a format character (Unicode Cf)");
-        }
-        if c == '\u{2028}' || c == '\u{2029}' {
-            return Err("the tool name contains a line or paragraph separator (U+2028/U+2029)");
-        }
-        if c == char::REPLACEMENT_CHARACTER {
-            return Err(
-                "the tool name contains U+FFFD (a lone surrogate or a replacement character)",
-            );
+        if let Some(rule) = crate::text::forbidden_char(c) {
+            return Err(match rule {
+                Forbidden::Control => "the tool name contains a control character (Unicode Cc)",
+                Forbidden::Format => "the tool name contains a format character (Unicode Cf)",
+                Forbidden::Separator => {
+                    "the tool name contains a line or paragraph separator (U+2028/U+2029)"
+                }
+                Forbidden::Replacement => {
+                    "the tool name contains U+FFFD (a lone surrogate or a replacement character)"
+                }
+            });
         }
     }
     Ok(())
-}
-
-/// Unicode general category Cc.
-fn is_control(c: char) -> bool {
-    matches!(c, '\u{0}'..='\u{1F}' | '\u{7F}'..='\u{9F}')
-}
-
-/// Every code point of general category Cf in Unicode 16.0 (unchanged since 15.0),
-/// as sorted, disjoint, inclusive ranges.
-const FORMAT_RANGES: [(u32, u32); 21] = [
-    (0x00AD, 0x00AD),   // SOFT HYPHEN
-    (0x0600, 0x0605),   // ARABIC NUMBER SIGN .. ARABIC NUMBER MARK ABOVE
-    (0x061C, 0x061C),   // ARABIC LETTER MARK
-    (0x06DD, 0x06DD),   // ARABIC END OF AYAH
-    (0x070F, 0x070F),   // SYRIAC ABBREVIATION MARK
-    (0x0890, 0x0891),   // ARABIC POUND MARK ABOVE, ARABIC PIASTRE MARK ABOVE
-    (0x08E2, 0x08E2),   // ARABIC DISPUTED END OF AYAH
-    (0x180E, 0x180E),   // MONGOLIAN VOWEL SEPARATOR
-    (0x200B, 0x200F),   // ZERO WIDTH SPACE .. RIGHT-TO-LEFT MARK
-    (0x202A, 0x202E),   // LEFT-TO-RIGHT EMBEDDING .. RIGHT-TO-LEFT OVERRIDE
-    (0x2060, 0x2064),   // WORD JOINER .. INVISIBLE PLUS
-    (0x2066, 0x206F),   // LEFT-TO-RIGHT ISOLATE .. NOMINAL DIGIT SHAPES
-    (0xFEFF, 0xFEFF),   // ZERO WIDTH NO-BREAK SPACE
-    (0xFFF9, 0xFFFB),   // INTERLINEAR ANNOTATION ANCHOR .. TERMINATOR
-    (0x110BD, 0x110BD), // KAITHI NUMBER SIGN
-    (0x110CD, 0x110CD), // KAITHI NUMBER SIGN ABOVE
-    (0x13430, 0x1343F), // EGYPTIAN HIEROGLYPH VERTICAL JOINER .. END WALLED ENCLOSURE
-    (0x1BCA0, 0x1BCA3), // SHORTHAND FORMAT LETTER OVERLAP .. UP STEP
-    (0x1D173, 0x1D17A), // MUSICAL SYMBOL BEGIN BEAM .. END PHRASE
-    (0xE0001, 0xE0001), // LANGUAGE TAG
-    (0xE0020, 0xE007F), // TAG SPACE .. CANCEL TAG
-];
-
-/// Unicode general category Cf.
-fn is_format(c: char) -> bool {
-    let c = u32::from(c);
-    FORMAT_RANGES
-        .binary_search_by(|&(low, high)| {
-            if high < c {
-                std::cmp::Ordering::Less
-            } else if low > c {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        })
-        .is_ok()
 }
 
 #[cfg(test)]

@@ -19,7 +19,9 @@ pub(crate) mod param_headers;
 pub mod pin;
 pub(crate) mod redact;
 pub mod session;
+pub(crate) mod text;
 pub mod transport;
+pub(crate) mod uri;
 
 /// Re-exported: secrets in this API (`env` values, bearer tokens, diagnostics) are
 /// `secrecy::SecretString`s.
