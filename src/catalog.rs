@@ -79,6 +79,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::json_bounds::encoded_len_exceeds;
 use crate::limits::Limits;
+use crate::listing::{Cursors, encoded_len};
 use crate::param_headers::{self, ParamSpec};
 use crate::text::Forbidden;
 
@@ -219,14 +220,11 @@ impl<'a> IntoIterator for &'a Catalog {
 pub struct CatalogBuilder {
     tools: Vec<Tool>,
     index: BTreeMap<String, usize>,
-    seen_cursors: HashSet<String>,
-    pages: usize,
+    cursors: Cursors,
     max_tools: usize,
     max_tool_name_bytes: usize,
     max_tool_document_bytes: usize,
-    max_catalog_pages: usize,
     limits: Limits,
-    empty_cursor_continues: bool,
     param_headers: bool,
     dropped: Vec<(String, &'static str)>,
 }
@@ -236,7 +234,7 @@ impl CatalogBuilder {
     /// cap and the repeated-cursor rule still end the walk). Default: `false`,
     /// the legacy rule (a cursor must be non-empty).
     pub fn empty_cursor_continues(mut self, yes: bool) -> Self {
-        self.empty_cursor_continues = yes;
+        self.cursors.empty_continues = yes;
         self
     }
 
@@ -253,14 +251,11 @@ impl CatalogBuilder {
         CatalogBuilder {
             tools: Vec::new(),
             index: BTreeMap::new(),
-            seen_cursors: HashSet::new(),
-            pages: 0,
+            cursors: Cursors::new(Limits::usize_of(limits.max_catalog_pages)),
             max_tools: Limits::usize_of(limits.max_tools),
             max_tool_name_bytes: Limits::usize_of(limits.max_tool_name_bytes),
             max_tool_document_bytes: Limits::usize_of(limits.max_tool_document_bytes),
-            max_catalog_pages: Limits::usize_of(limits.max_catalog_pages),
             limits: *limits,
-            empty_cursor_continues: false,
             param_headers: false,
             dropped: Vec::new(),
         }
@@ -287,7 +282,7 @@ impl CatalogBuilder {
     ///
     /// The page is all or nothing: on failure nothing from it is kept.
     pub fn add_page(&mut self, result: Value) -> Result<Option<String>> {
-        let page = self.pages + 1;
+        let page = self.cursors.pages() + 1;
         let fail = |rule: &str| Error::invalid_response(format!("tools/list page {page}: {rule}"));
 
         let Value::Object(mut result) = result else {
@@ -330,25 +325,13 @@ impl CatalogBuilder {
             accepted.push(tool);
         }
 
-        let next = match result.get("nextCursor") {
-            None => None,
-            Some(Value::String(cursor)) if !cursor.is_empty() || self.empty_cursor_continues => {
-                if self.seen_cursors.contains(cursor) {
-                    return Err(fail("nextCursor repeats a cursor already seen"));
-                }
-                if page >= self.max_catalog_pages {
-                    return Err(fail(&format!(
-                        "the catalog has more than {0} pages; maxCatalogPages is {0}",
-                        self.max_catalog_pages
-                    )));
-                }
-                Some(cursor.clone())
-            }
-            Some(_) => return Err(fail("nextCursor is not a non-empty string")),
-        };
+        let next = self
+            .cursors
+            .next(result.get("nextCursor"), page, "the catalog")
+            .map_err(|rule| fail(&rule))?;
 
         // Commit the page.
-        self.pages = page;
+        self.cursors.commit(page, next.as_deref());
         for tool in accepted {
             let key = page_names
                 .take(tool.name.as_str())
@@ -356,16 +339,13 @@ impl CatalogBuilder {
             self.index.insert(key, self.tools.len());
             self.tools.push(tool);
         }
-        if let Some(cursor) = &next {
-            self.seen_cursors.insert(cursor.clone());
-        }
         self.dropped.extend(dropped);
         Ok(next)
     }
 
     /// Tools accepted so far, and pages added.
     pub(crate) fn progress(&self) -> (usize, usize) {
-        (self.tools.len(), self.pages)
+        (self.tools.len(), self.cursors.pages())
     }
 
     /// Freezes the accepted tools into a [`Catalog`], in server order.
@@ -449,24 +429,6 @@ impl CatalogBuilder {
             as_sent: entry,
         })
     }
-}
-
-/// The length of `value`'s compact JSON encoding, counted without building it.
-fn encoded_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 = self.0.saturating_add(buf.len());
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing a `Value` to a sink that never fails cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 /// An optional string member: absent is `None`; any other value than a string,

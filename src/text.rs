@@ -97,6 +97,34 @@ fn is_format(c: char) -> bool {
         .is_ok()
 }
 
+/// Checks display text (a label, a title, a name, a completion value) against
+/// the character rules; the error is the rule broken, starting with `what` (a
+/// crate-authored noun such as "title"), never the text.
+pub(crate) fn check_display(what: &str, text: &str) -> Result<(), String> {
+    match forbidden_in(text) {
+        Some(rule) => Err(format!("{what} contains {}", rule.describe())),
+        None => Ok(()),
+    }
+}
+
+/// [`check_display`], and at most `max_bytes` UTF-8 bytes; `limit` names the
+/// bound for the message (an option, `"maxToolNameBytes"`, or a fixed rule,
+/// `"the fixed limit"`), which then gives both counts.
+pub(crate) fn check_bounded_display(
+    what: &str,
+    text: &str,
+    max_bytes: usize,
+    limit: &str,
+) -> Result<(), String> {
+    if text.len() > max_bytes {
+        return Err(format!(
+            "{what} is {} bytes; {limit} is {max_bytes}",
+            text.len()
+        ));
+    }
+    check_display(what, text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +139,20 @@ mod tests {
         assert_eq!(forbidden_in("\u{FFFD}"), Some(Forbidden::Replacement));
         assert_eq!(forbidden_in("\u{E0041}"), Some(Forbidden::Format));
         assert_eq!(forbidden_in("\u{E0080}"), None);
+    }
+
+    #[test]
+    fn display_checks_name_the_rule_and_the_counts() {
+        assert_eq!(check_display("title", "Read a file ✓"), Ok(()));
+        assert_eq!(
+            check_display("title", "a\u{200B}b"),
+            Err("title contains a format character (Unicode Cf)".to_owned())
+        );
+        assert_eq!(
+            check_bounded_display("name", "abcd", 3, "the fixed limit"),
+            Err("name is 4 bytes; the fixed limit is 3".to_owned())
+        );
+        assert_eq!(check_bounded_display("name", "abc", 3, "maxX"), Ok(()));
     }
 
     #[test]
