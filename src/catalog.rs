@@ -79,7 +79,9 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::json_bounds::encoded_len_exceeds;
 use crate::limits::Limits;
+use crate::listing::{Cursors, encoded_len};
 use crate::param_headers::{self, ParamSpec};
+use crate::text::Forbidden;
 
 /// One validated tool. Read-only: fields are private and reachable through
 /// getters only, so a shared catalog cannot change underneath its readers.
@@ -218,14 +220,11 @@ impl<'a> IntoIterator for &'a Catalog {
 pub struct CatalogBuilder {
     tools: Vec<Tool>,
     index: BTreeMap<String, usize>,
-    seen_cursors: HashSet<String>,
-    pages: usize,
+    cursors: Cursors,
     max_tools: usize,
     max_tool_name_bytes: usize,
     max_tool_document_bytes: usize,
-    max_catalog_pages: usize,
     limits: Limits,
-    empty_cursor_continues: bool,
     param_headers: bool,
     dropped: Vec<(String, &'static str)>,
 }
@@ -235,7 +234,7 @@ impl CatalogBuilder {
     /// cap and the repeated-cursor rule still end the walk). Default: `false`,
     /// the legacy rule (a cursor must be non-empty).
     pub fn empty_cursor_continues(mut self, yes: bool) -> Self {
-        self.empty_cursor_continues = yes;
+        self.cursors.empty_continues = yes;
         self
     }
 
@@ -252,14 +251,11 @@ impl CatalogBuilder {
         CatalogBuilder {
             tools: Vec::new(),
             index: BTreeMap::new(),
-            seen_cursors: HashSet::new(),
-            pages: 0,
+            cursors: Cursors::new(Limits::usize_of(limits.max_catalog_pages)),
             max_tools: Limits::usize_of(limits.max_tools),
             max_tool_name_bytes: Limits::usize_of(limits.max_tool_name_bytes),
             max_tool_document_bytes: Limits::usize_of(limits.max_tool_document_bytes),
-            max_catalog_pages: Limits::usize_of(limits.max_catalog_pages),
             limits: *limits,
-            empty_cursor_continues: false,
             param_headers: false,
             dropped: Vec::new(),
         }
@@ -286,7 +282,7 @@ impl CatalogBuilder {
     ///
     /// The page is all or nothing: on failure nothing from it is kept.
     pub fn add_page(&mut self, result: Value) -> Result<Option<String>> {
-        let page = self.pages + 1;
+        let page = self.cursors.pages() + 1;
         let fail = |rule: &str| Error::invalid_response(format!("tools/list page {page}: {rule}"));
 
         let Value::Object(mut result) = result else {
@@ -329,25 +325,13 @@ impl CatalogBuilder {
             accepted.push(tool);
         }
 
-        let next = match result.get("nextCursor") {
-            None => None,
-            Some(Value::String(cursor)) if !cursor.is_empty() || self.empty_cursor_continues => {
-                if self.seen_cursors.contains(cursor) {
-                    return Err(fail("nextCursor repeats a cursor already seen"));
-                }
-                if page >= self.max_catalog_pages {
-                    return Err(fail(&format!(
-                        "the catalog has more than {0} pages; maxCatalogPages is {0}",
-                        self.max_catalog_pages
-                    )));
-                }
-                Some(cursor.clone())
-            }
-            Some(_) => return Err(fail("nextCursor is not a non-empty string")),
-        };
+        let next = self
+            .cursors
+            .next(result.get("nextCursor"), page, "the catalog")
+            .map_err(|rule| fail(&rule))?;
 
         // Commit the page.
-        self.pages = page;
+        self.cursors.commit(page, next.as_deref());
         for tool in accepted {
             let key = page_names
                 .take(tool.name.as_str())
@@ -355,16 +339,13 @@ impl CatalogBuilder {
             self.index.insert(key, self.tools.len());
             self.tools.push(tool);
         }
-        if let Some(cursor) = &next {
-            self.seen_cursors.insert(cursor.clone());
-        }
         self.dropped.extend(dropped);
         Ok(next)
     }
 
     /// Tools accepted so far, and pages added.
     pub(crate) fn progress(&self) -> (usize, usize) {
-        (self.tools.len(), self.pages)
+        (self.tools.len(), self.cursors.pages())
     }
 
     /// Freezes the accepted tools into a [`Catalog`], in server order.
@@ -450,24 +431,6 @@ impl CatalogBuilder {
     }
 }
 
-/// The length of `value`'s compact JSON encoding, counted without building it.
-fn encoded_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 = self.0.saturating_add(buf.len());
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing a `Value` to a sink that never fails cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
-}
-
 /// An optional string member: absent is `None`; any other value than a string,
 /// `null` included, is an error.
 fn optional_string<'a>(
@@ -510,69 +473,20 @@ pub fn check_tool_name(name: &str, max_bytes: usize) -> std::result::Result<(), 
         if c == '/' {
             return Err("the tool name contains '/'");
         }
-        if is_control(c) {
-            return Err("the tool name contains a control character (Unicode Cc)");
-        }
-        if is_format(c) {
-            return Err("the tool name contains a format character (Unicode Cf)");
-        }
-        if c == '\u{2028}' || c == '\u{2029}' {
-            return Err("the tool name contains a line or paragraph separator (U+2028/U+2029)");
-        }
-        if c == char::REPLACEMENT_CHARACTER {
-            return Err(
-                "the tool name contains U+FFFD (a lone surrogate or a replacement character)",
-            );
+        if let Some(rule) = crate::text::forbidden_char(c) {
+            return Err(match rule {
+                Forbidden::Control => "the tool name contains a control character (Unicode Cc)",
+                Forbidden::Format => "the tool name contains a format character (Unicode Cf)",
+                Forbidden::Separator => {
+                    "the tool name contains a line or paragraph separator (U+2028/U+2029)"
+                }
+                Forbidden::Replacement => {
+                    "the tool name contains U+FFFD (a lone surrogate or a replacement character)"
+                }
+            });
         }
     }
     Ok(())
-}
-
-/// Unicode general category Cc.
-fn is_control(c: char) -> bool {
-    matches!(c, '\u{0}'..='\u{1F}' | '\u{7F}'..='\u{9F}')
-}
-
-/// Every code point of general category Cf in Unicode 16.0 (unchanged since 15.0),
-/// as sorted, disjoint, inclusive ranges.
-const FORMAT_RANGES: [(u32, u32); 21] = [
-    (0x00AD, 0x00AD),   // SOFT HYPHEN
-    (0x0600, 0x0605),   // ARABIC NUMBER SIGN .. ARABIC NUMBER MARK ABOVE
-    (0x061C, 0x061C),   // ARABIC LETTER MARK
-    (0x06DD, 0x06DD),   // ARABIC END OF AYAH
-    (0x070F, 0x070F),   // SYRIAC ABBREVIATION MARK
-    (0x0890, 0x0891),   // ARABIC POUND MARK ABOVE, ARABIC PIASTRE MARK ABOVE
-    (0x08E2, 0x08E2),   // ARABIC DISPUTED END OF AYAH
-    (0x180E, 0x180E),   // MONGOLIAN VOWEL SEPARATOR
-    (0x200B, 0x200F),   // ZERO WIDTH SPACE .. RIGHT-TO-LEFT MARK
-    (0x202A, 0x202E),   // LEFT-TO-RIGHT EMBEDDING .. RIGHT-TO-LEFT OVERRIDE
-    (0x2060, 0x2064),   // WORD JOINER .. INVISIBLE PLUS
-    (0x2066, 0x206F),   // LEFT-TO-RIGHT ISOLATE .. NOMINAL DIGIT SHAPES
-    (0xFEFF, 0xFEFF),   // ZERO WIDTH NO-BREAK SPACE
-    (0xFFF9, 0xFFFB),   // INTERLINEAR ANNOTATION ANCHOR .. TERMINATOR
-    (0x110BD, 0x110BD), // KAITHI NUMBER SIGN
-    (0x110CD, 0x110CD), // KAITHI NUMBER SIGN ABOVE
-    (0x13430, 0x1343F), // EGYPTIAN HIEROGLYPH VERTICAL JOINER .. END WALLED ENCLOSURE
-    (0x1BCA0, 0x1BCA3), // SHORTHAND FORMAT LETTER OVERLAP .. UP STEP
-    (0x1D173, 0x1D17A), // MUSICAL SYMBOL BEGIN BEAM .. END PHRASE
-    (0xE0001, 0xE0001), // LANGUAGE TAG
-    (0xE0020, 0xE007F), // TAG SPACE .. CANCEL TAG
-];
-
-/// Unicode general category Cf.
-fn is_format(c: char) -> bool {
-    let c = u32::from(c);
-    FORMAT_RANGES
-        .binary_search_by(|&(low, high)| {
-            if high < c {
-                std::cmp::Ordering::Less
-            } else if low > c {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        })
-        .is_ok()
 }
 
 #[cfg(test)]

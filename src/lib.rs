@@ -4,7 +4,9 @@
 
 pub mod auth;
 pub mod catalog;
+pub mod completion;
 pub mod config;
+pub mod content;
 pub mod diagnostics;
 pub mod error;
 pub mod flows;
@@ -14,12 +16,17 @@ pub(crate) mod json_bounds;
 pub(crate) mod jsonrpc;
 pub mod layer;
 pub mod limits;
+pub mod listing;
 pub mod observe;
 pub(crate) mod param_headers;
 pub mod pin;
+pub mod prompts;
 pub(crate) mod redact;
+pub mod resources;
 pub mod session;
+pub(crate) mod text;
 pub mod transport;
+pub(crate) mod uri;
 
 /// Re-exported: secrets in this API (`env` values, bearer tokens, diagnostics) are
 /// `secrecy::SecretString`s.
