@@ -14,7 +14,7 @@ seconds=${1:?usage: fuzz/run.sh SECONDS [TARGET...]}
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(line_framer jsonrpc_classify catalog_page http_sse server_file redaction www_authenticate input_requests)
+  targets=(line_framer jsonrpc_classify catalog_page http_sse server_file redaction www_authenticate input_requests skill_frontmatter)
 fi
 cargo +nightly fuzz build -O
 status=0
@@ -23,6 +23,7 @@ for t in "${targets[@]}"; do
     jsonrpc_classify | catalog_page | server_file | www_authenticate | input_requests) dict=(-dict=fuzz/dict/json.dict) ;;
     http_sse) dict=(-dict=fuzz/dict/sse.dict) ;;
     redaction) dict=(-dict=fuzz/dict/redaction.dict) ;;
+    skill_frontmatter) dict=(-dict=fuzz/dict/yaml.dict) ;;
     *) dict=() ;;
   esac
   mkdir -p "fuzz/corpus-work/$t" "fuzz/artifacts/$t"

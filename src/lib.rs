@@ -24,6 +24,7 @@ pub mod prompts;
 pub(crate) mod redact;
 pub mod resources;
 pub mod session;
+pub mod skills;
 pub(crate) mod text;
 pub mod transport;
 pub(crate) mod uri;
@@ -229,5 +230,27 @@ pub mod fuzzing {
         connection.shutdown.shutdown().await;
         run.failures = std::mem::take(&mut *control.0.lock().unwrap_or_else(|e| e.into_inner()));
         Ok(run)
+    }
+
+    /// A `SKILL.md`'s frontmatter (`skills::frontmatter`), for the
+    /// `skill_frontmatter` target: the YAML cut out of the raw bytes (at most
+    /// `max_bytes`), then parsed under the bounded YAML 1.2 core schema; the
+    /// root mapping, or the rule broken.
+    pub fn skill_frontmatter(
+        raw: &[u8],
+        max_bytes: usize,
+    ) -> Result<(String, Map<String, Value>), std::borrow::Cow<'static, str>> {
+        let yaml = crate::skills::frontmatter::cut(raw, max_bytes)?;
+        let parsed = crate::skills::frontmatter::parse_yaml(&yaml)?;
+        Ok((yaml, parsed))
+    }
+
+    /// The frontmatter comparison (`skills::frontmatter::compare`): the entry's
+    /// `frontmatter` against the parsed one.
+    pub fn skill_frontmatter_compare(
+        entry: &Map<String, Value>,
+        parsed: &Map<String, Value>,
+    ) -> Result<(), &'static str> {
+        crate::skills::frontmatter::compare(entry, parsed)
     }
 }

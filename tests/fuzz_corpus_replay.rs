@@ -22,6 +22,8 @@ mod line_framer;
 mod redaction;
 #[path = "../fuzz/src/server_file.rs"]
 mod server_file;
+#[path = "../fuzz/src/skill_frontmatter.rs"]
+mod skill_frontmatter;
 #[path = "../fuzz/src/util.rs"]
 mod util;
 #[path = "../fuzz/src/www_authenticate.rs"]
@@ -101,4 +103,9 @@ fn input_requests_corpus() {
 #[test]
 fn www_authenticate_corpus() {
     replay("www_authenticate", www_authenticate::check);
+}
+
+#[test]
+fn skill_frontmatter_corpus() {
+    replay("skill_frontmatter", skill_frontmatter::check);
 }

@@ -13,5 +13,6 @@ pub mod jsonrpc_classify;
 pub mod line_framer;
 pub mod redaction;
 pub mod server_file;
+pub mod skill_frontmatter;
 pub mod util;
 pub mod www_authenticate;
