@@ -105,10 +105,10 @@ pub const MAX_SERVER_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The limit options an HTTP entry accepts (the HTTP table: no `queueCapacity`, no
 /// `maxStderrBytes`), in the order of [`OPTION_NAMES`].
-pub const HTTP_OPTION_NAMES: [&str; 17] = http_option_names();
+pub const HTTP_OPTION_NAMES: [&str; OPTION_NAMES.len() - 2] = http_option_names();
 
 /// [`OPTION_NAMES`] without the two that only a child process has.
-const fn http_option_names() -> [&'static str; 17] {
+const fn http_option_names() -> [&'static str; OPTION_NAMES.len() - 2] {
     const fn same(a: &str, b: &str) -> bool {
         let (a, b) = (a.as_bytes(), b.as_bytes());
         if a.len() != b.len() {
@@ -123,7 +123,7 @@ const fn http_option_names() -> [&'static str; 17] {
         }
         true
     }
-    let mut names = [""; 17];
+    let mut names = [""; OPTION_NAMES.len() - 2];
     let (mut from, mut to) = (0, 0);
     while from < OPTION_NAMES.len() {
         let name = OPTION_NAMES[from];

@@ -54,6 +54,33 @@ pub const DEFAULT_MAX_ELICITATION_FIELDS: u64 = 32;
 /// Default for [`Limits::max_sampling_messages`].
 pub const DEFAULT_MAX_SAMPLING_MESSAGES: u64 = 64;
 
+/// Default for [`Limits::max_resources`].
+pub const DEFAULT_MAX_RESOURCES: u64 = 1_024;
+/// Default for [`Limits::max_resource_templates`].
+pub const DEFAULT_MAX_RESOURCE_TEMPLATES: u64 = 256;
+/// Default for [`Limits::max_prompts`].
+pub const DEFAULT_MAX_PROMPTS: u64 = 256;
+/// Default for [`Limits::max_prompt_arguments`].
+pub const DEFAULT_MAX_PROMPT_ARGUMENTS: u64 = 32;
+/// Default for [`Limits::max_prompt_messages`].
+pub const DEFAULT_MAX_PROMPT_MESSAGES: u64 = 128;
+/// Default for [`Limits::max_entry_document_bytes`].
+pub const DEFAULT_MAX_ENTRY_DOCUMENT_BYTES: u64 = 65_536;
+/// Default for [`Limits::max_uri_bytes`].
+pub const DEFAULT_MAX_URI_BYTES: u64 = 4_096;
+/// Default for [`Limits::max_resource_bytes`].
+pub const DEFAULT_MAX_RESOURCE_BYTES: u64 = 16_777_216;
+/// Default for [`Limits::max_resource_contents`].
+pub const DEFAULT_MAX_RESOURCE_CONTENTS: u64 = 64;
+/// Default for [`Limits::max_skills`].
+pub const DEFAULT_MAX_SKILLS: u64 = 1_024;
+/// Default for [`Limits::max_skill_files`].
+pub const DEFAULT_MAX_SKILL_FILES: u64 = 512;
+/// Default for [`Limits::max_skill_bytes`].
+pub const DEFAULT_MAX_SKILL_BYTES: u64 = 16_777_216;
+/// Default for [`Limits::max_skill_frontmatter_bytes`].
+pub const DEFAULT_MAX_SKILL_FRONTMATTER_BYTES: u64 = 65_536;
+
 /// The largest value any limit may take: JavaScript's `Number.MAX_SAFE_INTEGER`.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
@@ -126,6 +153,32 @@ pub struct Limits {
     pub max_elicitation_fields: u64,
     /// Messages in one sampling request. Default 64.
     pub max_sampling_messages: u64,
+    /// Resources across one `resources/list` walk. Default 1024.
+    pub max_resources: u64,
+    /// Resource templates across one `resources/templates/list` walk. Default 256.
+    pub max_resource_templates: u64,
+    /// Prompts across one `prompts/list` walk. Default 256.
+    pub max_prompts: u64,
+    /// Arguments of one prompt. Default 32.
+    pub max_prompt_arguments: u64,
+    /// Messages in one `prompts/get` result. Default 128.
+    pub max_prompt_messages: u64,
+    /// The JSON bytes of one resource, template, prompt or skill entry, its `uri` aside. Default 65 536.
+    pub max_entry_document_bytes: u64,
+    /// UTF-8 bytes of any URI or URI template a server sends. Default 4096.
+    pub max_uri_bytes: u64,
+    /// Decoded bytes of one `resources/read` (text plus decoded blobs), of one prompt result's binary content, of one tool result's binary blocks. A `resources/read` reply (and only one) may be a frame this large, past `maxFrameBytes`. Default 16 MiB.
+    pub max_resource_bytes: u64,
+    /// `contents` items in one `resources/read` result. Default 64.
+    pub max_resource_contents: u64,
+    /// Skills across one `skills/list` walk. Default 1024.
+    pub max_skills: u64,
+    /// Files listed by one skill; at least 512, the Skills extension's floor. Default 512.
+    pub max_skill_files: u64,
+    /// The summed sizes of one skill's files (or the bytes read of a dynamic one); at least 16 MiB, the Skills extension's floor. Default 16 MiB.
+    pub max_skill_bytes: u64,
+    /// Bytes of one `SKILL.md`'s YAML frontmatter. Default 65 536.
+    pub max_skill_frontmatter_bytes: u64,
 }
 
 impl Default for Limits {
@@ -150,12 +203,25 @@ impl Default for Limits {
             max_elicitation_message_bytes: DEFAULT_MAX_ELICITATION_MESSAGE_BYTES,
             max_elicitation_fields: DEFAULT_MAX_ELICITATION_FIELDS,
             max_sampling_messages: DEFAULT_MAX_SAMPLING_MESSAGES,
+            max_resources: DEFAULT_MAX_RESOURCES,
+            max_resource_templates: DEFAULT_MAX_RESOURCE_TEMPLATES,
+            max_prompts: DEFAULT_MAX_PROMPTS,
+            max_prompt_arguments: DEFAULT_MAX_PROMPT_ARGUMENTS,
+            max_prompt_messages: DEFAULT_MAX_PROMPT_MESSAGES,
+            max_entry_document_bytes: DEFAULT_MAX_ENTRY_DOCUMENT_BYTES,
+            max_uri_bytes: DEFAULT_MAX_URI_BYTES,
+            max_resource_bytes: DEFAULT_MAX_RESOURCE_BYTES,
+            max_resource_contents: DEFAULT_MAX_RESOURCE_CONTENTS,
+            max_skills: DEFAULT_MAX_SKILLS,
+            max_skill_files: DEFAULT_MAX_SKILL_FILES,
+            max_skill_bytes: DEFAULT_MAX_SKILL_BYTES,
+            max_skill_frontmatter_bytes: DEFAULT_MAX_SKILL_FRONTMATTER_BYTES,
         }
     }
 }
 
 /// The (camelCase) option names, the contract's ten in table order first.
-pub const OPTION_NAMES: [&str; 19] = [
+pub const OPTION_NAMES: [&str; 32] = [
     "handshakeTimeoutMs",
     "requestTimeoutMs",
     "queueCapacity",
@@ -175,10 +241,23 @@ pub const OPTION_NAMES: [&str; 19] = [
     "maxElicitationMessageBytes",
     "maxElicitationFields",
     "maxSamplingMessages",
+    "maxResources",
+    "maxResourceTemplates",
+    "maxPrompts",
+    "maxPromptArguments",
+    "maxPromptMessages",
+    "maxEntryDocumentBytes",
+    "maxUriBytes",
+    "maxResourceBytes",
+    "maxResourceContents",
+    "maxSkills",
+    "maxSkillFiles",
+    "maxSkillBytes",
+    "maxSkillFrontmatterBytes",
 ];
 
 impl Limits {
-    fn fields(&self) -> [u64; 19] {
+    fn fields(&self) -> [u64; 32] {
         [
             self.handshake_timeout_ms,
             self.request_timeout_ms,
@@ -199,6 +278,19 @@ impl Limits {
             self.max_elicitation_message_bytes,
             self.max_elicitation_fields,
             self.max_sampling_messages,
+            self.max_resources,
+            self.max_resource_templates,
+            self.max_prompts,
+            self.max_prompt_arguments,
+            self.max_prompt_messages,
+            self.max_entry_document_bytes,
+            self.max_uri_bytes,
+            self.max_resource_bytes,
+            self.max_resource_contents,
+            self.max_skills,
+            self.max_skill_files,
+            self.max_skill_bytes,
+            self.max_skill_frontmatter_bytes,
         ]
     }
 
@@ -223,6 +315,19 @@ impl Limits {
             "maxElicitationMessageBytes" => &mut self.max_elicitation_message_bytes,
             "maxElicitationFields" => &mut self.max_elicitation_fields,
             "maxSamplingMessages" => &mut self.max_sampling_messages,
+            "maxResources" => &mut self.max_resources,
+            "maxResourceTemplates" => &mut self.max_resource_templates,
+            "maxPrompts" => &mut self.max_prompts,
+            "maxPromptArguments" => &mut self.max_prompt_arguments,
+            "maxPromptMessages" => &mut self.max_prompt_messages,
+            "maxEntryDocumentBytes" => &mut self.max_entry_document_bytes,
+            "maxUriBytes" => &mut self.max_uri_bytes,
+            "maxResourceBytes" => &mut self.max_resource_bytes,
+            "maxResourceContents" => &mut self.max_resource_contents,
+            "maxSkills" => &mut self.max_skills,
+            "maxSkillFiles" => &mut self.max_skill_files,
+            "maxSkillBytes" => &mut self.max_skill_bytes,
+            "maxSkillFrontmatterBytes" => &mut self.max_skill_frontmatter_bytes,
             _ => return None,
         })
     }
@@ -235,6 +340,25 @@ impl Limits {
             if value == 0 || value > MAX_SAFE_INTEGER {
                 return Err(Error::protocol(format!(
                     "option {name} must be a positive safe integer"
+                )));
+            }
+        }
+        // The Skills extension asks hosts to accept skills this large at least.
+        for (name, value, floor) in [
+            (
+                "maxSkillFiles",
+                self.max_skill_files,
+                DEFAULT_MAX_SKILL_FILES,
+            ),
+            (
+                "maxSkillBytes",
+                self.max_skill_bytes,
+                DEFAULT_MAX_SKILL_BYTES,
+            ),
+        ] {
+            if value < floor {
+                return Err(Error::protocol(format!(
+                    "option {name} must be at least {floor}, the Skills extension's floor"
                 )));
             }
         }
@@ -363,6 +487,26 @@ mod tests {
                 .unwrap();
             limits.set_from_json(name, &json!(3.0)).unwrap();
         }
+    }
+
+    #[test]
+    fn the_skill_bounds_may_not_go_below_the_extensions_floors() {
+        let mut limits = Limits::default();
+        assert_eq!(limits.max_skill_files, 512);
+        assert_eq!(limits.max_skill_bytes, 16 * 1024 * 1024);
+        limits.max_skill_files = 511;
+        assert_eq!(
+            limits.validate().unwrap_err().message(),
+            "option maxSkillFiles must be at least 512, the Skills extension's floor"
+        );
+        limits.max_skill_files = 4096;
+        limits.max_skill_bytes = 16 * 1024 * 1024 - 1;
+        assert_eq!(
+            limits.validate().unwrap_err().message(),
+            "option maxSkillBytes must be at least 16777216, the Skills extension's floor"
+        );
+        limits.max_skill_bytes = 64 * 1024 * 1024;
+        assert!(limits.validate().is_ok(), "more than the floor is fine");
     }
 
     #[test]

@@ -47,6 +47,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::limits::Limits;
 
 /// The bounds of a list walk and of its entries. [`Default`] holds the proposed
 /// defaults of the matching `Limits` options (named on each field).
@@ -75,15 +76,22 @@ pub struct ListBounds {
 
 impl Default for ListBounds {
     fn default() -> Self {
+        ListBounds::from(&Limits::default())
+    }
+}
+
+/// The session's [`Limits`] (already validated), as the list walks read them.
+impl From<&Limits> for ListBounds {
+    fn from(limits: &Limits) -> ListBounds {
         ListBounds {
-            max_resources: 1024,
-            max_resource_templates: 256,
-            max_prompts: 256,
-            max_prompt_arguments: 32,
-            max_name_bytes: 128,
-            max_uri_bytes: 4096,
-            max_entry_document_bytes: 65_536,
-            max_pages: 32,
+            max_resources: Limits::usize_of(limits.max_resources),
+            max_resource_templates: Limits::usize_of(limits.max_resource_templates),
+            max_prompts: Limits::usize_of(limits.max_prompts),
+            max_prompt_arguments: Limits::usize_of(limits.max_prompt_arguments),
+            max_name_bytes: Limits::usize_of(limits.max_tool_name_bytes),
+            max_uri_bytes: Limits::usize_of(limits.max_uri_bytes),
+            max_entry_document_bytes: Limits::usize_of(limits.max_entry_document_bytes),
+            max_pages: Limits::usize_of(limits.max_catalog_pages),
         }
     }
 }

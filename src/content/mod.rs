@@ -45,12 +45,13 @@
 //! # Ok::<(), smthrs_mcp::Error>(())
 //! ```
 
-mod strict_base64;
+pub(crate) mod strict_base64;
 
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::limits::Limits;
 use crate::resources::members::{take_meta, take_required_string, take_uri};
 use crate::resources::{Annotations, Resource, take_mime_type};
 
@@ -77,12 +78,19 @@ pub struct ContentBounds {
 
 impl Default for ContentBounds {
     fn default() -> Self {
+        ContentBounds::from(&Limits::default())
+    }
+}
+
+/// The session's [`Limits`] (already validated), as the content checks read them.
+impl From<&Limits> for ContentBounds {
+    fn from(limits: &Limits) -> ContentBounds {
         ContentBounds {
-            max_uri_bytes: 4096,
-            max_entry_document_bytes: 65_536,
-            max_resource_bytes: 16 * 1024 * 1024,
-            max_resource_contents: 64,
-            max_prompt_messages: 128,
+            max_uri_bytes: Limits::usize_of(limits.max_uri_bytes),
+            max_entry_document_bytes: Limits::usize_of(limits.max_entry_document_bytes),
+            max_resource_bytes: Limits::usize_of(limits.max_resource_bytes),
+            max_resource_contents: Limits::usize_of(limits.max_resource_contents),
+            max_prompt_messages: Limits::usize_of(limits.max_prompt_messages),
         }
     }
 }

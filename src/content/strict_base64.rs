@@ -57,7 +57,7 @@ impl Budget {
 
 /// The length `text` decodes to, from its length and padding alone; `None`
 /// when no base64 text has that shape.
-fn decoded_len(text: &str) -> Option<usize> {
+pub(crate) fn decoded_len(text: &str) -> Option<usize> {
     let len = text.len();
     let padding = text.bytes().rev().take_while(|&b| b == b'=').count();
     if padding > 0 {
@@ -81,6 +81,12 @@ pub(crate) fn decode(what: &str, text: &str, budget: &mut Budget) -> Result<Vec<
         ));
     };
     budget.charge(len)?;
+    decode_checked(what, text)
+}
+
+/// Decodes `text` under the strict rules, its length already checked (and
+/// charged) by the caller through [`decoded_len`].
+pub(crate) fn decode_checked(what: &str, text: &str) -> Result<Vec<u8>, String> {
     let engine = if text.ends_with('=') {
         &PADDED
     } else {

@@ -35,7 +35,11 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::error::{Error, Result};
-use crate::limits::MAX_SAFE_INTEGER;
+use crate::limits::{
+    DEFAULT_MAX_ENTRY_DOCUMENT_BYTES, DEFAULT_MAX_SKILL_BYTES, DEFAULT_MAX_SKILL_FILES,
+    DEFAULT_MAX_SKILL_FRONTMATTER_BYTES, DEFAULT_MAX_SKILLS, DEFAULT_MAX_URI_BYTES, Limits,
+    MAX_SAFE_INTEGER,
+};
 
 mod entry;
 pub(crate) mod frontmatter;
@@ -60,19 +64,6 @@ pub const SKILL_FILES_FLOOR: u64 = 512;
 /// The extension's floor for the total size of a skill (16 MiB, the sum of
 /// `size` over `resources`), so `maxSkillBytes` may not be set lower.
 pub const SKILL_BYTES_FLOOR: u64 = 16 * 1024 * 1024;
-
-/// Default for [`SkillLimits::max_skills`]: entries across one `skills/list` walk.
-pub const DEFAULT_MAX_SKILLS: u64 = 1024;
-/// Default for [`SkillLimits::max_skill_files`]: the floor.
-pub const DEFAULT_MAX_SKILL_FILES: u64 = SKILL_FILES_FLOOR;
-/// Default for [`SkillLimits::max_skill_bytes`]: the floor.
-pub const DEFAULT_MAX_SKILL_BYTES: u64 = SKILL_BYTES_FLOOR;
-/// Default for [`SkillLimits::max_skill_frontmatter_bytes`]: the YAML of one
-/// `SKILL.md` frontmatter. 64 KiB holds the Agent Skills fields (name 64,
-/// description 1024 and compatibility 500 characters: at most about 6.4 KB of
-/// UTF-8) ten times over, with room for `metadata` and other fields, while a
-/// hostile YAML stays cheap to parse.
-pub const DEFAULT_MAX_SKILL_FRONTMATTER_BYTES: u64 = 65_536;
 
 /// The bounds of the Skills checks. The names in the docs are the options'
 /// camelCase names, as a server file would carry them.
@@ -119,8 +110,22 @@ impl Default for SkillLimits {
             max_skill_files: DEFAULT_MAX_SKILL_FILES,
             max_skill_bytes: DEFAULT_MAX_SKILL_BYTES,
             max_skill_frontmatter_bytes: DEFAULT_MAX_SKILL_FRONTMATTER_BYTES,
-            max_uri_bytes: 4096,
-            max_entry_document_bytes: 65_536,
+            max_uri_bytes: DEFAULT_MAX_URI_BYTES,
+            max_entry_document_bytes: DEFAULT_MAX_ENTRY_DOCUMENT_BYTES,
+        }
+    }
+}
+
+/// The session's [`Limits`] (already validated), as the Skills checks read them.
+impl From<&Limits> for SkillLimits {
+    fn from(limits: &Limits) -> SkillLimits {
+        SkillLimits {
+            max_skills: limits.max_skills,
+            max_skill_files: limits.max_skill_files,
+            max_skill_bytes: limits.max_skill_bytes,
+            max_skill_frontmatter_bytes: limits.max_skill_frontmatter_bytes,
+            max_uri_bytes: limits.max_uri_bytes,
+            max_entry_document_bytes: limits.max_entry_document_bytes,
         }
     }
 }

@@ -3,8 +3,6 @@
 //! item, its raw bytes, and the size, digest and frontmatter checks, in that
 //! order. Also relative references (§5.4 "Further rules").
 
-use base64::Engine as _;
-use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -12,6 +10,7 @@ use super::entry::{Skill, SkillFile, SkillResources};
 use super::frontmatter;
 use super::path::{self, Key};
 use super::{SkillCheck, SkillError, SkillLimits};
+use crate::content::strict_base64;
 use crate::limits::Limits;
 
 /// A skill file that passed every check that applies to it.
@@ -263,13 +262,13 @@ pub fn verify_read(
             Body::Text(text)
         }
         (None, Some(Value::String(blob))) => {
-            let length = strict_base64_len(&blob)
-                .ok_or_else(|| fail(SkillCheck::Contents, ": blob is not strict base64"))?;
+            let length = strict_base64::decoded_len(&blob)
+                .ok_or_else(|| fail(SkillCheck::Contents, ": blob is not strict base64"))?
+                as u64;
             if !size_ok(length) {
                 return Err(size_failure(length));
             }
-            let bytes = STRICT_BASE64
-                .decode(blob.as_bytes())
+            let bytes = strict_base64::decode_checked("blob", &blob)
                 .map_err(|_| fail(SkillCheck::Contents, ": blob is not strict base64"))?;
             Body::Blob(bytes)
         }
@@ -313,30 +312,6 @@ pub fn verify_read(
             })?;
     }
     Ok(verified)
-}
-
-/// RFC 4648 §4, strict: the standard alphabet, `=` padding required, no
-/// trailing bits, no whitespace (beyond-tools.md Q4).
-const STRICT_BASE64: GeneralPurpose = GeneralPurpose::new(
-    &base64::alphabet::STANDARD,
-    GeneralPurposeConfig::new()
-        .with_decode_padding_mode(DecodePaddingMode::RequireCanonical)
-        .with_decode_allow_trailing_bits(false),
-);
-
-/// The decoded length of a padded base64 text, from its length and padding
-/// alone (`len / 4 * 3` less one per `=`); `None` when the length or the
-/// padding cannot be strict base64. The alphabet is checked by the decoder.
-fn strict_base64_len(blob: &str) -> Option<u64> {
-    let bytes = blob.as_bytes();
-    if !bytes.len().is_multiple_of(4) {
-        return None;
-    }
-    let padding = bytes.iter().rev().take_while(|&&b| b == b'=').count();
-    if padding > 2 {
-        return None;
-    }
-    Some((bytes.len() / 4 * 3 - padding) as u64)
 }
 
 /// `hex` (lowercase, validated at entry time) spells `hash`.
