@@ -72,6 +72,13 @@ pub enum ErrorKind {
     /// (a sampling request it will not serve, a form answer that does not fit the
     /// form); the call that needed the answer fails with it.
     InputRefused,
+    /// The server answered that the resource or prompt asked for does not exist
+    /// (JSON-RPC -32002 in either era, or -32602 answering `resources/read` or
+    /// `prompts/get`, whose only argument is the address or name asked for). The
+    /// message names the server and the method, never the remote error's text
+    /// (which goes to the diagnostics observer like any remote error body);
+    /// [`Error::remote_code`] gives the code.
+    NotFound,
 }
 
 impl ErrorKind {
@@ -96,6 +103,7 @@ impl ErrorKind {
             ErrorKind::HeaderMismatch => "header_mismatch",
             ErrorKind::CatalogChanged => "catalog_changed",
             ErrorKind::InputRefused => "input_refused",
+            ErrorKind::NotFound => "not_found",
         }
     }
 }

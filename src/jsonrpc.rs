@@ -32,6 +32,9 @@ pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 pub const HEADER_MISMATCH: i64 = -32020;
 /// -32601: method not found.
 pub const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC invalid params (also "no such resource or prompt" answering
+/// `resources/read` and `prompts/get`).
+pub(crate) const INVALID_PARAMS: i64 = -32602;
 
 /// A JSON-RPC id as the server sent it: a string or an integer, echoed exactly.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -197,6 +197,8 @@ pub mod fuzzing {
 
         let limits = crate::Limits {
             max_frame_bytes: max_frame_bytes as u64,
+            // The transport frames at the larger of the two: keep it at this one.
+            max_resource_bytes: max_frame_bytes as u64,
             ..crate::Limits::default()
         };
         limits.validate()?;

@@ -145,6 +145,9 @@ async fn a_line_past_max_frame_bytes_is_a_protocol_error() {
     let mut child = spawn(&scenario("flood-stdout"));
     let mut limits = Limits::default();
     limits.max_frame_bytes = 64 * 1024;
+    // The framer's bound is the larger of maxFrameBytes and maxResourceBytes
+    // (a resources/read reply may be that long).
+    limits.max_resource_bytes = 64 * 1024;
     let error = tokio::time::timeout(
         HANG,
         Client::builder("duplex")

@@ -111,7 +111,7 @@ engine_tests!(
     infinite_number_is_a_protocol_error,
     unsupported_protocol_version_is_refused,
     a_2024_11_05_server_is_accepted_and_what_it_lacks_is_absent,
-    server_without_tools_is_refused,
+    server_without_tools_connects_with_an_empty_catalog,
     stalled_initialize_times_out,
     stalled_tools_list_times_out,
     timed_out_call_sends_one_cancellation,
@@ -459,15 +459,21 @@ async fn a_2024_11_05_server_is_accepted_and_what_it_lacks_is_absent(via: Via) {
     client.close().await;
 }
 
-async fn server_without_tools_is_refused(via: Via) {
-    let error = open(
+/// A server that declares no `tools` capability connects with an empty
+/// catalog (nothing walked): it may offer only resources, prompts or Skills.
+async fn server_without_tools_connects_with_an_empty_catalog(via: Via) {
+    let client = open(
         via,
         Client::builder("notools"),
         scenario("no-tools-capability"),
     )
     .await
-    .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::ProtocolError);
+    .unwrap();
+    assert!(client.catalog().is_empty());
+    assert!(!client.declares("tools"));
+    let error = client.call_tool("echo", args(json!({}))).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ToolNotFound);
+    client.close().await;
 }
 
 async fn stalled_initialize_times_out(via: Via) {
@@ -1009,7 +1015,12 @@ async fn blocked_outbound_queue_times_out_instead_of_hanging() {
 
 #[tokio::test]
 async fn flood_without_newline_is_a_protocol_error() {
-    let builder = Client::builder("flood").limits(limits(|l| l.max_frame_bytes = 64 * 1024));
+    // The transport frames at the larger of maxFrameBytes and maxResourceBytes
+    // (a resources/read reply may be that long): both at 64 KiB here.
+    let builder = Client::builder("flood").limits(limits(|l| {
+        l.max_frame_bytes = 64 * 1024;
+        l.max_resource_bytes = 64 * 1024;
+    }));
     let error = builder
         .connect(scenario("flood-stdout").stdio())
         .await

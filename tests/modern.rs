@@ -703,7 +703,7 @@ both_transports!(
     modern_server_ping_is_never_answered,
     legacy_server_ping_is_still_answered,
     input_required_is_refused_outside_tools_call,
-    modern_server_without_tools_is_refused,
+    modern_server_without_tools_connects_with_an_empty_catalog,
     catalog_hint_is_the_strictest_of_its_pages,
     unrequested_notifications_are_dropped,
 );
@@ -1020,16 +1020,14 @@ async fn input_required_is_refused_outside_tools_call(via: Via) {
     assert!(a.received("initialize").is_empty(), "not a fallback");
 }
 
-async fn modern_server_without_tools_is_refused(via: Via) {
+async fn modern_server_without_tools_connects_with_an_empty_catalog(via: Via) {
     let server = inline(json!({"era": "modern", "capabilities": {"prompts": {}}}));
     let a = connect(via, Client::builder("no-tools"), server, modern()).await;
-    let error = a.error();
-    assert_eq!(error.kind(), ErrorKind::ProtocolError);
-    assert!(
-        error.message().contains("does not offer tools"),
-        "{error:?}"
-    );
-    assert!(a.received("tools/list").is_empty());
+    let client = a.client();
+    assert!(client.catalog().is_empty());
+    assert!(client.declares("prompts"));
+    assert!(!client.declares("tools"));
+    assert!(a.received("tools/list").is_empty(), "nothing is walked");
 }
 
 async fn catalog_hint_is_the_strictest_of_its_pages(via: Via) {

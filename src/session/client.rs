@@ -154,9 +154,17 @@ impl ClientBuilder {
         let link = session.link.clone();
         let Link { core, protocol } = &link;
         let wire = protocol.wire.get();
-        let (catalog, catalog_cache) = match negotiate::walk_catalog(&link, wire).await {
-            Ok(walked) => walked,
-            Err(error) => return Err(session.fail(error).await),
+        let (catalog, catalog_cache) = if facts.offers_tools {
+            match negotiate::walk_catalog(&link, wire).await {
+                Ok(walked) => walked,
+                Err(error) => return Err(session.fail(error).await),
+            }
+        } else {
+            // No `tools` capability: an empty catalog, nothing asked.
+            (
+                crate::catalog::CatalogBuilder::new(&core.limits).finish(),
+                None,
+            )
         };
         if let Some(pin) = &self.pin {
             if let Err(error) = CatalogPin::of(&catalog).check(&core.server, pin) {
@@ -375,6 +383,21 @@ impl Client {
     /// Untrusted: base no decision on it.
     pub fn server_info(&self) -> Option<&ServerInfo> {
         self.inner.facts.server_info.as_ref()
+    }
+
+    /// The server's `capabilities` object as it sent it (legacy `initialize`,
+    /// 2026-07-28 `server/discover`), unknown members kept (SEP-2133
+    /// `extensions` in both eras); `{}` when it sent none. Server-authored:
+    /// it decides which requests this client sends (a capability not declared
+    /// is never asked: `missing_capability`), nothing else.
+    pub fn capabilities(&self) -> &Value {
+        &self.inner.facts.capabilities
+    }
+
+    /// Whether the server declared `capability` (`"tools"`, `"resources"`,
+    /// `"prompts"`, `"completions"`, ...) as an object.
+    pub fn declares(&self, capability: &str) -> bool {
+        self.inner.facts.capability(capability).is_some()
     }
 
     /// The server's `instructions`, if any: text meant for a model, written by

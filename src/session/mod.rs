@@ -21,11 +21,14 @@
 //!    and speak 2026-07-28 when the server offers it, else run the legacy
 //!    handshake (see `session::protocol::negotiate` for every outcome);
 //! 3. legacy: send `initialize`, proposing [`PROPOSED_PROTOCOL_VERSION`] and
-//!    [`client_info`]; validate a version in [`SUPPORTED_PROTOCOL_VERSIONS`] and a
-//!    `tools` capability object, else `protocol_error`; send
-//!    `notifications/initialized`. Modern: the `server/discover` result must declare
-//!    a `tools` capability object too;
-//! 4. walk `tools/list` following `nextCursor` under the catalog limits.
+//!    [`client_info`]; validate a version in [`SUPPORTED_PROTOCOL_VERSIONS`], else
+//!    `protocol_error`; send `notifications/initialized`. The server's
+//!    `capabilities` object is kept (both eras) and gates every later request
+//!    (`missing_capability`, nothing sent);
+//! 4. walk `tools/list` following `nextCursor` under the catalog limits, when the
+//!    server declares a `tools` capability object; without one the catalog is
+//!    empty (a deviation from the-session contract, which required tools: a
+//!    server may offer only resources, prompts or Skills).
 //!
 //! Every step is bounded by `handshakeTimeoutMs` (the probe by `probeTimeoutMs`).
 //! The catalog is then frozen ([`Client::catalog`]) and never refreshed, in

@@ -119,6 +119,7 @@ impl DuplexTransport {
                 source: Box::new(LineSource::new(
                     reader,
                     ctx.bounds.max_frame_bytes,
+                    ctx.bounds.frame_option,
                     "stream closed",
                 )),
                 shutdown: Box::new(DuplexShutdown { handed_back }),

@@ -158,9 +158,10 @@ impl<W: AsyncWrite + Unpin + Send + 'static> FrameSink for LineSink<W> {
 }
 
 /// The terminal event of an inbound line longer than `max_frame` bytes.
-pub(crate) fn too_long(max_frame: usize) -> InboundEvent {
+pub(crate) fn too_long(max_frame: usize, option: &'static str) -> InboundEvent {
     InboundEvent::Closed(Error::protocol(format!(
-        "inbound frame of more than {max_frame} bytes; maxFrameBytes is {max_frame}"
+        "inbound frame of more than {max_frame} bytes; {}",
+        super::frame_bound_text(max_frame, option)
     )))
 }
 
@@ -169,16 +170,24 @@ pub(crate) fn too_long(max_frame: usize) -> InboundEvent {
 pub(crate) struct LineSource<R> {
     reader: FramedReader<R>,
     max_frame: usize,
+    frame_option: &'static str,
     /// The terminal message at the end of the stream ("stream closed").
     closed: &'static str,
 }
 
 impl<R: AsyncRead + Unpin + Send + 'static> LineSource<R> {
-    /// A source reading `reader`, refusing frames over `max_frame` bytes.
-    pub(crate) fn new(reader: R, max_frame: usize, closed: &'static str) -> Self {
+    /// A source reading `reader`, refusing frames over `max_frame` bytes (the
+    /// bound set by the option `frame_option`).
+    pub(crate) fn new(
+        reader: R,
+        max_frame: usize,
+        frame_option: &'static str,
+        closed: &'static str,
+    ) -> Self {
         LineSource {
             reader: FramedReader::new(reader, max_frame),
             max_frame,
+            frame_option,
             closed,
         }
     }
@@ -186,7 +195,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineSource<R> {
     fn event(&self, framed: Framed) -> InboundEvent {
         match framed {
             Framed::Frame(bytes) => InboundEvent::Frame(bytes),
-            Framed::TooLong => too_long(self.max_frame),
+            Framed::TooLong => too_long(self.max_frame, self.frame_option),
             Framed::Eof => InboundEvent::Closed(Error::closed(self.closed)),
         }
     }

@@ -67,9 +67,14 @@ pub(crate) struct TransportContext {
 /// the limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Bounds {
-    /// `maxFrameBytes`: one inbound frame on every medium (a line, a JSON body, the
-    /// data of one event).
+    /// The framing bound: one inbound frame on every medium (a line, a JSON body,
+    /// the data of one event). The larger of `maxFrameBytes` and
+    /// `maxResourceBytes` (a `resources/read` reply may be that long,
+    /// beyond-tools.md Q3); the engine refuses a frame over `maxFrameBytes`
+    /// unless the request it answers admits it.
     pub(crate) max_frame_bytes: usize,
+    /// The option that sets `max_frame_bytes`, named when a frame passes it.
+    pub(crate) frame_option: &'static str,
     /// `maxStderrBytes`: the redacted stderr tail a stdio transport keeps.
     pub(crate) max_stderr_bytes: usize,
     /// What only the HTTP transport reads.
@@ -89,10 +94,29 @@ pub(crate) struct HttpBounds {
     pub(crate) handshake_timeout: Duration,
 }
 
+/// How an error names the framing bound: `maxFrameBytes is N`, or, when
+/// `maxResourceBytes` is the larger, that one and what it is for.
+pub(crate) fn frame_bound_text(max_frame: usize, option: &'static str) -> String {
+    if option == "maxFrameBytes" {
+        format!("maxFrameBytes is {max_frame}")
+    } else {
+        format!(
+            "{option} is {max_frame} (the bound of a resources/read reply; maxFrameBytes bounds every other frame)"
+        )
+    }
+}
+
 impl From<Limits> for Bounds {
     fn from(limits: Limits) -> Bounds {
+        let (max_frame_bytes, frame_option) = if limits.max_resource_bytes > limits.max_frame_bytes
+        {
+            (limits.max_resource_bytes, "maxResourceBytes")
+        } else {
+            (limits.max_frame_bytes, "maxFrameBytes")
+        };
         Bounds {
-            max_frame_bytes: Limits::usize_of(limits.max_frame_bytes),
+            max_frame_bytes: Limits::usize_of(max_frame_bytes),
+            frame_option,
             max_stderr_bytes: Limits::usize_of(limits.max_stderr_bytes),
             http: HttpBounds {
                 queue_capacity: Limits::usize_of(limits.queue_capacity),

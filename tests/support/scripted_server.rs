@@ -95,6 +95,7 @@ fn main() {
         ready_fired: false,
         stdin_closed: false,
         first_request_seen: false,
+        method_calls: HashMap::new(),
         modern: modern::State::default(),
     };
     server.run();
@@ -455,6 +456,9 @@ struct Scenario {
     before_initialize_reply: Vec<Template>,
     /// Lines written before every reply.
     noise: Vec<Template>,
+    /// Replies per other method (`resources/list`, `resources/read`, ...): the
+    /// i-th request of a method gets entry i (the last repeats).
+    methods: HashMap<String, Vec<Value>>,
     /// The single-page catalog (raw JSON, any shape).
     tools: Value,
     /// Raw `tools/list` results, one per call, the last repeated.
@@ -533,6 +537,7 @@ impl Scenario {
             "initialize_delay_ms",
             "before_initialize_reply",
             "noise",
+            "methods",
             "tools",
             "pages",
             "endless_pages",
@@ -656,6 +661,19 @@ impl Scenario {
             initialize_delay_ms: get_u64("initialize_delay_ms")?,
             before_initialize_reply: get_lines("before_initialize_reply")?,
             noise: get_lines("noise")?,
+            methods: match map.get("methods") {
+                None => HashMap::new(),
+                Some(Value::Object(methods)) => methods
+                    .iter()
+                    .map(|(method, entries)| match entries {
+                        Value::Array(entries) if !entries.is_empty() => {
+                            Ok((method.clone(), entries.clone()))
+                        }
+                        _ => Err(format!("methods.{method} must be a non-empty array")),
+                    })
+                    .collect::<Result<_, String>>()?,
+                Some(_) => return Err("methods must be an object".into()),
+            },
             tools,
             pages,
             endless_pages: get_bool("endless_pages")?,
@@ -1062,6 +1080,8 @@ struct Server {
     stdin_closed: bool,
     /// Whether a request was already read (for `exit_if_first_not_initialize`).
     first_request_seen: bool,
+    /// Requests answered per scripted method.
+    method_calls: HashMap<String, usize>,
     /// Modern-era state (request count, MRTR flows, dual-era lock).
     modern: modern::State,
 }
@@ -1170,6 +1190,10 @@ impl Server {
         {
             self.shared.exit(code);
         }
+        if self.scenario.methods.contains_key(method) {
+            self.scripted_method(id, method);
+            return Flow::Continue;
+        }
         match method {
             "initialize" => {
                 self.initialize(id, &params);
@@ -1199,6 +1223,28 @@ impl Server {
                     .reply_error(id, json!({"code": -32601, "message": "Method not found"}));
                 Flow::Continue
             }
+        }
+    }
+
+    /// Answers a method of `methods` with its next entry: `{"result": ...}`,
+    /// `{"error": ...}`, or `{"big_text": n, "uri": u}` (a `resources/read`
+    /// result of one text content of `n` bytes of `x`).
+    fn scripted_method(&mut self, id: Value, method: &str) {
+        let entries = &self.scenario.methods[method];
+        let count = self.method_calls.entry(method.to_owned()).or_default();
+        let entry = entries[(*count).min(entries.len() - 1)].clone();
+        *count += 1;
+        if let Some(result) = entry.get("result") {
+            self.shared.reply_result(id, result.clone());
+        } else if let Some(error) = entry.get("error") {
+            self.shared.reply_error(id, error.clone());
+        } else if let Some(n) = entry.get("big_text").and_then(Value::as_u64) {
+            let uri = entry.get("uri").cloned().unwrap_or(json!("file:///big"));
+            let text = "x".repeat(n as usize);
+            self.shared.reply_result(
+                id,
+                json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}),
+            );
         }
     }
 

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use crate::diagnostics::DiagnosticEvent;
 use crate::error::{Detail, Error, ErrorKind, MAX_SUPPORTED_VERSIONS, Result};
 use crate::jsonrpc::{self, Inbound, RpcError};
+use crate::limits::Limits;
 use crate::transport::{FrameMeta, FrameSource, HttpHints, InboundEvent};
 
 use super::request::reply_key;
@@ -33,6 +34,17 @@ impl Core {
     /// not found), the only step that may wait; the terminal error when the
     /// frame ends the session.
     pub(crate) fn route_frame(self: &Arc<Self>, frame: &[u8]) -> Result<Option<Value>> {
+        // The transport frames up to the larger of `maxFrameBytes` and the
+        // longest reply any request may admit; past `maxFrameBytes` a frame must
+        // be the reply of a request that admits its length, and nothing else.
+        let oversized = frame.len() > Limits::usize_of(self.limits.max_frame_bytes);
+        if oversized
+            && !lock(&self.pending)
+                .values()
+                .any(|c| c.admits >= frame.len())
+        {
+            return Err(self.frame_too_long());
+        }
         // A reply to a request that selects members of its result is read
         // straight into those members.
         // (A result before its id: read so with the selection of any pending
@@ -44,7 +56,8 @@ impl Core {
                 .and_then(|id| lock(&self.pending).get(&id).and_then(|c| c.select)),
             None => lock(&self.pending).values().find_map(|c| c.select),
         };
-        match jsonrpc::classify_with(frame, &mut select)? {
+        let inbound = jsonrpc::classify_with(frame, &mut select)?;
+        match inbound {
             Inbound::Noise => {
                 self.noise.fetch_add(1, Ordering::Relaxed);
                 Ok(None)
@@ -54,6 +67,7 @@ impl Core {
                 self.hooks.notification(self, &method, frame);
                 Ok(None)
             }
+            _ if oversized && !self.admitted(&inbound, frame.len()) => Err(self.frame_too_long()),
             Inbound::Response { id, outcome } => {
                 let Some(key) = reply_key(&id) else {
                     return Ok(None);
@@ -80,6 +94,28 @@ impl Core {
                 Ok(self.hooks.clone().request(self, id, &method, frame))
             }
         }
+    }
+
+    /// A frame past `maxFrameBytes` is the reply of a pending request that
+    /// admits its length.
+    fn admitted(&self, inbound: &Inbound, len: usize) -> bool {
+        let Inbound::Response { id, .. } = inbound else {
+            return false;
+        };
+        reply_key(id).is_some_and(|(id, string_id)| {
+            lock(&self.pending)
+                .get(&id)
+                .is_some_and(|c| c.string_id == string_id && c.admits >= len)
+        })
+    }
+
+    /// The terminal error of a frame past `maxFrameBytes` that no request admits.
+    fn frame_too_long(&self) -> Error {
+        let max = self.limits.max_frame_bytes;
+        Error::protocol(format!(
+            "server \"{}\" sent a frame of more than {max} bytes; maxFrameBytes is {max}",
+            self.server
+        ))
     }
 
     /// Queues a reply to a server request, bounded like any frame; a reply the

@@ -81,6 +81,9 @@ pub(crate) struct RequestCtl {
     /// diagnostics observer (the probe: a legacy server's error is its answer),
     /// nor is an error with `id: null` that arrives while it waits.
     pub(super) quiet: bool,
+    /// The longest frame its reply may be, past `maxFrameBytes` (0: none
+    /// longer). The core knows only this number, not why a request has it.
+    pub(super) admits: usize,
     /// `QUEUED`, `WRITTEN`, `ABANDONED` or `SETTLED`.
     pub(super) state: AtomicU8,
     /// The outcome, stored once by whoever settles the request.
@@ -273,6 +276,10 @@ pub(crate) struct RequestOptions {
     /// Write its id as a string, [`PROBE_ID_PREFIX`]`<id>` (the `server/discover`
     /// probe: distinct from every other request's id, which is a number).
     pub(crate) string_id: bool,
+    /// Its reply may be a frame of up to this many bytes even past
+    /// `maxFrameBytes` (within the transport's framing bound); every other
+    /// frame stays under `maxFrameBytes`.
+    pub(crate) max_reply_bytes: Option<usize>,
 }
 
 impl Default for RequestOptions {
@@ -284,6 +291,7 @@ impl Default for RequestOptions {
             call: None,
             quiet: false,
             string_id: false,
+            max_reply_bytes: None,
         }
     }
 }
@@ -331,6 +339,7 @@ impl Core {
             call,
             quiet,
             string_id,
+            max_reply_bytes,
         } = options;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         observe::request_sent(id);
@@ -347,6 +356,7 @@ impl Core {
             framing,
             string_id,
             quiet,
+            admits: max_reply_bytes.unwrap_or(0),
             state: AtomicU8::new(QUEUED),
             outcome: Mutex::new(None),
             waker: AtomicWaker::new(),

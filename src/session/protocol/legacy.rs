@@ -4,8 +4,9 @@
 //!
 //! Handshake, per the contract's connect steps 2-4:
 //! send `initialize` proposing [`PROPOSED_PROTOCOL_VERSION`] with [`client_info`];
-//! require a version in [`SUPPORTED_PROTOCOL_VERSIONS`] and a `tools` capability
-//! object; send `notifications/initialized`. The catalog walk (step 5) is shared
+//! require a version in [`SUPPORTED_PROTOCOL_VERSIONS`] (a server without a
+//! `tools` capability connects with an empty catalog); send
+//! `notifications/initialized`. The catalog walk (step 5) is shared
 //! with the modern era ([`super::negotiate::walk_catalog`]).
 
 use std::sync::Arc;
@@ -94,13 +95,9 @@ pub(crate) async fn initialize(link: &Link) -> Result<ServerFacts> {
                 .copied()
         })
         .ok_or_else(|| unsupported_version(&core.server, answered))?;
+    // A server without a `tools` capability connects with an empty catalog
+    // (the Skills mock declares only `resources` and the extension).
     let facts = ServerFacts::from_result(&result, version);
-    if !facts.offers_tools {
-        return Err(Error::protocol(format!(
-            "server \"{}\" does not offer tools",
-            core.server
-        )));
-    }
     let wire = Wire::Legacy(Some(version));
     protocol.wire.set(wire);
     let initialized = core.encode(&serde_json::json!({
@@ -170,8 +167,12 @@ pub(crate) async fn reinitialize(link: &Link) -> Result<()> {
         .get()
         .cloned()
         .ok_or_else(|| Error::closed("session expired before the catalog was frozen"))?;
-    initialize(link).await?;
-    let (catalog, _) = walk_catalog(link, protocol.wire.get()).await?;
+    let facts = initialize(link).await?;
+    let catalog = if facts.offers_tools {
+        walk_catalog(link, protocol.wire.get()).await?.0
+    } else {
+        crate::catalog::CatalogBuilder::new(&core.limits).finish()
+    };
     if let Some(pin) = protocol.pin.get() {
         return CatalogPin::of(&catalog).check(&core.server, pin);
     }

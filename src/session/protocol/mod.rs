@@ -18,6 +18,7 @@ pub(crate) mod link;
 pub(crate) mod modern;
 pub(crate) mod negotiate;
 pub(crate) mod reinit;
+pub(crate) mod send;
 pub(crate) mod tool_result;
 
 use std::sync::Arc;
@@ -161,12 +162,6 @@ pub(crate) async fn connect_era(link: &Link, mode: ProtocolMode) -> Result<Conne
 }
 
 fn modern_connected(link: &Link, facts: ServerFacts) -> Result<Connected> {
-    if !facts.offers_tools {
-        return Err(crate::error::Error::protocol(format!(
-            "server \"{}\" does not offer tools",
-            link.core.server
-        )));
-    }
     link.protocol.wire.set(Wire::Modern(facts.version));
     Ok(Connected::Done(facts, None))
 }

@@ -90,19 +90,16 @@ pub(crate) async fn call_tool(
         })),
         _ => None,
     };
-    let mut input_responses: Option<Map<String, Value>> = None;
-    let mut request_state: Option<String> = None;
-    let mut rounds: u64 = 0;
+    let mut rounds = Rounds::new();
     let mut header_recheck_done = false;
     let mut corrective_used = false;
-    let mut backoff = SHED_BACKOFF_FIRST;
     loop {
         let params = CallParams {
             meta: &protocol.request_meta,
             arguments: &arguments,
-            input_responses: input_responses.as_ref(),
+            input_responses: rounds.input_responses.as_ref(),
             name: tool.name(),
-            request_state: request_state.as_deref(),
+            request_state: rounds.request_state.as_deref(),
         };
         let options = RequestOptions {
             framing: wire.into(),
@@ -162,15 +159,69 @@ pub(crate) async fn call_tool(
                 )));
             }
         }
+        rounds
+            .answer(
+                link,
+                "tools/call",
+                members.request_state,
+                members.input_requests,
+                &mut deadline,
+            )
+            .await?;
+    }
+}
+
+/// The state of one multi-round-trip request between its rounds: what the
+/// next round echoes (`inputResponses`, `requestState`), how many
+/// `input_required` results were answered, and the load-shedding backoff. One
+/// per request (never carried over), shared by `tools/call` and the generic
+/// requests of [`super::send`] (`resources/read`, `prompts/get`).
+pub(crate) struct Rounds {
+    /// This round's answers, sent with the next round.
+    pub(crate) input_responses: Option<Map<String, Value>>,
+    /// The server's `requestState`, echoed exactly.
+    pub(crate) request_state: Option<String>,
+    answered: u64,
+    backoff: Duration,
+}
+
+impl Rounds {
+    pub(crate) fn new() -> Rounds {
+        Rounds {
+            input_responses: None,
+            request_state: None,
+            answered: 0,
+            backoff: SHED_BACKOFF_FIRST,
+        }
+    }
+
+    /// Takes one `input_required` result of `method` (its `requestState` and
+    /// `inputRequests` members): checks the bounds, answers the input requests
+    /// through the host handler (moving `deadline` on by the host's time) or
+    /// backs off when only `requestState` came, and leaves what the next round
+    /// sends in `self`.
+    pub(crate) async fn answer(
+        &mut self,
+        link: &Link,
+        method: &str,
+        request_state: Option<Value>,
+        input_requests: Option<Value>,
+        deadline: &mut Instant,
+    ) -> Result<()> {
+        let Link {
+            core: shared,
+            protocol,
+        } = link;
+        let server = &shared.server;
         // `maxInputRounds` input_required results are answered; one more fails.
-        rounds += 1;
-        if rounds > shared.limits.max_input_rounds {
+        self.answered += 1;
+        if self.answered > shared.limits.max_input_rounds {
             return Err(Error::invalid_response(format!(
-                "tools/call on server \"{server}\" still asked for input after maxInputRounds ({}) rounds",
+                "{method} on server \"{server}\" still asked for input after maxInputRounds ({}) rounds",
                 shared.limits.max_input_rounds
             )));
         }
-        request_state = match members.request_state {
+        self.request_state = match request_state {
             None | Some(Value::Null) => None,
             Some(Value::String(state)) => {
                 if state.len() as u64 > shared.limits.max_request_state_bytes {
@@ -188,17 +239,19 @@ pub(crate) async fn call_tool(
                 )));
             }
         };
-        input_responses = match members.input_requests {
+        self.input_responses = match input_requests {
             None | Some(Value::Null) => {
-                if request_state.is_none() {
+                if self.request_state.is_none() {
                     return Err(Error::invalid_response(format!(
                         "server \"{server}\" asked for input with neither inputRequests nor requestState"
                     )));
                 }
                 // Load shedding: retry after a short, growing pause.
-                let pause = backoff.min(deadline.saturating_duration_since(Instant::now()));
+                let pause = self
+                    .backoff
+                    .min(deadline.saturating_duration_since(Instant::now()));
                 Box::pin(tokio::time::sleep(pause)).await;
-                backoff = (backoff * 2).min(SHED_BACKOFF_MAX);
+                self.backoff = (self.backoff * 2).min(SHED_BACKOFF_MAX);
                 None
             }
             Some(Value::Object(requests)) => {
@@ -211,7 +264,7 @@ pub(crate) async fn call_tool(
                 let started = Instant::now();
                 let answers = Box::pin(protocol.inputs.answer_all(shared, requests)).await?;
                 // The host's time (a person filling a form) is not the tool's.
-                deadline += started.elapsed();
+                *deadline += started.elapsed();
                 Some(answers)
             }
             Some(_) => {
@@ -220,6 +273,7 @@ pub(crate) async fn call_tool(
                 )));
             }
         };
+        Ok(())
     }
 }
 

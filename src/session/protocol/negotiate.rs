@@ -57,6 +57,10 @@ pub(crate) struct ServerFacts {
     pub(crate) era: Era,
     pub(crate) version: &'static str,
     pub(crate) offers_tools: bool,
+    /// The server's `capabilities` object as sent (`{}` when it sent none or
+    /// not an object), unknown members kept: SEP-2133 `extensions` lives in it
+    /// in both eras. Bounded by the frame it came in.
+    pub(crate) capabilities: Value,
     pub(crate) server_info: Option<ServerInfo>,
     pub(crate) instructions: Option<String>,
     /// The `server/discover` result's cache hints (modern only).
@@ -70,6 +74,7 @@ impl ServerFacts {
             era: Era::Legacy,
             version,
             offers_tools: offers_tools(result),
+            capabilities: capabilities_of(result),
             server_info: ServerInfo::from_value(result.get("serverInfo")),
             instructions: instructions(result),
             discover_cache: None,
@@ -86,11 +91,50 @@ impl ServerFacts {
             era: Era::Modern,
             version,
             offers_tools: offers_tools(result),
+            capabilities: capabilities_of(result),
             server_info: ServerInfo::from_value(info)
                 .or_else(|| ServerInfo::from_value(result.get("serverInfo"))),
             instructions: instructions(result),
             discover_cache: Some(CacheHint::from_result(result)),
         }
+    }
+}
+
+impl ServerFacts {
+    /// The member `name` of the server's `capabilities`, when it declared it
+    /// as an object (`resources`, `prompts`, `completions`, `extensions`, ...).
+    pub(crate) fn capability(&self, name: &str) -> Option<&Value> {
+        self.capabilities.get(name).filter(|c| c.is_object())
+    }
+
+    /// The gate in front of every request a capability governs (beyond-tools.md
+    /// §0.2, strict: Q1): `Ok` when the server declared `capability` as an
+    /// object, else `missing_capability` naming the server and the capability.
+    /// Nothing is sent either way.
+    #[allow(dead_code)] // used by the resources, prompts and completion wiring next
+    pub(crate) fn require(&self, server: &str, capability: &str) -> Result<()> {
+        if self.capability(capability).is_some() {
+            Ok(())
+        } else {
+            Err(missing_capability(server, capability))
+        }
+    }
+}
+
+/// The error of a request the server's capabilities do not cover (nothing was
+/// sent): `server "x" does not declare resources`.
+pub(crate) fn missing_capability(server: &str, capability: &str) -> Error {
+    Error::new(
+        ErrorKind::MissingCapability,
+        format!("server \"{server}\" does not declare {capability}"),
+    )
+}
+
+/// The `capabilities` member of a handshake result, `{}` unless an object.
+fn capabilities_of(result: &Value) -> Value {
+    match result.get("capabilities") {
+        Some(caps @ Value::Object(_)) => caps.clone(),
+        _ => Value::Object(serde_json::Map::new()),
     }
 }
 

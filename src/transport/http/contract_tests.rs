@@ -895,6 +895,8 @@ async fn a_refused_connection_is_connection_closed() {
 fn small_frames() -> Limits {
     Limits {
         max_frame_bytes: 64 * 1024,
+        // The transport frames at the larger of the two.
+        max_resource_bytes: 64 * 1024,
         ..Limits::default()
     }
 }

@@ -593,6 +593,7 @@ impl HttpTransport {
                 service,
                 session,
                 max_frame: ctx.bounds.max_frame_bytes,
+                frame_option: ctx.bounds.frame_option,
                 bounds: ctx.bounds.http,
                 layered: usize::from(this.inner.bearer.is_some() || this.inner.oauth.is_some()),
                 redirects: this.inner.redirects,

@@ -292,6 +292,7 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
             reader: FramedReader::new(stdout, max_frame),
             exit: exit_rx.clone(),
             max_frame,
+            frame_option: ctx.bounds.frame_option,
             drain_deadline: None,
         }),
         shutdown: Box::new(StdioShutdown {

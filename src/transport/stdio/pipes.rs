@@ -62,6 +62,7 @@ pub(super) struct StdoutSource {
     pub(super) reader: FramedReader<ChildStdout>,
     pub(super) exit: watch::Receiver<Option<ExitStatus>>,
     pub(super) max_frame: usize,
+    pub(super) frame_option: &'static str,
     /// Set once the child has exited while stdout stayed open (a grandchild may
     /// hold it): frames already written are still read until this deadline.
     pub(super) drain_deadline: Option<tokio::time::Instant>,
@@ -125,7 +126,7 @@ impl StdoutSource {
 
 impl StdoutSource {
     fn too_long(&self) -> InboundEvent {
-        too_long(self.max_frame)
+        too_long(self.max_frame, self.frame_option)
     }
 }
 

@@ -490,6 +490,7 @@ impl Server {
                 return Flow::Continue;
             }
             "server/discover" | "tools/list" | "tools/call" => {}
+            _ if scenario.methods.contains_key(method) => {}
             _ => {
                 self.shared
                     .reply_error(id, json!({"code": -32601, "message": "Method not found"}));
@@ -563,6 +564,10 @@ impl Server {
                 Flow::Continue
             }
             "tools/list" => self.tools_list(id, true),
+            _ if scenario.methods.contains_key(method) => {
+                self.scripted_method(id, method);
+                Flow::Continue
+            }
             _ => {
                 let tool = params
                     .get("name")

@@ -53,8 +53,10 @@ pub(crate) struct OpenParams {
     pub(crate) endpoint: Uri,
     pub(crate) service: HttpService,
     pub(crate) session: Arc<SessionState>,
-    /// `maxFrameBytes`.
+    /// The framing bound (`Bounds::max_frame_bytes`).
     pub(crate) max_frame: usize,
+    /// The option that sets it.
+    pub(crate) frame_option: &'static str,
     pub(crate) bounds: HttpBounds,
     /// Headers the transport's own layers add to a request (`Authorization`).
     pub(crate) layered: usize,
@@ -72,6 +74,7 @@ pub(crate) fn open(params: OpenParams) -> Connection {
         service: Mutex::new(params.service),
         session: params.session,
         max_frame: params.max_frame,
+        frame_option: params.frame_option,
         request_timeout: params.bounds.request_timeout,
         open_wait: (params.bounds.handshake_timeout / 4).min(STANDALONE_OPEN_WAIT),
         layered: params.layered,
@@ -125,6 +128,7 @@ struct HttpSession {
     service: Mutex<HttpService>,
     session: Arc<SessionState>,
     max_frame: usize,
+    frame_option: &'static str,
     request_timeout: Duration,
     /// Headers the transport's own layers add (sizes each POST's map).
     layered: usize,
@@ -322,8 +326,10 @@ impl HttpSession {
 
     fn too_large(&self) -> Error {
         Error::protocol(format!(
-            "server \"{}\" sent a message of more than {} bytes; maxFrameBytes is {}",
-            self.server, self.max_frame, self.max_frame
+            "server \"{}\" sent a message of more than {} bytes; {}",
+            self.server,
+            self.max_frame,
+            crate::transport::frame_bound_text(self.max_frame, self.frame_option)
         ))
     }
 
