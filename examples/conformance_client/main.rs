@@ -30,6 +30,8 @@
 //! | `http-invalid-tool-headers` | connect, call every tool the catalog kept (the library must have dropped the ten with an invalid `x-mcp-header`) |
 //! | `json-schema-ref-no-deref` | connect (lists tools), close: no network `$ref` is fetched |
 //! | `json-schema-2020-12-preservation` | connect, call `json_schema_echo` with `{"schema": <json_schema_2020_12_tool's inputSchema as the catalog holds it>}` |
+//! | `sep-2640-client-no-prefetch` | connect, `skills/list`, read nothing |
+//! | `sep-2640-client-verify-digest`, `-verify-size`, `-verify-frontmatter` | connect, list the skills, load the first (its `SKILL.md` read and verified against the listing), read its `references/FORMS.md`: the tampered `SKILL.md` fails the load (`invalid_response`, exit 1), so the supporting file is never read |
 //! | anything else (`auth/*`: OAuth is not built) | connect, close |
 //!
 //! It prints what it did on stdout (the suite saves it as `stdout.txt`) and exits 0;
@@ -172,7 +174,16 @@ fn client_builder(_wire: Wire) -> ClientBuilder {
 
 async fn connect(env: &Env, url: &str, host: &Arc<ConformanceHost>) -> Result<Client, Failure> {
     let transport = auth::transport(SERVER, url, &env.scenario)?;
-    let client = client_builder(env.wire)
+    let mut builder = client_builder(env.wire);
+    // The Skills scenarios' server speaks both wires: speak the one the run
+    // asks for, so both eras are exercised (`auto` would always find 2026-07-28).
+    if env.scenario.starts_with("sep-2640-") {
+        builder = builder.protocol(match env.wire {
+            Wire::Legacy => smthrs_mcp::ProtocolMode::Legacy,
+            Wire::Modern => smthrs_mcp::ProtocolMode::Modern,
+        });
+    }
+    let client = builder
         .host_handler(host.clone())
         .connect(transport)
         .await?;
@@ -206,6 +217,10 @@ async fn run(env: &Env, url: &str) -> Result<(), Failure> {
         "http-invalid-tool-headers" => http_invalid_tool_headers(&client).await,
         "json-schema-ref-no-deref" => json_schema_ref_no_deref(&client).await,
         "json-schema-2020-12-preservation" => json_schema_2020_12_preservation(&client).await,
+        "sep-2640-client-no-prefetch" => skills_no_prefetch(&client).await,
+        "sep-2640-client-verify-digest"
+        | "sep-2640-client-verify-size"
+        | "sep-2640-client-verify-frontmatter" => skills_load_then_read(&client).await,
         // The OAuth chain answered the 401 while connecting; use the token.
         s if s.starts_with("auth/") => auth::exercise(&client).await,
         // `initialize`: the connect was the scenario.
@@ -217,6 +232,36 @@ async fn run(env: &Env, url: &str) -> Result<(), Failure> {
 }
 
 // ---------------------------------------------------------------- scenarios
+
+/// `sep-2640-client-no-prefetch`: list the skills and read nothing.
+async fn skills_no_prefetch(client: &Client) -> Result<(), Failure> {
+    let skills = client.list_skills().await?;
+    println!("skills/list: {} skill(s), nothing read", skills.len());
+    Ok(())
+}
+
+/// `sep-2640-client-verify-{digest,size,frontmatter}`: list, load the first
+/// skill (its `SKILL.md` read and verified), then read its supporting file
+/// `references/FORMS.md`. The server tampered with `SKILL.md`: a verifying
+/// client fails the load and never reads the supporting file.
+async fn skills_load_then_read(client: &Client) -> Result<(), Failure> {
+    let skills = client.list_skills().await?;
+    let Some(skill) = skills.into_iter().next() else {
+        return Err(Failure {
+            kind: "invalid_response",
+            message: "skills/list listed no skill".to_owned(),
+        });
+    };
+    let loaded = client.load_skill(skill).await?;
+    println!("loaded skill {}", loaded.skill().name());
+    let file = loaded.read("references/FORMS.md").await?;
+    println!(
+        "read {} ({} bytes, verified)",
+        file.uri(),
+        file.bytes().len()
+    );
+    Ok(())
+}
 
 /// `tools_call`: `add_numbers` with numeric `a`, `b`.
 async fn tools_call(client: &Client) -> Result<(), Failure> {

@@ -12,7 +12,8 @@
 # 3. for each set in SETS: `conformance client --requirements SET` with
 #    --expected-failures = baseline.yml (auth/* only), Node 22 first on PATH (for
 #    the suite only), results in results/SET/;
-# 4. report.mjs: writes RESULTS.md (and the README block between its markers),
+# 4. the Skills extension's four client scenarios, each on both wires (below);
+# 5. report.mjs: writes RESULTS.md (and the README block between its markers),
 #    prints one summary line per set.
 #
 # Exits non-zero on an unexpected failure, any warning outside the baseline, a
@@ -23,6 +24,7 @@
 set -euo pipefail
 
 SETS=(2026-07-28 2025-11-25)
+SKILL_SCENARIOS=(sep-2640-client-no-prefetch sep-2640-client-verify-digest sep-2640-client-verify-size sep-2640-client-verify-frontmatter)
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -96,6 +98,36 @@ for set in "${SETS[@]}"; do
   sed -n '/SUITE SUMMARY/,$p' "$out/suite.stdout" | sed 's/\x1b\[[0-9;]*m//g' \
     | grep -v '^✗ auth/\|^  [✗~] auth/' >&2 || true
 done
+
+# The Skills extension's client scenarios (SEP-2640): not in either requirement
+# set, run one by one on both wires (the suite's default for an extension is the
+# 2025-11-25 wire; 2026-07-28 needs --spec-version and --force). Each must pass.
+skills_failed=0
+for scenario in "${SKILL_SCENARIOS[@]}"; do
+  for wire in 2025-11-25 2026-07-28; do
+    out="$results/extensions/$scenario/$wire"
+    mkdir -p "$out"
+    args=(client --command "$client" --scenario "$scenario" -o "$out/runs")
+    if [ "$wire" = 2026-07-28 ]; then args+=(--spec-version 2026-07-28 --force); fi
+    set +e
+    "$suite" "${args[@]}" >"$out/suite.log" 2>&1
+    status=$?
+    set -e
+    # The suite reports on stderr; a pass is exit 0 and every check a success.
+    if [ "$status" -eq 0 ] && sed 's/\x1b\[[0-9;]*m//g' "$out/suite.log" | grep -q 'OVERALL: PASSED'; then
+      log "$scenario ($wire): passed"
+    else
+      log "$scenario ($wire): FAILED (exit $status; see $out/suite.log)"
+      sed 's/\x1b\[[0-9;]*m//g' "$out/suite.log" | tail -20 >&2
+      skills_failed=$((skills_failed + 1))
+    fi
+  done
+done
+if [ "$skills_failed" -ne 0 ]; then
+  log "$skills_failed Skills scenario run(s) failed"
+  exit 1
+fi
+log "Skills extension: ${#SKILL_SCENARIOS[@]} scenarios passed on both wires"
 
 exec node "$here/report.mjs" report \
   --results "$results" \

@@ -24,6 +24,7 @@ use crate::json_bounds::value_depth;
 use crate::limits::{Limits, MAX_JSON_DEPTH};
 use crate::observe;
 use crate::pin::CatalogPin;
+use crate::skills::{Skill, VerifiedFile, resolve_reference};
 use crate::transport::{Transport, TransportContext};
 
 /// The longest server name accepted, in UTF-8 bytes.
@@ -522,5 +523,138 @@ impl Client {
     pub async fn close(&self) {
         self.inner.link.core.close_scope();
         self.inner.wait_teardown().await;
+    }
+
+    /// The server's skills (the Skills extension, SEP-2640): every page of
+    /// `skills/list`, each entry checked as the extension's rules say (name,
+    /// root, a complete manifest of files within it, digests, the per-skill
+    /// bounds `maxSkillFiles` and `maxSkillBytes`), at most `maxSkills`. No
+    /// file is read. `missing_capability` (nothing sent) when the server does
+    /// not offer the extension and `resources`.
+    pub async fn list_skills(&self) -> Result<Vec<Skill>> {
+        self.skills_gate()?;
+        protocol::skills::list(&self.inner.link).await
+    }
+
+    /// One skill by the URI of its `SKILL.md` (`skills/get`), listed or not;
+    /// `not_found` when the server does not have it.
+    pub async fn get_skill(&self, uri: &str) -> Result<Skill> {
+        self.skills_gate()?;
+        protocol::skills::get(&self.inner.link, uri).await
+    }
+
+    /// Loads `skill`: reads its `SKILL.md` and checks it against the entry (the
+    /// size, the SHA-256 digest, and the YAML frontmatter field by field). Its
+    /// other files are read only when asked for ([`LoadedSkill::read`]). A skill
+    /// whose files are `"dynamic"` (no manifest to verify against) is declined
+    /// with `invalid_response` (beyond-tools.md Q14).
+    pub async fn load_skill(&self, skill: Skill) -> Result<LoadedSkill> {
+        self.skills_gate()?;
+        if skill.is_dynamic() {
+            return Err(Error::invalid_response(format!(
+                "server \"{}\" lists a skill whose files are dynamic: nothing can be verified, and such skills are declined",
+                self.server()
+            )));
+        }
+        let skill_md =
+            protocol::skills::read_file(&self.inner.link, &skill, skill.uri(), 0).await?;
+        let retrieved = skill_md.bytes().len() as u64;
+        Ok(LoadedSkill {
+            client: self.clone(),
+            skill,
+            skill_md,
+            state: std::sync::Mutex::new(SkillReads {
+                retrieved,
+                failed: false,
+            }),
+        })
+    }
+
+    fn skills_gate(&self) -> Result<()> {
+        if let Some(error) = self.inner.link.core.terminal() {
+            return Err(error.clone());
+        }
+        protocol::skills::require_skills(&self.inner.facts, self.server())
+    }
+}
+
+/// A skill loaded from its server ([`Client::load_skill`]): its entry, its
+/// verified `SKILL.md`, and the reads of its other files, each checked against
+/// the entry before it is sent (a file the entry does not list is never asked
+/// for) and after it arrives (size, digest). Once a read fails a check, no
+/// further file of the skill is read: load it again from a fresh listing or
+/// [`Client::get_skill`].
+#[derive(Debug)]
+pub struct LoadedSkill {
+    client: Client,
+    skill: Skill,
+    skill_md: VerifiedFile,
+    state: std::sync::Mutex<SkillReads>,
+}
+
+#[derive(Debug)]
+struct SkillReads {
+    /// Bytes read so far.
+    retrieved: u64,
+    /// A read failed a check: nothing more is read.
+    failed: bool,
+}
+
+impl LoadedSkill {
+    /// The entry the skill was loaded from.
+    pub fn skill(&self) -> &Skill {
+        &self.skill
+    }
+
+    /// The verified `SKILL.md`.
+    pub fn skill_md(&self) -> &VerifiedFile {
+        &self.skill_md
+    }
+
+    /// Reads one of the skill's files, named relative to the skill's root
+    /// (`references/FORMS.md`) or by its URI, and verifies it. A name that
+    /// resolves outside the entry's files fails before anything is sent.
+    pub async fn read(&self, reference: &str) -> Result<VerifiedFile> {
+        let uri = resolve_reference(&self.skill, reference).map_err(Error::from)?;
+        let retrieved = {
+            let state = engine::lock(&self.state);
+            if state.failed {
+                return Err(Error::invalid_response(format!(
+                    "a file of this skill of server \"{}\" failed a check: no further file is read",
+                    self.client.server()
+                )));
+            }
+            state.retrieved
+        };
+        let read =
+            protocol::skills::read_file(&self.client.inner.link, &self.skill, &uri, retrieved)
+                .await;
+        let mut state = engine::lock(&self.state);
+        match read {
+            Ok(file) => {
+                state.retrieved += file.bytes().len() as u64;
+                Ok(file)
+            }
+            Err(error) => {
+                if error.kind() == ErrorKind::InvalidResponse {
+                    state.failed = true;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Reads every file the entry lists besides `SKILL.md`, in the entry's
+    /// order, stopping at the first that fails. With `SKILL.md` first, the
+    /// whole skill, verified.
+    pub async fn read_all(&self) -> Result<Vec<VerifiedFile>> {
+        let mut files = vec![self.skill_md.clone()];
+        for file in self.skill.files().unwrap_or_default() {
+            if file.uri() == self.skill.uri() {
+                continue;
+            }
+            files.push(self.read(file.uri()).await?);
+        }
+        Ok(files)
     }
 }

@@ -43,7 +43,7 @@ pub(crate) mod client;
 pub(crate) mod engine;
 pub(crate) mod protocol;
 
-pub use client::{Client, ClientBuilder, MAX_SERVER_NAME_BYTES};
+pub use client::{Client, ClientBuilder, LoadedSkill, MAX_SERVER_NAME_BYTES};
 pub use protocol::era::{
     CLIENT_NAME, Era, MODERN_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSIONS, PROPOSED_PROTOCOL_VERSION,
     ProtocolMode, SUPPORTED_PROTOCOL_VERSIONS, client_info,

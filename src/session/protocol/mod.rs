@@ -19,6 +19,7 @@ pub(crate) mod modern;
 pub(crate) mod negotiate;
 pub(crate) mod reinit;
 pub(crate) mod send;
+pub(crate) mod skills;
 pub(crate) mod tool_result;
 
 use std::sync::Arc;
