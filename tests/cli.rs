@@ -1751,3 +1751,292 @@ fn locked_refuses_a_missing_lock_and_a_server_the_lock_does_not_know() {
         run.show()
     );
 }
+
+// ----- resources, read, prompts, prompt -----
+
+/// A scripted entry declaring `capabilities` and answering `methods`.
+fn offering(server: &str, capabilities: Value, methods: Value) -> Value {
+    let scenario = json!({"capabilities": capabilities, "methods": methods}).to_string();
+    json!({ "server": server, "command": SCRIPTED, "args": [scenario] })
+}
+
+fn offers_file(dir: &Path) -> PathBuf {
+    let everything = offering(
+        "full",
+        json!({"tools": {}, "resources": {}, "prompts": {}}),
+        json!({
+            "resources/list": [{"result": {"resources": [
+                {"uri": "file:///a", "name": "a", "mimeType": "text/plain", "size": 5,
+                 "_meta": {"x": 1}}]}}],
+            "resources/templates/list": [{"result": {"resourceTemplates": [
+                {"uriTemplate": "file:///{p}", "name": "files"}]}}],
+            "resources/read": [{"result": {"contents": [
+                {"uri": "file:///a", "mimeType": "text/plain", "text": "hello"},
+                {"uri": "file:///b", "blob": "AAEC"}]}}],
+            "prompts/list": [{"result": {"prompts": [
+                {"name": "review", "arguments": [{"name": "code", "required": true}]}]}}],
+            "prompts/get": [{"result": {"description": "d", "messages": [
+                {"role": "user", "content": {"type": "text", "text": "hi"}}]}}],
+        }),
+    );
+    let bare = offering("bare", json!({"tools": {}}), json!({}));
+    let missing = offering(
+        "missing",
+        json!({"tools": {}, "resources": {}, "prompts": {}}),
+        json!({
+            "resources/read": [{"error": {"code": -32002, "message": "secret body"}}],
+            "prompts/get": [{"error": {"code": -32602, "message": "secret body"}}],
+        }),
+    );
+    server_file(dir, "offers.json", json!([everything, bare, missing]))
+}
+
+#[test]
+fn resources_lists_every_declaring_server_and_skips_the_rest() {
+    let dir = tempdir();
+    let config = offers_file(dir.path());
+    let config = path_str(&config);
+    // `missing` declares resources but scripts no list: restrict to the two others.
+    let run = cli(&["--mcp-config", config, "resources", "--server", "full"]).run();
+    run.expect_code(0);
+    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        printed,
+        json!({
+            "resources": [{"server": "full", "uri": "file:///a", "name": "a",
+                           "mimeType": "text/plain", "size": 5}],
+            "templates": [{"server": "full", "uriTemplate": "file:///{p}", "name": "files"}],
+        })
+    );
+    let run = cli(&["--mcp-config", config, "resources", "--server", "bare"]).run();
+    let message = run.expect_session_error("missing_capability");
+    assert!(
+        message.contains("\"bare\"") && message.contains("resources"),
+        "{message}"
+    );
+    let run = cli(&["--mcp-config", config, "resources", "--server", "nope"]).run();
+    run.expect_code(2);
+    assert!(run.stderr.contains("nope"), "{}", run.show());
+}
+
+#[test]
+fn resources_without_server_skips_undeclaring_servers() {
+    let dir = tempdir();
+    let full = offering(
+        "full",
+        json!({"resources": {}}),
+        json!({
+            "resources/list": [{"result": {"resources": [{"uri": "file:///a", "name": "a"}]}}],
+            "resources/templates/list": [{"result": {"resourceTemplates": []}}],
+        }),
+    );
+    let bare = offering("bare", json!({"tools": {}}), json!({}));
+    let config = server_file(dir.path(), "two.json", json!([bare, full]));
+    let run = cli(&["--mcp-config", path_str(&config), "resources"]).run();
+    run.expect_code(0);
+    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(printed["resources"][0]["server"], "full");
+    assert_eq!(printed["templates"], json!([]));
+}
+
+#[test]
+fn read_prints_the_contents_and_names_not_found_without_the_body() {
+    let dir = tempdir();
+    let config = offers_file(dir.path());
+    let config = path_str(&config);
+    let run = cli(&["--mcp-config", config, "read", "full", "file:///a"]).run();
+    run.expect_code(0);
+    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        printed,
+        json!({"contents": [
+            {"uri": "file:///a", "mimeType": "text/plain", "text": "hello"},
+            {"uri": "file:///b", "blob": "AAEC"}]})
+    );
+    let run = cli(&["--mcp-config", config, "read", "missing", "file:///gone"]).run();
+    let message = run.expect_session_error("not_found");
+    assert!(!run.stderr.contains("secret body"), "{}", run.show());
+    assert!(message.contains("\"missing\""), "{message}");
+    let run = cli(&["--mcp-config", config, "read", "bare", "file:///a"]).run();
+    run.expect_session_error("missing_capability");
+    let run = cli(&["--mcp-config", config, "read", "nope", "file:///a"]).run();
+    run.expect_code(2);
+    assert!(run.stderr.contains("nope"), "{}", run.show());
+}
+
+#[test]
+fn prompts_and_prompt() {
+    let dir = tempdir();
+    let config = offers_file(dir.path());
+    let config = path_str(&config);
+    let run = cli(&["--mcp-config", config, "prompts", "--server", "full"]).run();
+    run.expect_code(0);
+    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        printed,
+        json!([{"server": "full", "name": "review",
+                "arguments": [{"name": "code", "required": true}]}])
+    );
+    let run = cli(&[
+        "--mcp-config",
+        config,
+        "prompt",
+        "full",
+        "review",
+        "--args",
+        r#"{"code":"x"}"#,
+    ])
+    .run();
+    run.expect_code(0);
+    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(printed["description"], "d");
+    assert_eq!(printed["messages"][0]["role"], "user");
+    let run = cli(&["--mcp-config", config, "prompt", "missing", "gone"]).run();
+    run.expect_session_error("not_found");
+    assert!(!run.stderr.contains("secret body"), "{}", run.show());
+    let run = cli(&["--mcp-config", config, "prompt", "bare", "x"]).run();
+    run.expect_session_error("missing_capability");
+    let run = cli(&[
+        "--mcp-config",
+        config,
+        "prompt",
+        "full",
+        "review",
+        "--args",
+        r#"{"code":1}"#,
+    ])
+    .run();
+    run.expect_code(2);
+}
+
+// ----- skills, skill -----
+
+const SKILL_URI: &str = "skill://pdf-processing/SKILL.md";
+const FORMS_URI: &str = "skill://pdf-processing/references/FORMS.md";
+const SKILL_MD: &str =
+    "---\nname: pdf-processing\ndescription: Extract PDF documents\n---\n\nSkill body.\n";
+const FORMS_MD: &str = "# Forms\n";
+
+fn sha256(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let hash = Sha256::digest(text.as_bytes());
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// A server offering one skill whose `FORMS.md` read answers `forms`.
+fn skill_server(server: &str, forms: &str) -> Value {
+    let entry = json!({
+        "uri": SKILL_URI,
+        "frontmatter": {"name": "pdf-processing", "description": "Extract PDF documents"},
+        "resources": [
+            {"uri": SKILL_URI, "digest": sha256(SKILL_MD), "size": SKILL_MD.len()},
+            {"uri": FORMS_URI, "digest": sha256(FORMS_MD), "size": FORMS_MD.len()}
+        ]
+    });
+    offering(
+        server,
+        json!({"tools": {}, "resources": {}, "extensions": {"io.modelcontextprotocol/skills": {}}}),
+        json!({
+            "skills/list": [{"result": {"skills": [entry]}}],
+            "resources/read": [
+                {"result": {"contents": [{"uri": SKILL_URI, "text": SKILL_MD}]}},
+                {"result": {"contents": [{"uri": FORMS_URI, "text": forms}]}}
+            ],
+        }),
+    )
+}
+
+#[test]
+fn skills_lists_offering_servers_and_skips_the_rest() {
+    let dir = tempdir();
+    let bare = offering("bare", json!({"tools": {}}), json!({}));
+    let config = server_file(
+        dir.path(),
+        "skills.json",
+        json!([bare, skill_server("pdf", FORMS_MD)]),
+    );
+    let config = path_str(&config);
+    let run = cli(&["--mcp-config", config, "skills"]).run();
+    run.expect_code(0);
+    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        printed,
+        json!([{"server": "pdf", "uri": SKILL_URI, "name": "pdf-processing",
+                "description": "Extract PDF documents",
+                "frontmatter": {"name": "pdf-processing", "description": "Extract PDF documents"},
+                "files": 2}])
+    );
+    let run = cli(&["--mcp-config", config, "skills", "--server", "bare"]).run();
+    let message = run.expect_session_error("missing_capability");
+    assert!(message.contains("\"bare\""), "{message}");
+}
+
+#[test]
+fn skill_writes_every_verified_file_and_nothing_on_a_failed_check() {
+    let dir = tempdir();
+    let out = dir.path().join("out");
+    let config = server_file(
+        dir.path(),
+        "skill.json",
+        json!([
+            skill_server("good", FORMS_MD),
+            skill_server("tampered", "# Form!\n")
+        ]),
+    );
+    let config = path_str(&config);
+    let run = cli(&[
+        "--mcp-config",
+        config,
+        "skill",
+        "good",
+        "pdf-processing",
+        "--out",
+        path_str(&out),
+    ])
+    .run();
+    run.expect_code(0);
+    assert_eq!(run.stdout.trim(), "ok: 2 files");
+    let written = out.join("pdf-processing");
+    assert_eq!(
+        std::fs::read_to_string(written.join("SKILL.md")).unwrap(),
+        SKILL_MD
+    );
+    assert_eq!(
+        std::fs::read_to_string(written.join("references").join("FORMS.md")).unwrap(),
+        FORMS_MD
+    );
+
+    let out = dir.path().join("out2");
+    let run = cli(&[
+        "--mcp-config",
+        config,
+        "skill",
+        "tampered",
+        "pdf-processing",
+        "--out",
+        path_str(&out),
+    ])
+    .run();
+    let message = run.expect_session_error("invalid_response");
+    assert!(
+        message.contains("file 2 of skill 1 failed its digest check"),
+        "{message}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .map(|entries| entries.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "nothing is left under --out: {left:?}");
+
+    let run = cli(&[
+        "--mcp-config",
+        config,
+        "skill",
+        "good",
+        "no-such-skill",
+        "--out",
+        path_str(&out),
+    ])
+    .run();
+    run.expect_session_error("not_found");
+}

@@ -13,8 +13,13 @@ use super::engine::{self, Core, SCOPE_CLOSED};
 use super::protocol::era::{Era, ProtocolMode};
 use super::protocol::facts::{CacheHint, ServerInfo};
 use super::protocol::negotiate::{self, ServerFacts};
+use super::protocol::send::Listing;
 use super::protocol::tool_result::ToolResult;
 use super::protocol::{self, Connected, Link, Protocol, legacy};
+use crate::completion::{Completion, CompletionRef};
+use crate::content::ReadResult;
+use crate::prompts::{GetPromptResult, Prompt};
+use crate::resources::{Resource, ResourceTemplate};
 
 use crate::catalog::Catalog;
 use crate::diagnostics::{DiagnosticEvent, DiagnosticObserver, Diagnostics};
@@ -399,6 +404,100 @@ impl Client {
     /// `"prompts"`, `"completions"`, ...) as an object.
     pub fn declares(&self, capability: &str) -> bool {
         self.inner.facts.capability(capability).is_some()
+    }
+
+    /// Runs a request the server's `capability` governs: `missing_capability`
+    /// (nothing sent) when it did not declare it, the terminal error when the
+    /// session has ended.
+    fn gate(&self, capability: &str) -> Result<&Link> {
+        let link = &self.inner.link;
+        if let Some(error) = link.core.terminal() {
+            return Err(error.clone());
+        }
+        self.inner.facts.require(&link.core.server, capability)?;
+        Ok(link)
+    }
+
+    /// Lists the server's resources, walking every page (`resources/list`,
+    /// beyond-tools.md §1.1): bounded by `maxResources`, `maxCatalogPages`,
+    /// `maxUriBytes` and `maxEntryDocumentBytes`, each page by
+    /// `requestTimeoutMs`. A duplicate `uri`, a cap passed or an entry that
+    /// breaks a rule fails the walk with `invalid_response` (never a truncated
+    /// list). `missing_capability` when the server does not declare
+    /// `resources` (nothing is sent).
+    pub async fn list_resources(&self) -> Result<Listing<Resource>> {
+        let walked = protocol::resources::list(self.gate("resources")?).await?;
+        Ok(walked)
+    }
+
+    /// Lists the server's resource templates, walking every page
+    /// (`resources/templates/list`), under `maxResourceTemplates` and the rules
+    /// of [`list_resources`](Self::list_resources).
+    pub async fn list_resource_templates(&self) -> Result<Listing<ResourceTemplate>> {
+        let walked = protocol::resources::templates(self.gate("resources")?).await?;
+        Ok(walked)
+    }
+
+    /// Reads one resource (`resources/read`) by its `uri`, spelled as the
+    /// server spelled it; only on this server, never by dereferencing its
+    /// scheme. The contents are checked ([`ReadResult::from_value`]:
+    /// `maxResourceContents`, `maxResourceBytes` counted on decoded bytes,
+    /// strict base64 checked before decoding). Its reply may be a frame of up to
+    /// the larger of `maxResourceBytes` and `maxFrameBytes`; every other frame
+    /// stays under `maxFrameBytes`.
+    ///
+    /// Errors: `missing_capability` (no `resources`; nothing sent);
+    /// `protocol_error` when `uri` breaks the URI rules (nothing sent);
+    /// `not_found` when the server answers -32002 or -32602;
+    /// `invalid_response` when the result breaks a rule (the session lives).
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResult> {
+        protocol::resources::read(self.gate("resources")?, uri).await
+    }
+
+    /// Lists the server's prompts, walking every page (`prompts/list`), under
+    /// `maxPrompts`, `maxPromptArguments` and the name rules; the listing is
+    /// held for [`get_prompt`](Self::get_prompt)'s argument check.
+    /// `missing_capability` when the server does not declare `prompts`.
+    pub async fn list_prompts(&self) -> Result<Listing<Prompt>> {
+        let walked = protocol::prompts::list(self.gate("prompts")?).await?;
+        Ok(walked)
+    }
+
+    /// Gets one prompt (`prompts/get`) with string `arguments`. When a listing
+    /// was fetched in this session ([`list_prompts`](Self::list_prompts)) the
+    /// name and arguments are checked against it first (`protocol_error`,
+    /// nothing sent); otherwise they are sent as given. The messages are
+    /// server-authored turns, checked and bounded ([`GetPromptResult::from_value`]).
+    /// `not_found` when the server answers -32002 or -32602.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<GetPromptResult> {
+        protocol::prompts::get(self.gate("prompts")?, name, &arguments).await
+    }
+
+    /// Completes the partial `value` of the argument `argument_name` of
+    /// `reference` (a prompt, or a resource template) with `completion/complete`,
+    /// given the values already chosen for other arguments in `context`
+    /// (strings; none sent when empty). At most 100 values of at most 1024
+    /// bytes each. `missing_capability` when the server does not declare
+    /// `completions`.
+    pub async fn complete(
+        &self,
+        reference: &CompletionRef,
+        argument_name: &str,
+        value: &str,
+        context: Map<String, Value>,
+    ) -> Result<Completion> {
+        protocol::completion::complete(
+            self.gate("completions")?,
+            reference,
+            argument_name,
+            value,
+            &context,
+        )
+        .await
     }
 
     /// The server's `instructions`, if any: text meant for a model, written by

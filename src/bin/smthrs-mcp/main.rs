@@ -12,7 +12,9 @@
 mod demo_server;
 mod lock;
 mod login;
+mod offers;
 mod prompt;
+mod skill_files;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -73,6 +75,55 @@ enum Command {
         /// The lock file (default: mcp.lock.json beside the server file).
         #[arg(long = "lock-file", value_name = "PATH")]
         lock_file: Option<PathBuf>,
+    },
+    /// List the resources and resource templates of every server that declares
+    /// resources (or of the one named), as one JSON object.
+    Resources {
+        /// Only this server (it must declare resources).
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+    },
+    /// Read one resource from the server named, as one JSON object.
+    Read {
+        /// The server's name in the server file.
+        server: String,
+        /// The resource's URI, as the server lists it.
+        uri: String,
+    },
+    /// List the prompts of every server that declares prompts (or of the one
+    /// named), as a JSON array.
+    Prompts {
+        /// Only this server (it must declare prompts).
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+    },
+    /// Get one prompt from the server named, with string arguments.
+    Prompt {
+        /// The server's name in the server file.
+        server: String,
+        /// The prompt's name.
+        name: String,
+        /// The arguments, a JSON object of strings.
+        #[arg(long, value_name = "JSON", default_value = "{}")]
+        args: String,
+    },
+    /// List the skills of every server that offers the Skills extension (or of
+    /// the one named), as a JSON array.
+    Skills {
+        /// Only this server (it must offer the extension).
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+    },
+    /// Load one skill from the server named, verify every file against the
+    /// listing, and write it under DIR/NAME/ (nothing unless all verify).
+    Skill {
+        /// The server's name in the server file.
+        server: String,
+        /// The skill's name, as the server lists it.
+        name: String,
+        /// The directory to write the skill into.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
     },
     /// Serve the embedded demo MCP server on stdin/stdout.
     DemoServer,
@@ -206,6 +257,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             .map_err(|e| Failure::Usage(format!("{label}: server \"{}\": {e}", entry.server)))?;
         transports.push(transport_for(entry).map_err(|e| Failure::Usage(format!("{label}: {e}")))?);
     }
+    let listing_resources = matches!(cli.command, Command::Resources { .. });
     match cli.command {
         Command::Check => {
             print_stdout(&format!("ok: {} servers", entries.len()));
@@ -301,8 +353,132 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             print_stdout(&format!("ok: logged out of {server}"));
             Ok(())
         }
+        Command::Resources { server } | Command::Prompts { server } => {
+            let (chosen, transports) = choose(&entries, transports, server.as_deref(), &label)?;
+            let (clients, _) = connect_all(
+                &chosen,
+                transports,
+                &label,
+                cli.diagnostics,
+                Asking::Nothing,
+                None,
+            )
+            .await?;
+            let named_server = server.is_some();
+            let outcome = if listing_resources {
+                offers::resources(&clients, named_server).await
+            } else {
+                offers::prompts(&clients, named_server).await
+            };
+            close_all(&clients).await;
+            print_json(&outcome?)
+        }
+        Command::Read { server, uri } => {
+            let (chosen, transports) = choose(&entries, transports, Some(&server), &label)?;
+            let (clients, _) = connect_all(
+                &chosen,
+                transports,
+                &label,
+                cli.diagnostics,
+                Asking::Nothing,
+                None,
+            )
+            .await?;
+            let outcome = offers::read(&clients[0], &uri).await;
+            close_all(&clients).await;
+            print_json(&outcome?)
+        }
+        Command::Prompt { server, name, args } => {
+            let arguments: Map<String, Value> = match serde_json::from_str(&args) {
+                Ok(Value::Object(map)) if map.values().all(Value::is_string) => map,
+                _ => {
+                    return Err(Failure::Usage(
+                        "--args must be a JSON object of strings".into(),
+                    ));
+                }
+            };
+            let (chosen, transports) = choose(&entries, transports, Some(&server), &label)?;
+            let (clients, _) = connect_all(
+                &chosen,
+                transports,
+                &label,
+                cli.diagnostics,
+                Asking::Nothing,
+                None,
+            )
+            .await?;
+            let outcome = offers::prompt(&clients[0], &name, arguments).await;
+            close_all(&clients).await;
+            print_json(&outcome?)
+        }
+        Command::Skills { server } => {
+            let (chosen, transports) = choose(&entries, transports, server.as_deref(), &label)?;
+            let (clients, _) = connect_all(
+                &chosen,
+                transports,
+                &label,
+                cli.diagnostics,
+                Asking::Nothing,
+                None,
+            )
+            .await?;
+            let outcome = skill_files::skills(&clients, server.is_some()).await;
+            close_all(&clients).await;
+            print_json(&outcome?)
+        }
+        Command::Skill { server, name, out } => {
+            let (chosen, transports) = choose(&entries, transports, Some(&server), &label)?;
+            let (clients, _) = connect_all(
+                &chosen,
+                transports,
+                &label,
+                cli.diagnostics,
+                Asking::Nothing,
+                None,
+            )
+            .await?;
+            let outcome = skill_files::skill(&clients[0], &name, &out).await;
+            close_all(&clients).await;
+            print_stdout(&format!("ok: {} files", outcome?));
+            Ok(())
+        }
         Command::DemoServer => unreachable!("handled before the runtime starts"),
     }
+}
+
+/// The entries a command connects, and their transports.
+type Chosen = (Vec<ServerEntry>, Vec<Box<dyn Transport>>);
+
+/// The entries (and their transports) a command connects: all of them, or only
+/// the one named; a name not in the file is a usage error naming it.
+fn choose(
+    entries: &[ServerEntry],
+    transports: Vec<Box<dyn Transport>>,
+    server: Option<&str>,
+    label: &str,
+) -> Result<Chosen, Failure> {
+    let Some(server) = server else {
+        return Ok((entries.to_vec(), transports));
+    };
+    let Some(index) = entries.iter().position(|entry| entry.server == server) else {
+        return Err(Failure::Usage(format!(
+            "{label}: no server named \"{}\" in the server file",
+            prompt::printable(server)
+        )));
+    };
+    let transport = transports
+        .into_iter()
+        .nth(index)
+        .ok_or_else(|| Failure::Usage(format!("no transport for server \"{server}\"")))?;
+    Ok((vec![entries[index].clone()], vec![transport]))
+}
+
+/// Prints a JSON document on stdout.
+fn print_json(value: &Value) -> Result<(), Failure> {
+    let printed = serde_json::to_string_pretty(value)
+        .map_err(|_| Failure::Usage("could not encode the output".into()))?;
+    print_stdout(&printed);
+    Ok(())
 }
 
 async fn call(

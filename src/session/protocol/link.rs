@@ -1,7 +1,7 @@
 //! The protocol layer's state for one open session, and [`Link`], the pair of
 //! it and the core that every protocol step works with.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
@@ -12,6 +12,7 @@ use super::reinit::Reinitialise;
 use crate::catalog::Catalog;
 use crate::handler::HostHandler;
 use crate::pin::CatalogPin;
+use crate::prompts::Prompt;
 
 /// The protocol layer's state for one open session: how frames are written
 /// (the era's wire), what the client declares, the host's answers, and what
@@ -33,6 +34,9 @@ pub(crate) struct Protocol {
     pub(crate) catalog: OnceLock<Arc<Catalog>>,
     /// The catalog pin the host gave, once the connect checked it.
     pub(crate) pin: OnceLock<CatalogPin>,
+    /// The last `prompts/list` walked in this session (`prompts/get` checks
+    /// its arguments against it).
+    pub(crate) prompts: Mutex<Option<Arc<[Prompt]>>>,
 }
 
 impl Protocol {
@@ -47,6 +51,7 @@ impl Protocol {
             reinit: Arc::default(),
             catalog: OnceLock::new(),
             pin: OnceLock::new(),
+            prompts: Mutex::new(None),
         }
     }
 }

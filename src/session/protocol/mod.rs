@@ -10,6 +10,7 @@
 //! (the core and this layer's state, [`Protocol`]) and which reaches it only
 //! through [`ProtocolHooks`]; the public [`Client`](super::Client) sits on it.
 
+pub(crate) mod completion;
 pub(crate) mod era;
 pub(crate) mod facts;
 pub(crate) mod inputs;
@@ -17,7 +18,9 @@ pub(crate) mod legacy;
 pub(crate) mod link;
 pub(crate) mod modern;
 pub(crate) mod negotiate;
+pub(crate) mod prompts;
 pub(crate) mod reinit;
+pub(crate) mod resources;
 pub(crate) mod send;
 pub(crate) mod skills;
 pub(crate) mod tool_result;

@@ -111,7 +111,6 @@ impl ServerFacts {
     /// §0.2, strict: Q1): `Ok` when the server declared `capability` as an
     /// object, else `missing_capability` naming the server and the capability.
     /// Nothing is sent either way.
-    #[allow(dead_code)] // used by the resources, prompts and completion wiring next
     pub(crate) fn require(&self, server: &str, capability: &str) -> Result<()> {
         if self.capability(capability).is_some() {
             Ok(())

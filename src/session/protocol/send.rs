@@ -26,10 +26,6 @@
 //! first page, once. A page that breaks a rule fails the walk: a truncated list
 //! is never returned.
 
-// Called by the resources, prompts and completion methods of the public
-// client, wired in the commits that follow the one adding this module.
-#![allow(dead_code)]
-
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -201,16 +197,22 @@ struct PageParams<'a> {
     cursor: Option<&'a str>,
 }
 
-/// A whole list walk: its entries in server order and (2026-07-28) the merged
-/// cache hints of its pages.
-pub(crate) struct Walked<T> {
-    pub(crate) entries: Vec<T>,
-    pub(crate) cache: Option<CacheHint>,
+/// A whole list walk (`resources/list`, `resources/templates/list`,
+/// `prompts/list`): its entries in server order, every page checked, and
+/// (2026-07-28) the merged cache hints of its pages: the earliest expiry, and
+/// `private` when any page was.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Listing<T> {
+    /// The entries, in server order.
+    pub entries: Vec<T>,
+    /// The merged cache hints (2026-07-28 only; `None` in the legacy era).
+    pub cache: Option<CacheHint>,
 }
 
 /// Walks the list method of `T` (see the module docs), each page bounded by
 /// `requestTimeoutMs`.
-pub(crate) async fn walk<T: ListEntry>(link: &Link) -> Result<Walked<T>> {
+pub(crate) async fn walk<T: ListEntry>(link: &Link) -> Result<Listing<T>> {
     let core = &link.core;
     let modern = link.protocol.wire.get().is_modern();
     let bounds = ListBounds::from(&core.limits);
@@ -246,7 +248,7 @@ pub(crate) async fn walk<T: ListEntry>(link: &Link) -> Result<Walked<T>> {
             match builder.add_page(page)? {
                 Some(next) => cursor = Some(next),
                 None => {
-                    return Ok(Walked {
+                    return Ok(Listing {
                         entries: builder.finish(),
                         cache,
                     });

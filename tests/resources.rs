@@ -1,0 +1,417 @@
+//! Resources, prompts and completion (issue 32) through the same code in both
+//! eras and over both transports: the scripted server's `methods` replies, run
+//! over stdio and behind the HTTP bridge, each rule once legacy and once
+//! 2026-07-28.
+
+mod support;
+#[macro_use]
+#[path = "support/eras.rs"]
+mod eras;
+
+use serde_json::{Map, Value, json};
+use smthrs_mcp::completion::CompletionRef;
+use smthrs_mcp::content::ResourceData;
+use smthrs_mcp::{Client, Era, ErrorKind, Limits, ProtocolMode};
+
+use eras::*;
+use support::args;
+use support::http_bridge::BridgeOptions;
+use support::inline;
+
+const ERAS: [Era; 2] = [Era::Legacy, Era::Modern];
+
+/// Connects to a scripted server with `capabilities` and `methods` in `era`.
+async fn open(via: Via, era: Era, capabilities: Value, methods: Value, limits: Limits) -> Attempt {
+    let (mode, options, script_era) = match era {
+        Era::Modern => (ProtocolMode::Modern, BridgeOptions::modern(), "modern"),
+        _ => (ProtocolMode::Legacy, BridgeOptions::default(), "legacy"),
+    };
+    let server = inline(json!({
+        "era": script_era,
+        "capabilities": capabilities,
+        "methods": methods,
+    }));
+    let builder = Client::builder("res").protocol(mode).limits(limits);
+    let attempt = connect(via, builder, server, options).await;
+    assert_eq!(attempt.client().era(), era);
+    attempt
+}
+
+fn all() -> Value {
+    json!({"tools": {}, "resources": {}, "prompts": {}, "completions": {}})
+}
+
+fn ok(result: Value) -> Value {
+    json!({ "result": result })
+}
+
+fn error(code: i64) -> Value {
+    json!({"error": {"code": code, "message": "secret remote text", "data": {"uri": "file:///x"}}})
+}
+
+async fn a_walk_follows_every_page(via: Via) {
+    for era in ERAS {
+        let methods = json!({
+            "resources/list": [
+                ok(json!({"resources": [{"uri": "file:///a", "name": "a"}], "nextCursor": "p2",
+                          "ttlMs": 60000, "cacheScope": "public"})),
+                ok(json!({"resources": [{"uri": "file:///b", "name": "b", "size": 3}],
+                          "ttlMs": 1000, "cacheScope": "private"})),
+            ],
+            "resources/templates/list": [
+                ok(json!({"resourceTemplates": [{"uriTemplate": "file:///{path}", "name": "files"}]})),
+            ],
+        });
+        let a = open(via, era, all(), methods, Limits::default()).await;
+        let client = a.client();
+        let listed = guard("list", client.list_resources()).await.unwrap();
+        let uris: Vec<_> = listed.entries.iter().map(|r| r.uri.as_str()).collect();
+        assert_eq!(uris, ["file:///a", "file:///b"], "{era:?}");
+        assert_eq!(listed.entries[1].size, Some(3));
+        match era {
+            Era::Modern => {
+                let hint = listed.cache.expect("modern hints");
+                assert_eq!(hint.ttl, std::time::Duration::from_millis(1000));
+                assert_eq!(hint.scope, smthrs_mcp::session::CacheScope::Private);
+            }
+            _ => assert!(listed.cache.is_none()),
+        }
+        let pages = a.received("resources/list");
+        assert_eq!(pages.len(), 2);
+        assert_eq!(pages[1]["params"]["cursor"], "p2");
+        assert_eq!(
+            pages[0]["params"].get("_meta").is_some(),
+            era == Era::Modern,
+            "_meta only in the modern era"
+        );
+        let templates = guard("templates", client.list_resource_templates())
+            .await
+            .unwrap();
+        assert_eq!(templates.entries[0].uri_template, "file:///{path}");
+        a.close().await;
+    }
+}
+
+async fn a_duplicate_uri_fails_the_walk(via: Via) {
+    for era in ERAS {
+        let page = ok(json!({"resources": [
+            {"uri": "file:///a", "name": "a"}, {"uri": "file:///a", "name": "again"}]}));
+        let a = open(
+            via,
+            era,
+            all(),
+            json!({"resources/list": [page]}),
+            Limits::default(),
+        )
+        .await;
+        let error = guard("list", a.client().list_resources())
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error}");
+        assert!(error.message().contains("resources[1]"), "{error}");
+        assert!(
+            !error.message().contains("file:///a"),
+            "never the uri: {error}"
+        );
+        a.close().await;
+    }
+}
+
+async fn a_cap_is_tripped_naming_the_count_and_option(via: Via) {
+    for era in ERAS {
+        let methods = json!({"resources/list": [
+            ok(json!({"resources": [{"uri": "file:///a", "name": "a"}], "nextCursor": "n"})),
+            ok(json!({"resources": [{"uri": "file:///b", "name": "b"}, {"uri": "file:///c", "name": "c"}]})),
+        ]});
+        let mut limits = Limits::default();
+        limits.max_resources = 2;
+        let a = open(via, era, all(), methods, limits).await;
+        let error = guard("list", a.client().list_resources())
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error}");
+        assert!(
+            error.message().contains("3 resources")
+                && error.message().contains("maxResources is 2"),
+            "{error}"
+        );
+        a.close().await;
+    }
+}
+
+async fn a_read_returns_text_and_blob_and_refuses_bad_base64(via: Via) {
+    for era in ERAS {
+        let methods = json!({"resources/read": [
+            ok(json!({"contents": [
+                {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "hello"},
+                {"uri": "file:///a.png", "mimeType": "image/png", "blob": "AAEC"},
+            ]})),
+            ok(json!({"contents": [{"uri": "file:///b", "blob": "A A=="}]})),
+        ]});
+        let a = open(via, era, all(), methods, Limits::default()).await;
+        let client = a.client();
+        let read = guard("read", client.read_resource("file:///a.txt"))
+            .await
+            .unwrap();
+        assert_eq!(read.contents.len(), 2);
+        assert_eq!(read.contents[0].data, ResourceData::Text("hello".into()));
+        assert_eq!(read.contents[1].data, ResourceData::Blob(vec![0, 1, 2]));
+        let error = guard("read", client.read_resource("file:///b"))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error}");
+        assert!(client.terminal_error().is_none(), "the session lives");
+        assert_eq!(
+            a.received("resources/read")[0]["params"]["uri"],
+            "file:///a.txt"
+        );
+        a.close().await;
+    }
+}
+
+async fn a_large_read_is_admitted_and_other_large_frames_are_not(via: Via) {
+    for era in ERAS {
+        let methods = json!({
+            "resources/read": [{"big_text": 200_000}],
+            "prompts/get": [{"big_text": 200_000}],
+        });
+        let mut limits = Limits::default();
+        limits.max_frame_bytes = 64 * 1024;
+        let a = open(via, era, all(), methods, limits).await;
+        let client = a.client();
+        let read = guard("read", client.read_resource("file:///big"))
+            .await
+            .unwrap();
+        match &read.contents[0].data {
+            ResourceData::Text(text) => assert_eq!(text.len(), 200_000),
+            other => panic!("{other:?}"),
+        }
+        let error = guard("get", client.get_prompt("p", Map::new()))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
+        assert!(
+            error.message().contains("maxFrameBytes is 65536"),
+            "{error}"
+        );
+        a.close().await;
+    }
+}
+
+async fn not_found_for_32002_and_32602(via: Via) {
+    for era in ERAS {
+        let methods = json!({
+            "resources/read": [error(-32002), error(-32602)],
+            "prompts/get": [error(-32602)],
+            "resources/list": [error(-32602)],
+        });
+        let a = open(via, era, all(), methods, Limits::default()).await;
+        let client = a.client();
+        for _ in 0..2 {
+            let error = guard("read", client.read_resource("file:///gone"))
+                .await
+                .unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::NotFound, "{error}");
+            assert!(!error.message().contains("secret"), "{error}");
+        }
+        let error = guard("get", client.get_prompt("gone", Map::new()))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::NotFound, "{error}");
+        assert_eq!(error.remote_code(), Some(-32602));
+        // A -32602 answering a list is a plain remote error.
+        let error = guard("list", client.list_resources()).await.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::RemoteError, "{error}");
+        a.close().await;
+    }
+}
+
+async fn an_undeclared_capability_sends_nothing(via: Via) {
+    for era in ERAS {
+        let a = open(via, era, json!({"tools": {}}), json!({}), Limits::default()).await;
+        let client = a.client();
+        let errors = [
+            guard("list", client.list_resources()).await.unwrap_err(),
+            guard("read", client.read_resource("file:///a"))
+                .await
+                .unwrap_err(),
+            guard("prompts", client.list_prompts()).await.unwrap_err(),
+            guard(
+                "complete",
+                client.complete(
+                    &CompletionRef::Prompt { name: "p".into() },
+                    "a",
+                    "",
+                    Map::new(),
+                ),
+            )
+            .await
+            .unwrap_err(),
+        ];
+        for error in &errors {
+            assert_eq!(error.kind(), ErrorKind::MissingCapability, "{error}");
+        }
+        assert_eq!(
+            errors[0].message(),
+            "server \"res\" does not declare resources"
+        );
+        assert_eq!(
+            errors[3].message(),
+            "server \"res\" does not declare completions"
+        );
+        for method in [
+            "resources/list",
+            "resources/read",
+            "prompts/list",
+            "completion/complete",
+        ] {
+            assert!(a.received(method).is_empty(), "{method} was sent");
+        }
+        a.close().await;
+    }
+}
+
+async fn prompt_arguments_are_checked_against_the_listing(via: Via) {
+    for era in ERAS {
+        let methods = json!({
+            "prompts/list": [ok(json!({"prompts": [{"name": "review", "arguments": [
+                {"name": "code", "required": true}, {"name": "style"}]}]}))],
+            "prompts/get": [ok(json!({"description": "d", "messages": [
+                {"role": "user", "content": {"type": "text", "text": "hi"}}]}))],
+        });
+        let a = open(via, era, all(), methods, Limits::default()).await;
+        let client = a.client();
+        // Without a listing: sent as given.
+        let got = guard(
+            "get",
+            client.get_prompt("review", args(json!({"code": "x"}))),
+        )
+        .await
+        .unwrap();
+        assert_eq!(got.messages.len(), 1);
+        let listed = guard("list", client.list_prompts()).await.unwrap();
+        assert_eq!(listed.entries[0].arguments.len(), 2);
+        for (name, arguments) in [
+            ("review", json!({})),
+            ("review", json!({"code": "x", "other": "y"})),
+            ("review", json!({"code": 1})),
+            ("unlisted", json!({})),
+        ] {
+            let error = guard("get", client.get_prompt(name, args(arguments.clone())))
+                .await
+                .unwrap_err();
+            assert_eq!(
+                error.kind(),
+                ErrorKind::ProtocolError,
+                "{arguments}: {error}"
+            );
+        }
+        assert_eq!(a.received("prompts/get").len(), 1, "refused locally");
+        let get = &a.received("prompts/get")[0]["params"];
+        assert_eq!(get["name"], "review");
+        assert_eq!(get["arguments"], json!({"code": "x"}));
+        a.close().await;
+    }
+}
+
+async fn completion_values_are_bounded(via: Via) {
+    for era in ERAS {
+        let many: Vec<String> = (0..101).map(|i| format!("v{i}")).collect();
+        let methods = json!({"completion/complete": [
+            ok(json!({"completion": {"values": ["flask", "fastapi"], "total": 2, "hasMore": false}})),
+            ok(json!({"completion": {"values": many}})),
+        ]});
+        let a = open(via, era, all(), methods, Limits::default()).await;
+        let client = a.client();
+        let reference = CompletionRef::Prompt {
+            name: "review".into(),
+        };
+        let context = args(json!({"language": "python"}));
+        let done = guard(
+            "complete",
+            client.complete(&reference, "framework", "f", context),
+        )
+        .await
+        .unwrap();
+        assert_eq!(done.values, ["flask", "fastapi"]);
+        let error = guard(
+            "complete",
+            client.complete(&reference, "framework", "f", Map::new()),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error}");
+        let sent = &a.received("completion/complete")[0]["params"];
+        assert_eq!(sent["ref"], json!({"type": "ref/prompt", "name": "review"}));
+        assert_eq!(sent["argument"], json!({"name": "framework", "value": "f"}));
+        assert_eq!(
+            sent["context"],
+            json!({"arguments": {"language": "python"}})
+        );
+        a.close().await;
+    }
+}
+
+async fn a_modern_read_answers_input_required_in_rounds(via: Via) {
+    let methods = json!({"resources/read": [
+        ok(json!({"resultType": "input_required", "requestState": "s1"})),
+        ok(json!({"resultType": "complete", "contents": []})),
+    ]});
+    let a = open(via, Era::Modern, all(), methods, Limits::default()).await;
+    let read = guard("read", a.client().read_resource("file:///r"))
+        .await
+        .unwrap();
+    assert!(read.contents.is_empty());
+    let rounds = a.received("resources/read");
+    assert_eq!(rounds.len(), 2);
+    assert_eq!(rounds[1]["params"]["requestState"], "s1");
+    assert_eq!(rounds[1]["params"]["uri"], "file:///r");
+    a.close().await;
+}
+
+async fn modern_http_sends_mcp_name(via: Via) {
+    let methods = json!({
+        "resources/read": [ok(json!({"contents": []}))],
+        "prompts/get": [ok(json!({"messages": []}))],
+    });
+    let a = open(via, Era::Modern, all(), methods, Limits::default()).await;
+    let client = a.client();
+    guard("read", client.read_resource("file:///caf\u{e9}"))
+        .await
+        .unwrap();
+    guard("get", client.get_prompt("review", Map::new()))
+        .await
+        .unwrap();
+    if via == Via::Http {
+        let names: Vec<String> = a
+            .requests()
+            .iter()
+            .filter_map(|r| {
+                r.headers
+                    .iter()
+                    .find(|(name, _)| name == "mcp-name")
+                    .map(|(_, value)| value.clone())
+            })
+            .collect();
+        assert!(
+            names.contains(&"=?base64?ZmlsZTovLy9jYWbDqQ==?=".to_owned()),
+            "{names:?}"
+        );
+        assert!(names.contains(&"review".to_owned()), "{names:?}");
+    }
+    a.close().await;
+}
+
+both_transports!(resources:
+    a_walk_follows_every_page,
+    a_duplicate_uri_fails_the_walk,
+    a_cap_is_tripped_naming_the_count_and_option,
+    a_read_returns_text_and_blob_and_refuses_bad_base64,
+    a_large_read_is_admitted_and_other_large_frames_are_not,
+    not_found_for_32002_and_32602,
+    an_undeclared_capability_sends_nothing,
+    prompt_arguments_are_checked_against_the_listing,
+    completion_values_are_bounded,
+    a_modern_read_answers_input_required_in_rounds,
+    modern_http_sends_mcp_name,
+);
