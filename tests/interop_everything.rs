@@ -279,3 +279,117 @@ async fn http_timeout_then_cancel() {
     assert!(text(&sum).contains('3'));
     client.close().await;
 }
+
+/// Resources, templates, reads (text and blob), prompts, a prompt with
+/// arguments, and a completion, against server-everything (issue 32): what a
+/// real server that nobody here wrote offers besides tools.
+async fn offers_besides_tools(client: &Client) {
+    use smthrs_mcp::completion::CompletionRef;
+    use smthrs_mcp::content::{ContentBlock, ResourceData};
+
+    let resources = client.list_resources().await.expect("resources/list");
+    let doc = "demo://resource/static/document/architecture.md";
+    assert!(
+        resources.entries.iter().any(|r| r.uri == doc),
+        "{:?}",
+        resources.entries.iter().map(|r| &r.uri).collect::<Vec<_>>()
+    );
+    let read = client.read_resource(doc).await.expect("resources/read");
+    match &read.contents[0].data {
+        ResourceData::Text(text) => assert!(!text.is_empty()),
+        other => panic!("a text document, got {other:?}"),
+    }
+    let templates = client
+        .list_resource_templates()
+        .await
+        .expect("resources/templates/list");
+    assert!(
+        templates
+            .entries
+            .iter()
+            .any(|t| t.uri_template == "demo://resource/dynamic/blob/{resourceId}"),
+        "{:?}",
+        templates
+            .entries
+            .iter()
+            .map(|t| &t.uri_template)
+            .collect::<Vec<_>>()
+    );
+    let blob = client
+        .read_resource("demo://resource/dynamic/blob/1")
+        .await
+        .expect("a blob read");
+    assert!(
+        matches!(&blob.contents[0].data, ResourceData::Blob(bytes) if !bytes.is_empty()),
+        "{blob:?}"
+    );
+
+    let prompts = client.list_prompts().await.expect("prompts/list");
+    let names: Vec<&str> = prompts.entries.iter().map(|p| p.name.as_str()).collect();
+    for name in ["simple-prompt", "args-prompt", "completable-prompt"] {
+        assert!(names.contains(&name), "{names:?}");
+    }
+    let prompt = client
+        .get_prompt("args-prompt", args(json!({"city": "Paris"})))
+        .await
+        .expect("prompts/get");
+    match &prompt.messages[0].content {
+        ContentBlock::Text(text) => assert!(text.text.contains("Paris"), "{}", text.text),
+        other => panic!("a text message, got {other:?}"),
+    }
+    let missing = client
+        .get_prompt("args-prompt", args(json!({})))
+        .await
+        .expect_err("city is required: refused before sending");
+    assert_eq!(missing.kind(), ErrorKind::ProtocolError);
+
+    let completion = client
+        .complete(
+            &CompletionRef::Prompt {
+                name: "completable-prompt".into(),
+            },
+            "department",
+            "Eng",
+            serde_json::Map::new(),
+        )
+        .await
+        .expect("completion/complete");
+    assert_eq!(completion.values, ["Engineering"]);
+}
+
+#[tokio::test]
+async fn stdio_resources_prompts_and_completion() {
+    let Some(entry) = everything_entry() else {
+        return;
+    };
+    let client = interop::connect(
+        Client::builder(PEER),
+        StdioCommand::new("node").arg(&entry).arg("stdio"),
+        PEER,
+        "stdio",
+        Era::Legacy,
+    )
+    .await
+    .expect("connect to server-everything over stdio");
+    offers_besides_tools(&client).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_resources_prompts_and_completion() {
+    let Some(entry) = everything_entry() else {
+        return;
+    };
+    let server = HttpEverything::start(&entry).await;
+    let client = interop::connect(
+        Client::builder(PEER),
+        server.transport(),
+        PEER,
+        "http",
+        Era::Legacy,
+    )
+    .await
+    .expect("connect to server-everything over Streamable HTTP");
+    offers_besides_tools(&client).await;
+    client.close().await;
+}
