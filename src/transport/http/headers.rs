@@ -5,8 +5,9 @@
 //! - `MCP-Protocol-Version` whenever the frame states a version (legacy: every
 //!   request after the handshake negotiated one; 2026-07-28: every request, equal
 //!   to the `_meta` version);
-//! - 2026-07-28 only: `Mcp-Method` (the body's method), `Mcp-Name` (`params.name`
-//!   of a `tools/call`, encoded by the engine) and the `Mcp-Param-*` headers the
+//! - 2026-07-28 only: `Mcp-Method` (the body's method), `Mcp-Name` (the
+//!   `params.name` of a `tools/call` or `prompts/get`, the `params.uri` of a
+//!   `resources/read`, encoded by the engine) and the `Mcp-Param-*` headers the
 //!   tool's `x-mcp-header` annotations ask for (validated tokens, encoded values).
 //!   `Mcp-Method` also marks the request as stateless ([`is_stateless`]), so the
 //!   session layer sends and captures no session id.
@@ -54,7 +55,8 @@ impl HttpHints {
         }
     }
 
-    /// With the headers of a stateless `tools/call` (`Mcp-Name`, `Mcp-Param-*`).
+    /// With the per-request headers of a stateless request (`Mcp-Name`, and for
+    /// a `tools/call` `Mcp-Param-*`).
     pub(crate) fn with_call(mut self, call: Option<Arc<CallHeaders>>) -> HttpHints {
         self.call = call;
         self
@@ -90,12 +92,14 @@ impl std::fmt::Debug for ParamHeader {
     }
 }
 
-/// The per-call headers of a stateless `tools/call` over HTTP.
+/// The per-request headers of a stateless `tools/call`, `resources/read` or
+/// `prompts/get` over HTTP.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct CallHeaders {
-    /// `Mcp-Name`: the tool's name, encoded like a header value by the engine.
+    /// `Mcp-Name`: the tool's or prompt's name, or the resource's URI, encoded
+    /// like a header value by the engine.
     pub(crate) name: String,
-    /// The `Mcp-Param-*` headers.
+    /// The `Mcp-Param-*` headers (`tools/call` only).
     pub(crate) params: Vec<ParamHeader>,
 }
 
