@@ -81,6 +81,11 @@ pub const DEFAULT_MAX_SKILL_BYTES: u64 = 16_777_216;
 /// Default for [`Limits::max_skill_frontmatter_bytes`].
 pub const DEFAULT_MAX_SKILL_FRONTMATTER_BYTES: u64 = 65_536;
 
+/// Room past the base64 of a read's bytes for its envelope, `uri`, `mimeType`
+/// and `_meta`, in the frame a `resources/read` reply may take (see
+/// [`Limits::max_resource_bytes`]). Fixed.
+pub const READ_ENVELOPE_BYTES: u64 = 65_536;
+
 /// The largest value any limit may take: JavaScript's `Number.MAX_SAFE_INTEGER`.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
@@ -167,7 +172,11 @@ pub struct Limits {
     pub max_entry_document_bytes: u64,
     /// UTF-8 bytes of any URI or URI template a server sends. Default 4096.
     pub max_uri_bytes: u64,
-    /// Decoded bytes of one `resources/read` (text plus decoded blobs), of one prompt result's binary content, of one tool result's binary blocks. A `resources/read` reply (and only one) may be a frame this large, past `maxFrameBytes`. Default 16 MiB.
+    /// Decoded bytes of one `resources/read` (text plus decoded blobs) and of
+    /// one prompt result's binary content (tool results are not checked
+    /// against it yet). A `resources/read` reply (and only one) may be a frame
+    /// past `maxFrameBytes`: this many bytes as base64, plus 64 KiB of envelope.
+    /// Default 16 MiB.
     pub max_resource_bytes: u64,
     /// `contents` items in one `resources/read` result. Default 64.
     pub max_resource_contents: u64,
@@ -415,6 +424,20 @@ impl Limits {
         Duration::from_millis(self.request_timeout_ms)
     }
 
+    /// The longest frame a `resources/read` reply (a skill file's too) may be
+    /// (beyond-tools.md Q3, §5.6): `maxFrameBytes` when `maxResourceBytes` is
+    /// no larger; otherwise room for `maxResourceBytes` of content sent as
+    /// base64 (a 16 MiB skill file is about 22.4 MiB on the wire) plus
+    /// [`READ_ENVELOPE_BYTES`] for the envelope and the item's other members.
+    pub(crate) fn read_frame_bytes(&self) -> u64 {
+        if self.max_resource_bytes <= self.max_frame_bytes {
+            return self.max_frame_bytes;
+        }
+        let base64 = self.max_resource_bytes.div_ceil(3).saturating_mul(4);
+        self.max_frame_bytes
+            .max(base64.saturating_add(READ_ENVELOPE_BYTES))
+    }
+
     /// A limit as `usize`, saturating on 32-bit targets.
     pub(crate) fn usize_of(value: u64) -> usize {
         usize::try_from(value).unwrap_or(usize::MAX)
@@ -487,6 +510,27 @@ mod tests {
                 .unwrap();
             limits.set_from_json(name, &json!(3.0)).unwrap();
         }
+    }
+
+    #[test]
+    fn a_read_frame_holds_its_bytes_as_base64_and_an_envelope() {
+        let limits = Limits::default();
+        // 16 MiB as base64 (22 369 624 bytes) plus 64 KiB: a whole skill file fits.
+        assert_eq!(limits.read_frame_bytes(), 22_369_624 + READ_ENVELOPE_BYTES);
+        let same = Limits {
+            max_resource_bytes: DEFAULT_MAX_FRAME_BYTES,
+            ..Limits::default()
+        };
+        assert_eq!(
+            same.read_frame_bytes(),
+            same.max_frame_bytes,
+            "no allowance"
+        );
+        let big_frames = Limits {
+            max_frame_bytes: 64 << 20,
+            ..Limits::default()
+        };
+        assert_eq!(big_frames.read_frame_bytes(), 64 << 20);
     }
 
     #[test]

@@ -66,7 +66,11 @@ async fn client_fails_the_flood_with_bounded_memory() {
     assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
     assert!(error.to_string().contains("maxFrameBytes"));
     if let (Some(before), Some(after)) = (before, peak_rss_bytes()) {
-        let budget = 3 * limits.max_frame_bytes.max(limits.max_resource_bytes) + (16 << 20);
+        // The framing bound: a resources/read reply may carry maxResourceBytes
+        // as base64 plus 64 KiB of envelope (Limits::read_frame_bytes).
+        let read_frame =
+            (limits.max_resource_bytes.div_ceil(3) * 4 + 65_536).max(limits.max_frame_bytes);
+        let budget = 3 * read_frame + (16 << 20);
         assert!(
             after.saturating_sub(before) <= budget,
             "peak RSS grew by {} bytes (budget {budget})",

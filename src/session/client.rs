@@ -730,6 +730,11 @@ impl LoadedSkill {
                 .await;
         let mut state = engine::lock(&self.state);
         match read {
+            // Another read failed its check meanwhile: this one is not used.
+            Ok(_) if state.failed => Err(Error::invalid_response(format!(
+                "a file of this skill of server \"{}\" failed a check: no further file is read",
+                self.client.server()
+            ))),
             Ok(file) => {
                 state.retrieved += file.bytes().len() as u64;
                 Ok(file)

@@ -13,8 +13,9 @@ use super::{SkillCheck, SkillError, SkillLimits};
 use crate::content::strict_base64;
 use crate::limits::Limits;
 
-/// A skill file that passed every check that applies to it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A skill file that passed every check that applies to it. `Debug` prints its
+/// URI, length and flags, never its bytes (server-authored content).
+#[derive(Clone, PartialEq, Eq)]
 pub struct VerifiedFile {
     uri: String,
     body: Body,
@@ -68,6 +69,17 @@ impl VerifiedFile {
     /// checked against the entry's.
     pub fn is_skill_md(&self) -> bool {
         self.skill_md
+    }
+}
+
+impl std::fmt::Debug for VerifiedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VerifiedFile")
+            .field("uri", &self.uri)
+            .field("bytes", &self.bytes().len())
+            .field("verified", &self.verified)
+            .field("skill_md", &self.skill_md)
+            .finish()
     }
 }
 

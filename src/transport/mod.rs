@@ -101,16 +101,16 @@ pub(crate) fn frame_bound_text(max_frame: usize, option: &'static str) -> String
         format!("maxFrameBytes is {max_frame}")
     } else {
         format!(
-            "{option} is {max_frame} (the bound of a resources/read reply; maxFrameBytes bounds every other frame)"
+            "a resources/read reply may be {max_frame} (the base64 of {option} and its envelope); maxFrameBytes bounds every other frame"
         )
     }
 }
 
 impl From<Limits> for Bounds {
     fn from(limits: Limits) -> Bounds {
-        let (max_frame_bytes, frame_option) = if limits.max_resource_bytes > limits.max_frame_bytes
-        {
-            (limits.max_resource_bytes, "maxResourceBytes")
+        let read_frame = limits.read_frame_bytes();
+        let (max_frame_bytes, frame_option) = if read_frame > limits.max_frame_bytes {
+            (read_frame, "maxResourceBytes")
         } else {
             (limits.max_frame_bytes, "maxFrameBytes")
         };

@@ -74,12 +74,9 @@ pub(crate) async fn skill(client: &Client, name: &str, dir: &Path) -> Result<usi
         }
         1 => matching.remove(0),
         n => {
-            return Err(session(Error::new(
-                ErrorKind::InvalidResponse,
-                format!(
-                    "server \"{server}\" lists {n} skills named \"{}\"; load one by its URI with the library",
-                    prompt::printable(name)
-                ),
+            return Err(Failure::Usage(format!(
+                "server \"{server}\" lists {n} skills named \"{}\" (names may repeat); load one by its URI with the library",
+                prompt::printable(name)
             )));
         }
     };
@@ -95,18 +92,25 @@ pub(crate) async fn skill(client: &Client, name: &str, dir: &Path) -> Result<usi
 fn write_all(dir: &Path, name: &str, root: &str, files: &[VerifiedFile]) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("--out: {}: {e}", dir.display()))?;
     let partial = dir.join(format!(".{name}.partial-{}", std::process::id()));
+    // Paths below the skill come from server URIs: messages name the file's
+    // position, never its path.
     let written = (|| {
-        for file in files {
+        for (index, file) in files.iter().enumerate() {
+            let failed = |e: std::io::Error| {
+                format!(
+                    "--out: {}: file {} of the skill could not be written: {e}",
+                    dir.display(),
+                    index + 1
+                )
+            };
             let path = partial.join(relative_path(root, file.uri())?);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("--out: {}: {e}", parent.display()))?;
+                std::fs::create_dir_all(parent).map_err(failed)?;
             }
-            std::fs::write(&path, file.bytes())
-                .map_err(|e| format!("--out: {}: {e}", path.display()))?;
+            std::fs::write(&path, file.bytes()).map_err(failed)?;
         }
         std::fs::rename(&partial, dir.join(name))
-            .map_err(|e| format!("--out: {}: {e}", dir.join(name).display()))
+            .map_err(|e| format!("--out: {}: {e}", dir.display()))
     })();
     if written.is_err() {
         let _ = std::fs::remove_dir_all(&partial);
@@ -128,13 +132,23 @@ fn relative_path(root: &str, uri: &str) -> Result<PathBuf, String> {
             || decoded == "."
             || decoded == ".."
             || decoded.contains(['/', '\\'])
-            || decoded.chars().any(char::is_control)
+            || decoded.chars().any(|c| c.is_control() || is_invisible(c))
         {
             return Err(refused());
         }
         path.push(decoded);
     }
     Ok(path)
+}
+
+/// Format and bidi controls, and line or paragraph separators: characters
+/// that would make a file name read as something it is not.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{AD}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{206F}'
+            | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}'
+    )
 }
 
 /// `%XX` decoded; `None` for a malformed escape or bytes that are not UTF-8.
@@ -178,6 +192,7 @@ mod tests {
             "skill://pdf/a%0Ab",
             "skill://other/x",
             "skill://pdf/%zz",
+            "skill://pdf/pay%E2%80%AEfdp.md",
         ] {
             assert!(relative_path(root, bad).is_err(), "{bad}");
         }

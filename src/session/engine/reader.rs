@@ -58,6 +58,9 @@ impl Core {
         };
         let inbound = jsonrpc::classify_with(frame, &mut select)?;
         match inbound {
+            // Noise, a notification or a request past `maxFrameBytes` ends the
+            // session as before: only an admitted reply may be that long.
+            _ if oversized && !self.admitted(&inbound, frame.len()) => Err(self.frame_too_long()),
             Inbound::Noise => {
                 self.noise.fetch_add(1, Ordering::Relaxed);
                 Ok(None)
@@ -67,7 +70,6 @@ impl Core {
                 self.hooks.notification(self, &method, frame);
                 Ok(None)
             }
-            _ if oversized && !self.admitted(&inbound, frame.len()) => Err(self.frame_too_long()),
             Inbound::Response { id, outcome } => {
                 let Some(key) = reply_key(&id) else {
                     return Ok(None);

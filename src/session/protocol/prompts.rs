@@ -73,7 +73,9 @@ pub(crate) async fn get(
     let limits = &link.core.limits;
     let ask = Ask {
         name_header: Some(name),
-        invalid_params_is_not_found: true,
+        // -32602 means "no such prompt" only when the name is all that was
+        // sent; with arguments it may be about them (beyond-tools.md §0.6).
+        invalid_params_is_not_found: arguments.is_empty(),
         rounds: true,
         ..Ask::new("prompts/get", Instant::now() + limits.request_timeout())
     };

@@ -53,9 +53,7 @@ pub(crate) async fn read(link: &Link, uri: &str) -> Result<ReadResult> {
         name_header: Some(uri),
         invalid_params_is_not_found: true,
         rounds: true,
-        max_reply_bytes: Some(Limits::usize_of(
-            limits.max_resource_bytes.max(limits.max_frame_bytes),
-        )),
+        max_reply_bytes: Some(Limits::usize_of(limits.read_frame_bytes())),
         ..Ask::new("resources/read", Instant::now() + limits.request_timeout())
     };
     let result = send::send(link, &ask, &ReadParams { uri }).await?;

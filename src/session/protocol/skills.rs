@@ -153,8 +153,8 @@ pub(crate) async fn read_file(
     verify_read(skill, listed, contents, retrieved_before, &limits).map_err(Error::from)
 }
 
-/// The longest reply a skill file's read may be: `maxResourceBytes`, or
-/// `maxFrameBytes` when that is larger (beyond-tools.md Q3).
+/// The longest reply a skill file's read may be ([`Limits::read_frame_bytes`]:
+/// room for a 16 MiB file as base64).
 fn reply_bound(limits: &Limits) -> usize {
-    Limits::usize_of(limits.max_resource_bytes.max(limits.max_frame_bytes))
+    Limits::usize_of(limits.read_frame_bytes())
 }
