@@ -1907,6 +1907,10 @@ fn prompts_and_prompt() {
     ])
     .run();
     run.expect_code(2);
+    // The required argument missing: refused from the listing, before sending.
+    let run = cli(&["--mcp-config", config, "prompt", "full", "review"]).run();
+    let message = run.expect_session_error("protocol_error");
+    assert!(message.contains("\"full\""), "{message}");
 }
 
 // ----- skills, skill -----

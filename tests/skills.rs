@@ -245,3 +245,36 @@ async fn a_server_without_the_extension_is_asked_nothing(via: Via) {
         assert_eq!(asked(&a, "skills/list"), 0, "{era}");
     }
 }
+
+/// A skill is loaded only through the client of the server that listed it
+/// (beyond-tools.md §5.3: its identity is the server and the uri).
+#[tokio::test]
+async fn a_skill_is_loaded_only_from_the_server_that_listed_it() {
+    let reads = || vec![read_result(SKILL_URI, SKILL_MD)];
+    let a = connect(
+        Via::Stdio,
+        Client::builder("a"),
+        server("legacy", reads()),
+        options("legacy"),
+    )
+    .await;
+    let b = connect(
+        Via::Stdio,
+        Client::builder("b"),
+        server("legacy", reads()),
+        options("legacy"),
+    )
+    .await;
+    let skill = guard("list", a.client().list_skills())
+        .await
+        .expect("listed")
+        .remove(0);
+    assert_eq!(skill.origin(), Some("a"));
+    let error = guard("load", b.client().load_skill(skill))
+        .await
+        .expect_err("another server's skill");
+    assert_eq!(error.kind(), ErrorKind::InvalidConfig);
+    a.close().await;
+    b.close().await;
+    assert_eq!(asked(&b, "resources/read"), 0, "nothing was sent to b");
+}

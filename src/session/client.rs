@@ -649,6 +649,16 @@ impl Client {
     /// with `invalid_response` (beyond-tools.md Q14).
     pub async fn load_skill(&self, skill: Skill) -> Result<LoadedSkill> {
         self.skills_gate()?;
+        // Reads go only to the server that listed the skill (§5.3, §5.4).
+        if skill.origin() != Some(self.server()) {
+            return Err(Error::new(
+                ErrorKind::InvalidConfig,
+                format!(
+                    "this skill was not listed by server \"{}\": load it through the client of the server that listed it",
+                    self.server()
+                ),
+            ));
+        }
         if skill.is_dynamic() {
             return Err(Error::invalid_response(format!(
                 "server \"{}\" lists a skill whose files are dynamic: nothing can be verified, and such skills are declined",

@@ -26,6 +26,9 @@ pub struct Skill {
     /// The normalised key of `uri` and of the root (`uri` less `/SKILL.md`).
     pub(super) key: Key,
     pub(super) root_key: Key,
+    /// The label of the server that listed it, once a session did
+    /// (beyond-tools.md §5.3: a skill's identity is its server and its uri).
+    origin: Option<std::sync::Arc<str>>,
 }
 
 /// A skill's files: the complete manifest, or `"dynamic"`.
@@ -67,6 +70,18 @@ impl SkillFile {
 }
 
 impl Skill {
+    /// The same skill, marked as listed by the server labelled `server`.
+    pub(crate) fn listed_by(mut self, server: std::sync::Arc<str>) -> Skill {
+        self.origin = Some(server);
+        self
+    }
+
+    /// The label of the server a session listed it from (`None` for an entry
+    /// checked outside a session).
+    pub fn origin(&self) -> Option<&str> {
+        self.origin.as_deref()
+    }
+
     /// Validates a `skills/get` result's `skill` against the URI asked for,
     /// which it must equal byte for byte. Otherwise as [`SkillListing::entry`];
     /// messages say "the skills/get skill" where a listing says "skill N".
@@ -324,6 +339,7 @@ fn parse(entry: Value, position: Option<usize>, limits: &SkillLimits) -> Result<
         position,
         key,
         root_key,
+        origin: None,
     })
 }
 

@@ -121,6 +121,10 @@ pub(crate) async fn prompt(
     name: &str,
     arguments: Map<String, Value>,
 ) -> Result<Value, Failure> {
+    // The listing lets the library check the arguments before anything is
+    // sent (a required one missing, one not declared). A server that cannot
+    // list is asked anyway, and answers for itself.
+    let _ = client.list_prompts().await;
     let result = client
         .get_prompt(name, arguments)
         .await

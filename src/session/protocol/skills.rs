@@ -95,7 +95,8 @@ pub(crate) async fn list(link: &Link) -> Result<Vec<Skill>> {
             return Err(bad("skills is not an array"));
         };
         for entry in entries {
-            skills.push(listing.entry(entry).map_err(Error::from)?);
+            let skill = listing.entry(entry).map_err(Error::from)?;
+            skills.push(skill.listed_by(core.server.clone()));
         }
         cursors.commit(number, next.as_deref());
         match next {
@@ -121,7 +122,9 @@ pub(crate) async fn get(link: &Link, uri: &str) -> Result<Skill> {
         )));
     };
     let skill = result.remove("skill").unwrap_or(Value::Null);
-    Skill::from_get(skill, uri, &SkillLimits::from(&core.limits)).map_err(Error::from)
+    Skill::from_get(skill, uri, &SkillLimits::from(&core.limits))
+        .map(|skill| skill.listed_by(core.server.clone()))
+        .map_err(Error::from)
 }
 
 /// Reads one file of `skill` (`uri` as the caller names it) and verifies it;
