@@ -103,7 +103,10 @@ async fn a_listed_skill_loads_and_its_files_verify(via: Via) {
         ];
         let a = connect(via, builder(era), server(era, reads), options(era)).await;
         let client = a.client();
-        let skills = guard("list", client.list_skills()).await.expect("listed");
+        let skills = guard("list", client.list_skills())
+            .await
+            .expect("listed")
+            .skills;
         assert_eq!(skills.len(), 1, "{era}");
         assert_eq!(skills[0].name(), "pdf-processing");
         assert_eq!(
@@ -140,6 +143,7 @@ async fn a_tampered_skill_md_fails_the_load(via: Via) {
         let skill = guard("list", client.list_skills())
             .await
             .expect("listed")
+            .skills
             .remove(0);
         let error = guard("load", client.load_skill(skill))
             .await
@@ -171,6 +175,7 @@ async fn an_unlisted_file_is_refused_before_anything_is_sent(via: Via) {
     let skill = guard("list", client.list_skills())
         .await
         .expect("listed")
+        .skills
         .remove(0);
     let loaded = guard("load", client.load_skill(skill))
         .await
@@ -200,6 +205,7 @@ async fn after_a_failed_read_no_file_is_read(via: Via) {
     let skill = guard("list", client.list_skills())
         .await
         .expect("listed")
+        .skills
         .remove(0);
     let loaded = guard("load", client.load_skill(skill))
         .await
@@ -268,6 +274,7 @@ async fn a_skill_is_loaded_only_from_the_server_that_listed_it() {
     let skill = guard("list", a.client().list_skills())
         .await
         .expect("listed")
+        .skills
         .remove(0);
     assert_eq!(skill.origin(), Some("a"));
     let error = guard("load", b.client().load_skill(skill))
@@ -277,4 +284,48 @@ async fn a_skill_is_loaded_only_from_the_server_that_listed_it() {
     a.close().await;
     b.close().await;
     assert_eq!(asked(&b, "resources/read"), 0, "nothing was sent to b");
+}
+
+/// A skill over a per-skill bound is declined, and says why; the listing
+/// stands and the other skills load (beyond-tools.md §5.6).
+#[tokio::test]
+async fn a_skill_over_a_per_skill_bound_is_declined_and_the_listing_stands() {
+    let huge = json!({
+        "uri": "skill://huge/SKILL.md",
+        "frontmatter": {"name": "huge", "description": "Too big"},
+        "resources": [
+            {"uri": "skill://huge/SKILL.md", "digest": digest(SKILL_MD), "size": SKILL_MD.len()},
+            {"uri": "skill://huge/data.bin", "digest": digest(""), "size": 16 * 1024 * 1024}
+        ]
+    });
+    let server = inline(json!({
+        "capabilities": {
+            "tools": {},
+            "resources": {},
+            "extensions": {"io.modelcontextprotocol/skills": {}}
+        },
+        "methods": {
+            "skills/list": [{"result": {"skills": [huge, entry()]}}],
+            "resources/read": [read_result(SKILL_URI, SKILL_MD)]
+        }
+    }));
+    let a = connect(Via::Stdio, builder("legacy"), server, options("legacy")).await;
+    let listed = guard("list", a.client().list_skills())
+        .await
+        .expect("the listing stands");
+    assert_eq!(listed.skills.len(), 1);
+    assert_eq!(listed.skills[0].name(), "pdf-processing");
+    assert_eq!(listed.declined.len(), 1);
+    let reason = &listed.declined[0];
+    assert_eq!(reason.kind(), ErrorKind::InvalidResponse);
+    assert!(
+        reason.message().contains("maxSkillBytes is 16777216"),
+        "{}",
+        reason.message()
+    );
+    let skill = listed.skills.into_iter().next().unwrap();
+    guard("load", a.client().load_skill(skill))
+        .await
+        .expect("the other skill loads");
+    a.close().await;
 }

@@ -235,8 +235,12 @@ async fn run(env: &Env, url: &str) -> Result<(), Failure> {
 
 /// `sep-2640-client-no-prefetch`: list the skills and read nothing.
 async fn skills_no_prefetch(client: &Client) -> Result<(), Failure> {
-    let skills = client.list_skills().await?;
-    println!("skills/list: {} skill(s), nothing read", skills.len());
+    let listed = client.list_skills().await?;
+    println!(
+        "skills/list: {} skill(s), {} declined, nothing read",
+        listed.skills.len(),
+        listed.declined.len()
+    );
     Ok(())
 }
 
@@ -245,8 +249,8 @@ async fn skills_no_prefetch(client: &Client) -> Result<(), Failure> {
 /// `references/FORMS.md`. The server tampered with `SKILL.md`: a verifying
 /// client fails the load and never reads the supporting file.
 async fn skills_load_then_read(client: &Client) -> Result<(), Failure> {
-    let skills = client.list_skills().await?;
-    let Some(skill) = skills.into_iter().next() else {
+    let listed = client.list_skills().await?;
+    let Some(skill) = listed.skills.into_iter().next() else {
         return Err(Failure {
             kind: "invalid_response",
             message: "skills/list listed no skill".to_owned(),

@@ -14,6 +14,7 @@ use super::protocol::era::{Era, ProtocolMode};
 use super::protocol::facts::{CacheHint, ServerInfo};
 use super::protocol::negotiate::{self, ServerFacts};
 use super::protocol::send::Listing;
+use super::protocol::skills::SkillList;
 use super::protocol::tool_result::ToolResult;
 use super::protocol::{self, Connected, Link, Protocol, legacy};
 use crate::completion::{Completion, CompletionRef};
@@ -627,10 +628,10 @@ impl Client {
     /// The server's skills (the Skills extension, SEP-2640): every page of
     /// `skills/list`, each entry checked as the extension's rules say (name,
     /// root, a complete manifest of files within it, digests, the per-skill
-    /// bounds `maxSkillFiles` and `maxSkillBytes`), at most `maxSkills`. No
-    /// file is read. `missing_capability` (nothing sent) when the server does
+    /// bounds `maxSkillFiles` and `maxSkillBytes`: a skill over one is declined,
+    /// the listing stands), at most `maxSkills`. No file is read. `missing_capability` (nothing sent) when the server does
     /// not offer the extension and `resources`.
-    pub async fn list_skills(&self) -> Result<Vec<Skill>> {
+    pub async fn list_skills(&self) -> Result<SkillList> {
         self.skills_gate()?;
         protocol::skills::list(&self.inner.link).await
     }

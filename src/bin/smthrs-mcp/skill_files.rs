@@ -19,11 +19,18 @@ pub(crate) async fn skills(clients: &[Client], named_server: bool) -> Result<Val
     let mut out = Vec::new();
     for client in clients {
         let server = client.server();
-        let skills = match client.list_skills().await {
+        let listed = match client.list_skills().await {
             Err(error) if error.kind() == ErrorKind::MissingCapability && !named_server => continue,
             other => other.map_err(|e| Failure::Session(named(server, e)))?,
         };
-        for skill in skills {
+        // Declined skills are not listed; stderr says why (crate-authored).
+        for reason in &listed.declined {
+            eprintln!(
+                "smthrs-mcp: note: server \"{server}\": {}",
+                reason.message()
+            );
+        }
+        for skill in listed.skills {
             let mut object = Map::new();
             object.insert("server".into(), server.into());
             object.insert("uri".into(), skill.uri().into());
@@ -59,6 +66,7 @@ pub(crate) async fn skill(client: &Client, name: &str, dir: &Path) -> Result<usi
         .list_skills()
         .await
         .map_err(session)?
+        .skills
         .into_iter()
         .filter(|skill| skill.name() == name)
         .collect();

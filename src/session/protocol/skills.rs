@@ -28,7 +28,8 @@ use crate::error::{Error, Result};
 use crate::limits::Limits;
 use crate::listing::Cursors;
 use crate::skills::{
-    SKILLS_EXTENSION_ID, Skill, SkillLimits, SkillListing, VerifiedFile, check_listed, verify_read,
+    SKILLS_EXTENSION_ID, Skill, SkillCheck, SkillLimits, SkillListing, VerifiedFile, check_listed,
+    verify_read,
 };
 
 /// Fails with `missing_capability` unless the server offers the Skills
@@ -59,14 +60,31 @@ struct Address<'a> {
     uri: &'a str,
 }
 
-/// Walks `skills/list`: every entry validated, in the server's order.
-pub(crate) async fn list(link: &Link) -> Result<Vec<Skill>> {
+/// A server's skills ([`Client::list_skills`](crate::Client::list_skills)):
+/// those whose entries passed every rule, in the server's order, and those
+/// declined for a per-skill bound (`maxSkillFiles`, `maxSkillBytes`), each with
+/// the error saying why; the listing stands without them (beyond-tools.md §5.6:
+/// say why a skill is declined).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct SkillList {
+    /// The skills that may be loaded.
+    pub skills: Vec<Skill>,
+    /// One `invalid_response` per skill declined, naming its position and the
+    /// bound.
+    pub declined: Vec<Error>,
+}
+
+/// Walks `skills/list`: every entry validated, in the server's order; an entry
+/// that breaks a rule fails the walk, one over a per-skill bound is declined.
+pub(crate) async fn list(link: &Link) -> Result<SkillList> {
     let core = &link.core;
     let limits = SkillLimits::from(&core.limits);
     let mut listing = SkillListing::new(limits);
     let mut cursors = Cursors::new(Limits::usize_of(core.limits.max_catalog_pages));
     cursors.empty_continues = link.protocol.wire.get().is_modern();
     let mut skills = Vec::new();
+    let mut declined = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
         let deadline = Instant::now() + core.limits.request_timeout();
@@ -95,13 +113,16 @@ pub(crate) async fn list(link: &Link) -> Result<Vec<Skill>> {
             return Err(bad("skills is not an array"));
         };
         for entry in entries {
-            let skill = listing.entry(entry).map_err(Error::from)?;
-            skills.push(skill.listed_by(core.server.clone()));
+            match listing.entry(entry) {
+                Ok(skill) => skills.push(skill.listed_by(core.server.clone())),
+                Err(error) if error.check() == SkillCheck::Limit => declined.push(error.into()),
+                Err(error) => return Err(error.into()),
+            }
         }
         cursors.commit(number, next.as_deref());
         match next {
             Some(next) => cursor = Some(next),
-            None => return Ok(skills),
+            None => return Ok(SkillList { skills, declined }),
         }
     }
 }
