@@ -354,14 +354,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Resources { server } | Command::Prompts { server } => {
-            let (chosen, transports) = choose(&entries, transports, server.as_deref(), &label)?;
-            let (clients, _) = connect_all(
-                &chosen,
+            let clients = connect_chosen(
+                &entries,
                 transports,
+                server.as_deref(),
                 &label,
                 cli.diagnostics,
-                Asking::Nothing,
-                None,
             )
             .await?;
             let named_server = server.is_some();
@@ -374,16 +372,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             print_json(&outcome?)
         }
         Command::Read { server, uri } => {
-            let (chosen, transports) = choose(&entries, transports, Some(&server), &label)?;
-            let (clients, _) = connect_all(
-                &chosen,
-                transports,
-                &label,
-                cli.diagnostics,
-                Asking::Nothing,
-                None,
-            )
-            .await?;
+            let clients =
+                connect_chosen(&entries, transports, Some(&server), &label, cli.diagnostics)
+                    .await?;
             let outcome = offers::read(&clients[0], &uri).await;
             close_all(&clients).await;
             print_json(&outcome?)
@@ -397,29 +388,20 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     ));
                 }
             };
-            let (chosen, transports) = choose(&entries, transports, Some(&server), &label)?;
-            let (clients, _) = connect_all(
-                &chosen,
-                transports,
-                &label,
-                cli.diagnostics,
-                Asking::Nothing,
-                None,
-            )
-            .await?;
+            let clients =
+                connect_chosen(&entries, transports, Some(&server), &label, cli.diagnostics)
+                    .await?;
             let outcome = offers::prompt(&clients[0], &name, arguments).await;
             close_all(&clients).await;
             print_json(&outcome?)
         }
         Command::Skills { server } => {
-            let (chosen, transports) = choose(&entries, transports, server.as_deref(), &label)?;
-            let (clients, _) = connect_all(
-                &chosen,
+            let clients = connect_chosen(
+                &entries,
                 transports,
+                server.as_deref(),
                 &label,
                 cli.diagnostics,
-                Asking::Nothing,
-                None,
             )
             .await?;
             let outcome = skill_files::skills(&clients, server.is_some()).await;
@@ -427,16 +409,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             print_json(&outcome?)
         }
         Command::Skill { server, name, out } => {
-            let (chosen, transports) = choose(&entries, transports, Some(&server), &label)?;
-            let (clients, _) = connect_all(
-                &chosen,
-                transports,
-                &label,
-                cli.diagnostics,
-                Asking::Nothing,
-                None,
-            )
-            .await?;
+            let clients =
+                connect_chosen(&entries, transports, Some(&server), &label, cli.diagnostics)
+                    .await?;
             let outcome = skill_files::skill(&clients[0], &name, &out).await;
             close_all(&clients).await;
             print_stdout(&format!("ok: {} files", outcome?));
@@ -444,6 +419,29 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::DemoServer => unreachable!("handled before the runtime starts"),
     }
+}
+
+/// Connects the entries [`choose`] picks (all, or the one named), with no
+/// host handler and no pins: the commands for what servers offer besides
+/// tools.
+async fn connect_chosen(
+    entries: &[ServerEntry],
+    transports: Vec<Box<dyn Transport>>,
+    server: Option<&str>,
+    label: &str,
+    diagnostics: bool,
+) -> Result<Vec<Client>, Failure> {
+    let (chosen, transports) = choose(entries, transports, server, label)?;
+    let (clients, _) = connect_all(
+        &chosen,
+        transports,
+        label,
+        diagnostics,
+        Asking::Nothing,
+        None,
+    )
+    .await?;
+    Ok(clients)
 }
 
 /// The entries a command connects, and their transports.
