@@ -83,11 +83,24 @@ pub enum DiagnosticEvent {
         /// Why (crate-authored: which outcome of the probe).
         reason: &'static str,
     },
+    /// A change notification broke a rule, was not asked for, or came past
+    /// `maxNotificationsPerSecond`: dropped, never delivered (the session and
+    /// the subscriptions go on). Of the drops past the rate, the first in
+    /// each second is reported.
+    NotificationDropped {
+        /// The configured server name.
+        server: Arc<str>,
+        /// The notification's method, as the server sent it.
+        method: SecretString,
+        /// Which rule (crate-authored).
+        reason: &'static str,
+    },
 }
 
 impl DiagnosticEvent {
     /// A short stable name for the event (`stderr-tail`, `remote-error`,
-    /// `server-request-dropped`, `tool-dropped`, `oauth-step`, `legacy-fallback`).
+    /// `server-request-dropped`, `tool-dropped`, `oauth-step`, `legacy-fallback`,
+    /// `notification-dropped`).
     pub fn name(&self) -> &'static str {
         match self {
             DiagnosticEvent::StderrTail { .. } => "stderr-tail",
@@ -96,6 +109,7 @@ impl DiagnosticEvent {
             DiagnosticEvent::ToolDropped { .. } => "tool-dropped",
             DiagnosticEvent::OAuthStep { .. } => "oauth-step",
             DiagnosticEvent::LegacyFallback { .. } => "legacy-fallback",
+            DiagnosticEvent::NotificationDropped { .. } => "notification-dropped",
         }
     }
 }
@@ -145,6 +159,12 @@ impl fmt::Debug for DiagnosticEvent {
                 .debug_struct("LegacyFallback")
                 .field("server", server)
                 .field("version", version)
+                .field("reason", reason)
+                .finish(),
+            DiagnosticEvent::NotificationDropped { server, reason, .. } => f
+                .debug_struct("NotificationDropped")
+                .field("server", server)
+                .field("method", &"[REDACTED]")
                 .field("reason", reason)
                 .finish(),
         }

@@ -9,6 +9,7 @@ pub mod config;
 pub mod content;
 pub mod diagnostics;
 pub mod error;
+pub mod events;
 pub mod flows;
 pub mod handler;
 pub(crate) mod http;

@@ -80,6 +80,14 @@ pub const DEFAULT_MAX_SKILL_FILES: u64 = 512;
 pub const DEFAULT_MAX_SKILL_BYTES: u64 = 16_777_216;
 /// Default for [`Limits::max_skill_frontmatter_bytes`].
 pub const DEFAULT_MAX_SKILL_FRONTMATTER_BYTES: u64 = 65_536;
+/// Default for [`Limits::max_subscriptions`].
+pub const DEFAULT_MAX_SUBSCRIPTIONS: u64 = 8;
+/// Default for [`Limits::max_resource_subscriptions`].
+pub const DEFAULT_MAX_RESOURCE_SUBSCRIPTIONS: u64 = 128;
+/// Default for [`Limits::max_notifications_per_second`].
+pub const DEFAULT_MAX_NOTIFICATIONS_PER_SECOND: u64 = 64;
+/// Default for [`Limits::max_pending_events`].
+pub const DEFAULT_MAX_PENDING_EVENTS: u64 = 64;
 
 /// Room past the base64 of a read's bytes for its envelope, `uri`, `mimeType`
 /// and `_meta`, in the frame a `resources/read` reply may take (see
@@ -188,6 +196,21 @@ pub struct Limits {
     pub max_skill_bytes: u64,
     /// Bytes of one `SKILL.md`'s YAML frontmatter. Default 65 536.
     pub max_skill_frontmatter_bytes: u64,
+    /// Subscriptions open at once in one session
+    /// ([`Client::subscribe`](crate::Client::subscribe); 2026-07-28: listen
+    /// streams); one more is refused locally (`invalid_config`). Default 8.
+    pub max_subscriptions: u64,
+    /// Resource URIs one subscription asks for, and (legacy) the distinct URIs
+    /// subscribed in one session; more is refused locally (`invalid_config`).
+    /// Default 128.
+    pub max_resource_subscriptions: u64,
+    /// Change notifications accepted in one second, per session (legacy) or
+    /// per listen stream (2026-07-28); the rest are dropped and counted.
+    /// Default 64.
+    pub max_notifications_per_second: u64,
+    /// Distinct events one subscription holds for the host (equal ones are
+    /// coalesced); one more ends the subscription as lagged. Default 64.
+    pub max_pending_events: u64,
 }
 
 impl Default for Limits {
@@ -225,12 +248,16 @@ impl Default for Limits {
             max_skill_files: DEFAULT_MAX_SKILL_FILES,
             max_skill_bytes: DEFAULT_MAX_SKILL_BYTES,
             max_skill_frontmatter_bytes: DEFAULT_MAX_SKILL_FRONTMATTER_BYTES,
+            max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
+            max_resource_subscriptions: DEFAULT_MAX_RESOURCE_SUBSCRIPTIONS,
+            max_notifications_per_second: DEFAULT_MAX_NOTIFICATIONS_PER_SECOND,
+            max_pending_events: DEFAULT_MAX_PENDING_EVENTS,
         }
     }
 }
 
 /// The (camelCase) option names, the contract's ten in table order first.
-pub const OPTION_NAMES: [&str; 32] = [
+pub const OPTION_NAMES: [&str; 36] = [
     "handshakeTimeoutMs",
     "requestTimeoutMs",
     "queueCapacity",
@@ -263,10 +290,14 @@ pub const OPTION_NAMES: [&str; 32] = [
     "maxSkillFiles",
     "maxSkillBytes",
     "maxSkillFrontmatterBytes",
+    "maxSubscriptions",
+    "maxResourceSubscriptions",
+    "maxNotificationsPerSecond",
+    "maxPendingEvents",
 ];
 
 impl Limits {
-    fn fields(&self) -> [u64; 32] {
+    fn fields(&self) -> [u64; 36] {
         [
             self.handshake_timeout_ms,
             self.request_timeout_ms,
@@ -300,6 +331,10 @@ impl Limits {
             self.max_skill_files,
             self.max_skill_bytes,
             self.max_skill_frontmatter_bytes,
+            self.max_subscriptions,
+            self.max_resource_subscriptions,
+            self.max_notifications_per_second,
+            self.max_pending_events,
         ]
     }
 
@@ -337,6 +372,10 @@ impl Limits {
             "maxSkillFiles" => &mut self.max_skill_files,
             "maxSkillBytes" => &mut self.max_skill_bytes,
             "maxSkillFrontmatterBytes" => &mut self.max_skill_frontmatter_bytes,
+            "maxSubscriptions" => &mut self.max_subscriptions,
+            "maxResourceSubscriptions" => &mut self.max_resource_subscriptions,
+            "maxNotificationsPerSecond" => &mut self.max_notifications_per_second,
+            "maxPendingEvents" => &mut self.max_pending_events,
             _ => return None,
         })
     }

@@ -515,3 +515,125 @@ async fn an_http_sse_only_server_is_named_in_the_error() {
         .unwrap_err();
     assert_eq!(error.message(), "server \"plain\" answered HTTP 400");
 }
+
+/// A stateful server declaring resource subscriptions whose session `s1`
+/// expires at the first `tools/call`; `resources/subscribe` on a later
+/// session answers `resubscribe` (a result or an error). Records each
+/// `resources/subscribe` as (session, uri).
+type Subscribed = Arc<std::sync::Mutex<Vec<(String, String)>>>;
+
+async fn subscribing_server(resubscribe: Value) -> (TestServer, Subscribed) {
+    let sessions = Arc::new(AtomicUsize::new(0));
+    let subscribed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = subscribed.clone();
+    let server = TestServer::start(move |request| {
+        let sessions = sessions.clone();
+        let record = record.clone();
+        let resubscribe = resubscribe.clone();
+        async move {
+            if request.method == Method::DELETE {
+                return status(200);
+            }
+            if request.method == Method::GET {
+                return status(405);
+            }
+            let message: Value = serde_json::from_slice(&request.body).unwrap();
+            let id = message.get("id").cloned();
+            let session = request.header("mcp-session-id").map(str::to_string);
+            let answer = |result: Value| {
+                json(&json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
+            };
+            match message["method"].as_str() {
+                Some("initialize") => {
+                    let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
+                    let body = json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}, "resources": {"subscribe": true}},
+                        "serverInfo": {"name": "subscribing", "version": "1"}
+                    }});
+                    with_header(json(&body.to_string()), "mcp-session-id", &format!("s{n}"))
+                }
+                Some("tools/list") => answer(json!({"tools": [
+                    {"name": "echo", "inputSchema": {"type": "object"}}
+                ]})),
+                Some(_) if session.is_none() => status(400),
+                Some("tools/call") if session.as_deref() == Some("s1") => status(404),
+                Some("tools/call") => answer(json!({"content": []})),
+                Some("resources/subscribe") => {
+                    let uri = message["params"]["uri"].as_str().unwrap_or("").to_string();
+                    let session = session.unwrap_or_default();
+                    record.lock().unwrap().push((session.clone(), uri));
+                    if session == "s1" {
+                        answer(json!({}))
+                    } else {
+                        let mut body = resubscribe;
+                        body["jsonrpc"] = json!("2.0");
+                        body["id"] = id.clone().unwrap_or(Value::Null);
+                        json(&body.to_string())
+                    }
+                }
+                _ if id.is_none() => status(202),
+                _ => answer(json!({})),
+            }
+        }
+    })
+    .await;
+    (server, subscribed)
+}
+
+/// Legacy resource subscriptions live in the server's session: after a
+/// re-initialise they are made again on the new one; when that fails, the
+/// subscriptions holding resources end (abruptly, saying why).
+#[tokio::test]
+async fn resource_subscriptions_are_renewed_after_a_re_initialise() {
+    use smthrs_mcp::events::{Interest, SubscriptionEnd};
+    for (resubscribe, renewed) in [
+        (json!({"result": {}}), true),
+        (
+            json!({"error": {"code": -32603, "message": "secret server text"}}),
+            false,
+        ),
+    ] {
+        let (server, subscribed) = subscribing_server(resubscribe).await;
+        let client = connect("subscribing", &server, Limits::default())
+            .await
+            .unwrap();
+        let mut sub = client
+            .subscribe(Interest::new().resource("file:///watched"))
+            .await
+            .unwrap();
+        // The call meets s1's expiry: re-initialised, then answered by s2.
+        client
+            .call_tool("echo", serde_json::Map::new())
+            .await
+            .expect("retried after re-initialise");
+        let again = || {
+            subscribed
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|(session, uri)| session == "s2" && uri == "file:///watched")
+        };
+        for _ in 0..300 {
+            if again() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(again(), "subscribed again on the new session");
+        if renewed {
+            assert!(sub.end().is_none());
+        } else {
+            let next = tokio::time::timeout(Duration::from_secs(10), sub.next()).await;
+            assert_eq!(next.expect("ended in time"), None);
+            match sub.end() {
+                Some(SubscriptionEnd::Abrupt(error)) => {
+                    assert!(error.message().contains("lost its session"), "{error}");
+                    assert!(!error.message().contains("secret"), "{error}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        client.close().await;
+    }
+}

@@ -17,6 +17,7 @@ use super::protocol::send::Listing;
 use super::protocol::skills::SkillList;
 use super::protocol::tool_result::ToolResult;
 use super::protocol::{self, Connected, Link, Protocol, legacy};
+use super::subscription::Subscription;
 use crate::completion::{Completion, CompletionRef};
 use crate::content::ReadResult;
 use crate::prompts::{GetPromptResult, Prompt};
@@ -499,6 +500,45 @@ impl Client {
             &context,
         )
         .await
+    }
+
+    /// Subscribes to the changes `interest` names (beyond-tools.md §1.6-§1.7):
+    /// list changes and resource updates, delivered by the returned
+    /// [`Subscription`] until it or the session ends.
+    ///
+    /// What is asked is what the host asks and the server declares
+    /// (`tools.listChanged`, `prompts.listChanged`, `resources.listChanged`,
+    /// `resources.subscribe`); [`Subscription::honoured`] says what the server
+    /// agreed to. Legacy: list changes need nothing sent (servers send them
+    /// unasked, on HTTP on the standalone GET stream or any response stream);
+    /// each resource is subscribed with `resources/subscribe` (and again after
+    /// an HTTP re-initialise). 2026-07-28: one `subscriptions/listen` whose
+    /// acknowledgement (within `handshakeTimeoutMs`, a subset of the request)
+    /// opens it; its events carry its id and nothing else is taken.
+    ///
+    /// Events are notices: the catalog stays frozen (a
+    /// [`ToolsListChanged`](crate::events::ServerEvent::ToolsListChanged) means
+    /// reconnect to see the new tools, and a pin decides), and nothing is
+    /// fetched for the host. A notification that breaks a rule, was not asked
+    /// for or comes past `maxNotificationsPerSecond` is dropped (and reported
+    /// to the diagnostics observer), never the session. Equal events waiting
+    /// for the host are coalesced; past `maxPendingEvents` distinct ones the
+    /// subscription ends as [`Lagged`](crate::events::SubscriptionEnd::Lagged).
+    ///
+    /// Errors (nothing is left subscribed by a failed call):
+    /// `missing_capability` when the server declares none of what was asked;
+    /// `protocol_error` when a URI breaks the URI rules; `invalid_config` past
+    /// `maxSubscriptions` open at once or `maxResourceSubscriptions` URIs;
+    /// `timeout` when a 2026-07-28 server does not acknowledge in time;
+    /// `invalid_response` when it acknowledges more than was asked; what a
+    /// legacy `resources/subscribe` failed with.
+    pub async fn subscribe(&self, interest: crate::events::Interest) -> Result<Subscription> {
+        let link = &self.inner.link;
+        if let Some(error) = link.core.terminal() {
+            return Err(error.clone());
+        }
+        let feed = protocol::subscriptions::open(link, &self.inner.facts, interest).await?;
+        Ok(Subscription::new(link.clone(), feed))
     }
 
     /// The server's `instructions`, if any: text meant for a model, written by

@@ -9,7 +9,8 @@
 //! - `protocol`: the era, chosen once at connect, and all that differs by it
 //!   (handshake and re-initialise, `_meta`, multi-round-trip calls, tool-result
 //!   decoding, the answers to what a server asks);
-//! - `client`: the public [`Client`] and [`ClientBuilder`], a thin handle.
+//! - `client`: the public [`Client`] and [`ClientBuilder`], a thin handle, and
+//!   `subscription`: the host's end of a subscription ([`Subscription`]).
 //!
 //! Connecting:
 //!
@@ -42,6 +43,7 @@
 pub(crate) mod client;
 pub(crate) mod engine;
 pub(crate) mod protocol;
+pub(crate) mod subscription;
 
 pub use client::{Client, ClientBuilder, LoadedSkill, MAX_SERVER_NAME_BYTES};
 pub use protocol::era::{
@@ -54,3 +56,4 @@ pub use protocol::facts::{
 pub use protocol::send::Listing;
 pub use protocol::skills::SkillList;
 pub use protocol::tool_result::ToolResult;
+pub use subscription::Subscription;

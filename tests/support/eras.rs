@@ -210,6 +210,9 @@ impl DiagnosticObserver for Events {
             DiagnosticEvent::LegacyFallback {
                 version, reason, ..
             } => (version.to_string(), *reason),
+            DiagnosticEvent::NotificationDropped { method, reason, .. } => {
+                (method.expose_secret().to_string(), *reason)
+            }
             _ => (String::new(), ""),
         };
         self.0.lock().unwrap().push(Event {

@@ -619,6 +619,7 @@ impl Session {
         &self,
         routes: &mut Routes,
         answer_to: Option<&Value>,
+        tagged: Option<&Value>,
     ) -> Option<(u64, mpsc::Sender<Piece>)> {
         if let Some(id) = answer_to
             && let Some(index) = routes
@@ -628,6 +629,13 @@ impl Session {
         {
             let stream = routes.requests.remove(index);
             return Some((stream.key, stream.tx));
+        }
+        // A listen's message (tagged with its id, or cancelling it) goes to
+        // that listen's stream.
+        if let Some(id) = tagged
+            && let Some(stream) = routes.requests.iter().find(|s| s.id.as_ref() == Some(id))
+        {
+            return Some((stream.key, stream.tx.clone()));
         }
         routes
             .requests
@@ -639,6 +647,7 @@ impl Session {
     /// Routes one whole stdout line.
     async fn route_line(&self, mut line: String) {
         let answer_to = answer_id(&line);
+        let tagged = listen_tag(&line);
         if let Some(learn) = &self.learn
             && answer_to.is_some()
         {
@@ -647,7 +656,7 @@ impl Session {
         loop {
             let target = {
                 let mut routes = lock(&self.routes);
-                match self.pick(&mut routes, answer_to.as_ref()) {
+                match self.pick(&mut routes, answer_to.as_ref(), tagged.as_ref()) {
                     Some(target) => target,
                     None => {
                         if !self.is_closed() && self.buffer_unrouted {
@@ -680,7 +689,7 @@ impl Session {
     async fn start_long(&self, start: Bytes) -> LongLine {
         let target = {
             let mut routes = lock(&self.routes);
-            self.pick(&mut routes, None)
+            self.pick(&mut routes, None, None)
         };
         let Some((key, tx)) = target else {
             return LongLine::Discard;
@@ -713,6 +722,21 @@ fn answer_id(line: &str) -> Option<Value> {
     } else {
         None
     }
+}
+
+/// The listen a notification belongs to: its
+/// `params._meta["io.modelcontextprotocol/subscriptionId"]`, or the
+/// `requestId` of a `notifications/cancelled` (a server ending a listen).
+fn listen_tag(line: &str) -> Option<Value> {
+    let value: Value = parse_json(line.as_bytes())?;
+    let params = value.get("params")?;
+    if value.get("method")?.as_str()? == "notifications/cancelled" {
+        return params.get("requestId").cloned();
+    }
+    params
+        .get("_meta")?
+        .get("io.modelcontextprotocol/subscriptionId")
+        .cloned()
 }
 
 /// A fresh session id: 32 hex digits (visible ASCII), from std's random hasher keys.

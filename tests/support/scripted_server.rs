@@ -96,6 +96,7 @@ fn main() {
         stdin_closed: false,
         first_request_seen: false,
         method_calls: HashMap::new(),
+        last_listen: None,
         modern: modern::State::default(),
     };
     server.run();
@@ -1082,6 +1083,9 @@ struct Server {
     first_request_seen: bool,
     /// Requests answered per scripted method.
     method_calls: HashMap<String, usize>,
+    /// The id of the last `subscriptions/listen` received (`$LISTEN` in a
+    /// `methods` entry's `before` lines).
+    last_listen: Option<Value>,
     /// Modern-era state (request count, MRTR flows, dual-era lock).
     modern: modern::State,
 }
@@ -1234,6 +1238,28 @@ impl Server {
         let count = self.method_calls.entry(method.to_owned()).or_default();
         let entry = entries[(*count).min(entries.len() - 1)].clone();
         *count += 1;
+        if method == "subscriptions/listen" {
+            self.last_listen = Some(id.clone());
+        }
+        if let Some(Value::Array(lines)) = entry.get("before") {
+            let listen = self.last_listen.clone().unwrap_or(Value::Null);
+            let rendered: Vec<String> = lines
+                .iter()
+                .map(|line| {
+                    let text = match line {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    text.replace("\"$ID\"", &id.to_string())
+                        .replace("\"$LISTEN\"", &listen.to_string())
+                })
+                .collect();
+            self.shared
+                .write_lines(rendered.iter().map(|line| Cow::Borrowed(line.as_str())));
+        }
+        if entry.get("no_reply") == Some(&Value::Bool(true)) {
+            return;
+        }
         if let Some(result) = entry.get("result") {
             self.shared.reply_result(id, result.clone());
         } else if let Some(error) = entry.get("error") {

@@ -280,6 +280,10 @@ pub(crate) struct RequestOptions {
     /// `maxFrameBytes` (within the transport's framing bound); every other
     /// frame stays under `maxFrameBytes`.
     pub(crate) max_reply_bytes: Option<usize>,
+    /// Its id, when the caller reserved one first ([`Core::reserve_id`]: the
+    /// protocol layer must know a listen's id before its first message can
+    /// arrive); otherwise the next.
+    pub(crate) id: Option<u64>,
 }
 
 impl Default for RequestOptions {
@@ -292,6 +296,7 @@ impl Default for RequestOptions {
             quiet: false,
             string_id: false,
             max_reply_bytes: None,
+            id: None,
         }
     }
 }
@@ -340,8 +345,9 @@ impl Core {
             quiet,
             string_id,
             max_reply_bytes,
+            id,
         } = options;
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = id.unwrap_or_else(|| self.reserve_id());
         observe::request_sent(id);
         let frame = self.encode_request(id, string_id, method, &params)?;
         drop(params);
@@ -410,6 +416,12 @@ impl Core {
         };
         drop(guard);
         outcome
+    }
+
+    /// Takes the next request id, for a request sent later with
+    /// [`RequestOptions::id`].
+    pub(crate) fn reserve_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Waits for a request's reply until `deadline` ([`ReplyDeadline`]).

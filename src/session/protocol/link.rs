@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::super::engine::Core;
 use super::era::{MODERN_PROTOCOL_VERSION, RequestMeta, Wire, WireCell};
+use super::feeds::Feeds;
 use super::inputs::Inputs;
 use super::reinit::Reinitialise;
 use crate::catalog::Catalog;
@@ -37,6 +38,8 @@ pub(crate) struct Protocol {
     /// The last `prompts/list` walked in this session (`prompts/get` checks
     /// its arguments against it).
     pub(crate) prompts: Mutex<Option<Arc<[Prompt]>>>,
+    /// The open subscriptions, where change notifications go.
+    pub(crate) feeds: Feeds,
 }
 
 impl Protocol {
@@ -52,6 +55,7 @@ impl Protocol {
             catalog: OnceLock::new(),
             pin: OnceLock::new(),
             prompts: Mutex::new(None),
+            feeds: Feeds::default(),
         }
     }
 }

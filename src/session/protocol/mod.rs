@@ -13,6 +13,7 @@
 pub(crate) mod completion;
 pub(crate) mod era;
 pub(crate) mod facts;
+pub(crate) mod feeds;
 pub(crate) mod inputs;
 pub(crate) mod legacy;
 pub(crate) mod link;
@@ -23,6 +24,7 @@ pub(crate) mod reinit;
 pub(crate) mod resources;
 pub(crate) mod send;
 pub(crate) mod skills;
+pub(crate) mod subscriptions;
 pub(crate) mod tool_result;
 
 use std::sync::Arc;
@@ -69,8 +71,14 @@ impl ProtocolHooks for Protocol {
         self.inputs.server_request(core, id, method, frame)
     }
 
-    fn notification(&self, _core: &Arc<Core>, method: &str, frame: &[u8]) {
+    fn notification(&self, core: &Arc<Core>, method: &str, frame: &[u8]) {
+        let modern = self.wire.get().is_modern();
         self.inputs.server_notification(method, frame);
+        if method == crate::events::PROMPTS_LIST_CHANGED {
+            // The held listing no longer says what `prompts/get` accepts.
+            *super::engine::lock(&self.prompts) = None;
+        }
+        self.feeds.route(core, method, frame, modern);
     }
 
     fn framing(&self) -> Framing {
@@ -93,7 +101,16 @@ impl ProtocolHooks for Protocol {
             core: core.clone(),
             protocol: self,
         };
-        let rerun = async move { legacy::reinitialize(&link).await };
+        let rerun = async move {
+            let done = legacy::reinitialize(&link).await;
+            if done.is_ok() {
+                // The new session has none of the old one's subscriptions; the
+                // requests wait until the re-initialise is over.
+                let link = link.clone();
+                tokio::spawn(async move { subscriptions::renew(&link).await });
+            }
+            done
+        };
         reinit.expired(core, refused, stale, frozen, rerun)
     }
 }

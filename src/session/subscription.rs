@@ -1,0 +1,128 @@
+//! [`Subscription`]: the host's end of an open subscription, from
+//! [`Client::subscribe`](super::Client::subscribe).
+
+use std::sync::Arc;
+
+use super::protocol::Link;
+use super::protocol::feeds::Feed;
+use super::protocol::subscriptions;
+use crate::events::{Interest, ServerEvent, SubscriptionEnd};
+
+/// An open subscription: the events the server sends for it, in order, equal
+/// ones coalesced while they wait, until it ends.
+///
+/// Dropping it ends it: a 2026-07-28 listen is given up at once (stdio:
+/// `notifications/cancelled`; HTTP: its stream closed), and legacy resource
+/// subscriptions no other subscription wants are unsubscribed from a task of
+/// their own. [`close`](Self::close) does the same and waits for it.
+///
+/// ```no_run
+/// # async fn run(client: smthrs_mcp::Client) -> smthrs_mcp::Result<()> {
+/// use smthrs_mcp::events::{Interest, ServerEvent};
+/// let mut changes = client.subscribe(Interest::every_list()).await?;
+/// while let Some(event) = changes.next().await {
+///     if event == ServerEvent::ToolsListChanged {
+///         println!("the server's tools changed: reconnect to see them");
+///     }
+/// }
+/// println!("ended: {:?}", changes.end());
+/// # Ok(())
+/// # }
+/// ```
+pub struct Subscription {
+    link: Link,
+    feed: Arc<Feed>,
+    honoured: Interest,
+    closed: bool,
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription")
+            .field("server", &self.link.core.server)
+            .field("honoured", &self.honoured)
+            .field("ended", &self.feed.end().is_some())
+            .finish()
+    }
+}
+
+impl Subscription {
+    pub(crate) fn new(link: Link, feed: Arc<Feed>) -> Subscription {
+        let honoured = feed.honoured().unwrap_or_default();
+        Subscription {
+            link,
+            feed,
+            honoured,
+            closed: false,
+        }
+    }
+
+    /// What the server agreed to send: a subset of what was asked
+    /// (legacy: what it declared; 2026-07-28: what it acknowledged).
+    pub fn honoured(&self) -> &Interest {
+        &self.honoured
+    }
+
+    /// The next event; `None` once the subscription has ended and every
+    /// event before the end was taken ([`end`](Self::end) says why).
+    /// Cancel-safe: an event is taken only when this returns it.
+    pub async fn next(&mut self) -> Option<ServerEvent> {
+        loop {
+            let woken = self.feed.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            match self.feed.take() {
+                Ok(Some(event)) => return Some(event),
+                Err(_) => return None,
+                Ok(None) => {}
+            }
+            tokio::select! {
+                () = woken => {}
+                () = self.link.core.ended.cancelled() => {
+                    let error = self.link.core.terminal().cloned().unwrap_or_else(|| {
+                        crate::Error::closed("the session ended")
+                    });
+                    self.feed.finish(SubscriptionEnd::Abrupt(error));
+                }
+            }
+        }
+    }
+
+    /// How it ended, once it has (events may still wait before the end).
+    pub fn end(&self) -> Option<SubscriptionEnd> {
+        self.feed.end()
+    }
+
+    /// Ends it and waits until the server was told: a legacy
+    /// `resources/unsubscribe` for each URI no other subscription wants (each
+    /// within `requestTimeoutMs`, best effort); a 2026-07-28 listen is given up.
+    pub async fn close(mut self) {
+        self.closed = true;
+        let released = self.release();
+        subscriptions::unsubscribe(&self.link, &released).await;
+    }
+
+    fn release(&self) -> Vec<String> {
+        let closed = crate::Error::closed("the subscription was closed");
+        self.link
+            .protocol
+            .feeds
+            .remove(&self.feed, SubscriptionEnd::Abrupt(closed))
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if self.closed {
+            return;
+        }
+        let released = self.release();
+        if released.is_empty() {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let link = self.link.clone();
+            runtime.spawn(async move { subscriptions::unsubscribe(&link, &released).await });
+        }
+    }
+}
