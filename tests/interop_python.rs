@@ -1,6 +1,8 @@
 //! Interop with the official MCP Python SDK (`mcp` 2.3.0 on PyPI, pinned with hashes in
 //! `interop/python/requirements.lock`): the server in `interop/python/server.py`
-//! (FastMCP, called `MCPServer` since mcp 2), over stdio and over Streamable HTTP.
+//! (FastMCP, called `MCPServer` since mcp 2), over stdio and over Streamable HTTP: its
+//! tools, and its resources, resource template, prompts and completions
+//! ([`interop::offers_besides_tools`]).
 //!
 //! The peer is dual-era (it answers `server/discover` with `supportedVersions:
 //! ["2026-07-28"]` on both transports and still serves `initialize`; on stdio, once it
@@ -20,7 +22,7 @@ mod peer_process;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use interop::{Era, SlowUnit};
+use interop::{Era, Refusal, Refusals, SlowUnit};
 use peer_process::HttpPeer;
 use smthrs_mcp::{Client, StdioCommand};
 
@@ -152,5 +154,44 @@ async fn http_negotiates_modern() {
         .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
     interop::expect_modern(&client);
     interop::tools_and_calls(&client, SLOW).await;
+    client.close().await;
+}
+
+/// What `mcp` 2.3.0 answers where servers differ (measured on both transports, in
+/// 2026-07-28): an unknown resource is -32602 (`ResourceNotFoundError` mapped to
+/// INVALID_PARAMS, `data: {uri}`), which the client reads as `not_found`; a `prompts/get`
+/// missing a required argument is -32603 "Internal server error" (`MCPServer.get_prompt`
+/// raises `ValueError`; the spec says -32602), a `remote_error`. The same server answers
+/// that request with code 0 when a session opened with `initialize` (legacy) asks.
+const REFUSALS: Refusals = Refusals {
+    unknown_resource: Refusal::NotFound(-32602),
+    missing_argument_unlisted: Refusal::Remote(-32603),
+};
+#[tokio::test]
+async fn stdio_resources_prompts_and_completion() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let client = Client::builder(PEER)
+        .connect(stdio(&peer))
+        .await
+        .expect("connect over stdio");
+    interop::expect_era(&client, Era::Modern);
+    interop::offers_besides_tools(&client, REFUSALS).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_resources_prompts_and_completion() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let server = http(&peer).await;
+    let client = Client::builder(PEER)
+        .connect(server.transport(PEER))
+        .await
+        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::expect_era(&client, Era::Modern);
+    interop::offers_besides_tools(&client, REFUSALS).await;
     client.close().await;
 }

@@ -1,7 +1,9 @@
 //! Interop with the last 1.x release of the official MCP Python SDK (`mcp` 1.30.0 on
 //! PyPI, pinned with hashes in `interop/python/requirements-legacy.lock`, installed into
 //! `interop/python/.venv-legacy`): the server in `interop/python/server_legacy.py`
-//! (FastMCP), over stdio and over Streamable HTTP (stateful: `Mcp-Session-Id`).
+//! (FastMCP), over stdio and over Streamable HTTP (stateful: `Mcp-Session-Id`): its tools,
+//! and its resources, resource template, prompts and completions
+//! ([`interop::offers_besides_tools`]).
 //!
 //! A legacy-only peer: it answers `server/discover` with -32602 on stdio and with a
 //! 400 (-32600, "Missing session ID") on HTTP, then serves `initialize` on the same
@@ -20,7 +22,7 @@ mod peer_process;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use interop::{Era, SlowUnit};
+use interop::{Era, Refusal, Refusals, SlowUnit};
 use peer_process::HttpPeer;
 use smthrs_mcp::{Client, StdioCommand};
 
@@ -128,5 +130,44 @@ async fn http_timeout_then_cancel() {
         .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
     interop::expect_era(&client, Era::Legacy);
     interop::timeout_then_cancel(&client, SLOW).await;
+    client.close().await;
+}
+
+/// What `mcp` 1.30.0 answers where servers differ (measured on both transports):
+/// JSON-RPC error code 0 for an unknown resource and for a `prompts/get` missing a
+/// required argument (FastMCP raises `ValueError`; the low-level server answers any
+/// exception that is not an `McpError` with code 0), so both are `remote_error`, not
+/// `not_found`: the client does not guess "not found" from an unspecified code.
+const REFUSALS: Refusals = Refusals {
+    unknown_resource: Refusal::Remote(0),
+    missing_argument_unlisted: Refusal::Remote(0),
+};
+
+#[tokio::test]
+async fn stdio_resources_prompts_and_completion() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let client = Client::builder(PEER)
+        .connect(stdio(&peer))
+        .await
+        .expect("connect over stdio");
+    interop::expect_era(&client, Era::Legacy);
+    interop::offers_besides_tools(&client, REFUSALS).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_resources_prompts_and_completion() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let server = http(&peer).await;
+    let client = Client::builder(PEER)
+        .connect(server.transport(PEER))
+        .await
+        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::expect_era(&client, Era::Legacy);
+    interop::offers_besides_tools(&client, REFUSALS).await;
     client.close().await;
 }

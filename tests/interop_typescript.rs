@@ -2,7 +2,9 @@
 //! (`@modelcontextprotocol/server` 2.4.0, npm, pinned in `interop/package-lock.json`,
 //! installed by `.ci/run` with `npm ci`): the server in `interop/typescript/server.mjs`,
 //! over stdio (`serveStdio`) and over Streamable HTTP (`createMcpHandler`, stateless
-//! legacy serving: no session id, GET and DELETE answered 405).
+//! legacy serving: no session id, GET and DELETE answered 405): its tools, and its
+//! resources, resource template, prompts and completions
+//! ([`interop::offers_besides_tools`]).
 //!
 //! The peer is dual-era (it answers `server/discover` with `supportedVersions:
 //! ["2026-07-28"]` and still serves `initialize`, see `interop/servers/PROBES.md`), so
@@ -18,7 +20,7 @@ mod peer_process;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use interop::{Era, SlowUnit};
+use interop::{Era, Refusal, Refusals, SlowUnit};
 use peer_process::HttpPeer;
 use smthrs_mcp::{Client, StdioCommand};
 
@@ -149,5 +151,45 @@ async fn http_negotiates_modern() {
         .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
     interop::expect_modern(&client);
     interop::tools_and_calls(&client, SLOW).await;
+    client.close().await;
+}
+
+/// What `@modelcontextprotocol/server` 2.4.0 answers where servers differ (measured on
+/// both transports, in 2026-07-28): -32602 for an unknown resource (`ResourceNotFoundError`,
+/// `data: {uri}`), read as `not_found`; -32602 also for a `prompts/get` that sent only
+/// the name `greet` (its zod `argsSchema` rejects the missing `name`), which the client
+/// reads as `not_found` too: a -32602 answering a request whose only argument is the
+/// name cannot be told apart from "no such prompt" (beyond-tools.md §0.6).
+const REFUSALS: Refusals = Refusals {
+    unknown_resource: Refusal::NotFound(-32602),
+    missing_argument_unlisted: Refusal::NotFound(-32602),
+};
+
+#[tokio::test]
+async fn stdio_resources_prompts_and_completion() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let client = Client::builder(PEER)
+        .connect(stdio(&script))
+        .await
+        .expect("connect over stdio");
+    interop::expect_era(&client, Era::Modern);
+    interop::offers_besides_tools(&client, REFUSALS).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_resources_prompts_and_completion() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let server = http(&script).await;
+    let client = Client::builder(PEER)
+        .connect(server.transport(PEER))
+        .await
+        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::expect_era(&client, Era::Modern);
+    interop::offers_besides_tools(&client, REFUSALS).await;
     client.close().await;
 }

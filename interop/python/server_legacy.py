@@ -2,7 +2,8 @@
 pinned in requirements-legacy.lock, installed into .venv-legacy): a legacy-only peer
 (the `initialize` handshake; it knows nothing of 2026-07-28 or `server/discover`).
 
-Used by `tests/interop_python_legacy.rs`. The same tools as server.py, on `FastMCP`:
+Used by `tests/interop_python_legacy.rs`. The same tools, resources, resource
+template, prompts and completions as server.py, on `FastMCP`:
 
     python server_legacy.py stdio
     python server_legacy.py streamable-http [PORT]     # PORT defaults to $PORT, then 8000
@@ -20,6 +21,7 @@ import sys
 from pydantic import BaseModel
 
 from mcp.server.fastmcp import FastMCP
+from mcp.types import Completion, PromptReference, ResourceTemplateReference
 
 mcp = FastMCP("smthrs-interop-python-legacy")
 
@@ -45,6 +47,59 @@ async def slow(seconds: float) -> str:
     """Sleeps for `seconds`, then says so."""
     await asyncio.sleep(seconds)
     return f"slept {seconds} s"
+
+
+# Resources, a resource template, prompts and completions, the same in server.py,
+# server_legacy.py and ../typescript/server.mjs (the shared checks are in
+# tests/support/interop.rs).
+
+GREETING = "Hello from the interop server."
+# The 8-byte PNG signature: a small binary body whose base64 ends in padding.
+PIXEL = bytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+ITEM_IDS = ["apple", "apricot", "banana"]
+NAMES = ["Alice", "Alicia", "Bob"]
+
+
+@mcp.resource("demo://greeting", mime_type="text/plain")
+def greeting() -> str:
+    """A fixed text."""
+    return GREETING
+
+
+@mcp.resource("demo://pixel", mime_type="image/png")
+def pixel() -> bytes:
+    """A few binary bytes."""
+    return PIXEL
+
+
+@mcp.resource("demo://item/{id}", mime_type="text/plain")
+def item(id: str) -> str:
+    """One item by id."""
+    return f"item {id}"
+
+
+@mcp.prompt()
+def greet(name: str) -> str:
+    """Greets someone by name."""
+    return f"Hello, {name}!"
+
+
+@mcp.prompt()
+def hello() -> str:
+    """A greeting without arguments."""
+    return "Hello!"
+
+
+@mcp.completion()
+async def complete(ref, argument, context):
+    """Completes the template's `id` and the `name` argument of `greet` by prefix."""
+    if isinstance(ref, ResourceTemplateReference) and ref.uri == "demo://item/{id}" and argument.name == "id":
+        choices = ITEM_IDS
+    elif isinstance(ref, PromptReference) and ref.name == "greet" and argument.name == "name":
+        choices = NAMES
+    else:
+        return None
+    return Completion(values=[c for c in choices if c.startswith(argument.value)])
 
 
 def main(argv: list[str]) -> None:

@@ -15,18 +15,32 @@
 //   add {a, b}       -> "a + b = sum", plus structured content {sum}
 //   slow {ms}        -> sleeps ms milliseconds (stops early when the call is cancelled)
 //
+// Resources, a template, prompts and completions, as in interop/python/server.py and
+// server_legacy.py (the shared checks are in tests/support/interop.rs):
+//   demo://greeting  text/plain, a fixed text
+//   demo://pixel     image/png, the 8-byte PNG signature (a blob)
+//   demo://item/{id} text/plain, "item <id>"; `id` completes by prefix
+//   greet {name}     a user message "Hello, <name>!"; `name` completes by prefix
+//   hello            a user message "Hello!"
+//
 // HTTP is plain node:http bound to 127.0.0.1 only, bridged to the handler's fetch face
 // by the small adapter below (the SDK's own Node adapter is a separate package).
 
 import { createServer } from 'node:http';
 import { Readable } from 'node:stream';
 
-import { McpServer, createMcpHandler } from '@modelcontextprotocol/server';
+import { McpServer, ResourceTemplate, completable, createMcpHandler } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
 
 const NAME = 'smthrs-interop-typescript';
 const VERSION = '2.4.0';
+
+const GREETING = 'Hello from the interop server.';
+const PIXEL = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const ITEM_IDS = ['apple', 'apricot', 'banana'];
+const NAMES = ['Alice', 'Alicia', 'Bob'];
+const byPrefix = (choices) => (value) => choices.filter((choice) => choice.startsWith(value));
 
 /** One server instance; both entries call this factory per connection / request. */
 function makeServer() {
@@ -66,6 +80,37 @@ function makeServer() {
       return { content: [{ type: 'text', text: `slept ${ms} ms` }] };
     },
   );
+  server.registerResource(
+    'greeting',
+    'demo://greeting',
+    { description: 'A fixed text.', mimeType: 'text/plain' },
+    async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'text/plain', text: GREETING }] }),
+  );
+  server.registerResource(
+    'pixel',
+    'demo://pixel',
+    { description: 'A few binary bytes.', mimeType: 'image/png' },
+    async (uri) => ({
+      contents: [{ uri: uri.href, mimeType: 'image/png', blob: PIXEL.toString('base64') }],
+    }),
+  );
+  server.registerResource(
+    'item',
+    new ResourceTemplate('demo://item/{id}', { list: undefined, complete: { id: byPrefix(ITEM_IDS) } }),
+    { description: 'One item by id.', mimeType: 'text/plain' },
+    async (uri, { id }) => ({ contents: [{ uri: uri.href, mimeType: 'text/plain', text: `item ${id}` }] }),
+  );
+  server.registerPrompt(
+    'greet',
+    {
+      description: 'Greets someone by name.',
+      argsSchema: z.object({ name: completable(z.string(), byPrefix(NAMES)) }),
+    },
+    ({ name }) => ({ messages: [{ role: 'user', content: { type: 'text', text: `Hello, ${name}!` } }] }),
+  );
+  server.registerPrompt('hello', { description: 'A greeting without arguments.' }, () => ({
+    messages: [{ role: 'user', content: { type: 'text', text: 'Hello!' } }],
+  }));
   return server;
 }
 

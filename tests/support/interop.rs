@@ -11,7 +11,11 @@
 //!   (`interop/python/server.py` and `server_legacy.py`, `examples/rmcp_server.rs`,
 //!   `interop/typescript/server.mjs`):
 //!   tools `echo {text}`, `add {a, b}` (structured `{sum}`), `slow` (seconds for the
-//!   Python ones, milliseconds for the others).
+//!   Python ones, milliseconds for the others);
+//! - the uniform checks of what the TypeScript and Python servers offer besides tools
+//!   ([`offers_besides_tools`]): resources `demo://greeting` (text) and `demo://pixel`
+//!   (blob), the template `demo://item/{id}`, the prompts `greet {name}` and `hello`,
+//!   and completions for `id` and `name`.
 #![allow(dead_code)]
 
 use std::io::Write;
@@ -212,4 +216,230 @@ pub async fn timeout_then_cancel(client: &Client, slow: SlowUnit) {
         .await
         .unwrap();
     assert_eq!(sum_of(&sum), Some(3.0), "{sum:?}");
+}
+
+/// The text of `demo://greeting` on every server of ours.
+pub const GREETING: &str = "Hello from the interop server.";
+/// The bytes of `demo://pixel` (the 8-byte PNG signature; base64 `iVBORw0KGgo=`, padded).
+pub const PIXEL: [u8; 8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A];
+/// The template every server of ours lists.
+pub const ITEM_TEMPLATE: &str = "demo://item/{id}";
+
+/// How a server answers a request the client lets through and the server refuses
+/// (measured per peer; the peer's test file says which).
+#[derive(Clone, Copy, Debug)]
+pub enum Refusal {
+    /// A JSON-RPC error the client reads as `not_found`, with this code (-32002, or
+    /// -32602 answering `resources/read` or a `prompts/get` that sent only a name).
+    NotFound(i64),
+    /// A JSON-RPC error the client reads as `remote_error`, with this code.
+    Remote(i64),
+}
+
+impl Refusal {
+    #[track_caller]
+    fn check(self, error: &smthrs_mcp::Error, what: &str) {
+        let (kind, code) = match self {
+            Refusal::NotFound(code) => (ErrorKind::NotFound, code),
+            Refusal::Remote(code) => (ErrorKind::RemoteError, code),
+        };
+        assert_eq!(error.kind(), kind, "{what}: {error}");
+        assert_eq!(error.remote_code(), Some(code), "{what}: {error}");
+    }
+}
+
+/// What one peer answers where the servers differ (each measured; see the peer's
+/// test file).
+#[derive(Clone, Copy, Debug)]
+pub struct Refusals {
+    /// `resources/read` of a URI the server does not have.
+    pub unknown_resource: Refusal,
+    /// `prompts/get` of `greet` without its required `name`, sent because this
+    /// session holds no prompt listing (so the server judges).
+    pub missing_argument_unlisted: Refusal,
+}
+
+fn text_of(data: &smthrs_mcp::content::ResourceData) -> &str {
+    match data {
+        smthrs_mcp::content::ResourceData::Text(text) => text,
+        other => panic!("text contents, got {other:?}"),
+    }
+}
+
+fn message_text(result: &smthrs_mcp::prompts::GetPromptResult) -> &str {
+    assert_eq!(result.messages.len(), 1, "{result:?}");
+    assert_eq!(result.messages[0].role, smthrs_mcp::resources::Role::User);
+    match &result.messages[0].content {
+        smthrs_mcp::content::ContentBlock::Text(text) => &text.text,
+        other => panic!("a text message, got {other:?}"),
+    }
+}
+
+/// Resources, the template, reads (text, blob, templated, unknown), prompts (with and
+/// without arguments, a missing required argument judged by the server and then
+/// refused locally) and completions, against one of our servers (issue 32). `client`
+/// must be fresh: the unlisted `prompts/get` runs before `prompts/list`.
+pub async fn offers_besides_tools(client: &Client, refusals: Refusals) {
+    use smthrs_mcp::completion::CompletionRef;
+    use smthrs_mcp::content::ResourceData;
+
+    for capability in ["tools", "resources", "prompts", "completions"] {
+        assert!(
+            client.declares(capability),
+            "{capability} not declared: {}",
+            client.capabilities()
+        );
+    }
+
+    // No listing held yet: the arguments go out as given and the server judges.
+    let unlisted = client
+        .get_prompt("greet", args(json!({})))
+        .await
+        .expect_err("greet without name, judged by the server");
+    refusals
+        .missing_argument_unlisted
+        .check(&unlisted, "prompts/get greet {} (no listing held)");
+
+    let resources = client.list_resources().await.expect("resources/list");
+    let listed: Vec<(&str, &str, Option<&str>)> = resources
+        .entries
+        .iter()
+        .map(|r| (r.name.as_str(), r.uri.as_str(), r.mime_type.as_deref()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("greeting", "demo://greeting", Some("text/plain")),
+            ("pixel", "demo://pixel", Some("image/png")),
+        ]
+    );
+
+    let templates = client
+        .list_resource_templates()
+        .await
+        .expect("resources/templates/list");
+    let listed: Vec<(&str, &str, Option<&str>)> = templates
+        .entries
+        .iter()
+        .map(|t| {
+            (
+                t.name.as_str(),
+                t.uri_template.as_str(),
+                t.mime_type.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(listed, [("item", ITEM_TEMPLATE, Some("text/plain"))]);
+
+    let greeting = client
+        .read_resource("demo://greeting")
+        .await
+        .expect("read demo://greeting");
+    assert_eq!(greeting.contents.len(), 1, "{greeting:?}");
+    assert_eq!(greeting.contents[0].uri, "demo://greeting");
+    assert_eq!(
+        greeting.contents[0].mime_type.as_deref(),
+        Some("text/plain")
+    );
+    assert_eq!(text_of(&greeting.contents[0].data), GREETING);
+
+    let pixel = client
+        .read_resource("demo://pixel")
+        .await
+        .expect("read demo://pixel");
+    assert_eq!(pixel.contents.len(), 1, "{pixel:?}");
+    assert_eq!(pixel.contents[0].mime_type.as_deref(), Some("image/png"));
+    match &pixel.contents[0].data {
+        ResourceData::Blob(bytes) => assert_eq!(bytes.as_slice(), PIXEL),
+        other => panic!("blob contents, got {other:?}"),
+    }
+
+    let item = client
+        .read_resource("demo://item/apple")
+        .await
+        .expect("read demo://item/apple (the template)");
+    assert_eq!(item.contents.len(), 1, "{item:?}");
+    assert_eq!(item.contents[0].uri, "demo://item/apple");
+    assert_eq!(text_of(&item.contents[0].data), "item apple");
+
+    let unknown = client
+        .read_resource("demo://nope")
+        .await
+        .expect_err("no such resource");
+    refusals
+        .unknown_resource
+        .check(&unknown, "resources/read demo://nope");
+
+    let prompts = client.list_prompts().await.expect("prompts/list");
+    let listed: Vec<(&str, Vec<(&str, bool)>)> = prompts
+        .entries
+        .iter()
+        .map(|p| {
+            let arguments = p
+                .arguments
+                .iter()
+                .map(|a| (a.name.as_str(), a.required))
+                .collect();
+            (p.name.as_str(), arguments)
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [("greet", vec![("name", true)]), ("hello", vec![])],
+        "{prompts:?}"
+    );
+
+    let greet = client
+        .get_prompt("greet", args(json!({"name": "Zed"})))
+        .await
+        .expect("prompts/get greet");
+    assert_eq!(message_text(&greet), "Hello, Zed!");
+    let hello = client
+        .get_prompt("hello", args(json!({})))
+        .await
+        .expect("prompts/get hello");
+    assert_eq!(message_text(&hello), "Hello!");
+
+    // With the listing held, the client refuses before sending: `protocol_error`,
+    // no remote code (a server refusal would carry one, as `unlisted` did).
+    let missing = client
+        .get_prompt("greet", args(json!({})))
+        .await
+        .expect_err("name is required: refused before sending");
+    assert_eq!(missing.kind(), ErrorKind::ProtocolError, "{missing}");
+    assert_eq!(missing.remote_code(), None, "{missing}");
+    let undeclared = client
+        .get_prompt("hello", args(json!({"name": "Zed"})))
+        .await
+        .expect_err("hello declares no argument: refused before sending");
+    assert_eq!(undeclared.kind(), ErrorKind::ProtocolError, "{undeclared}");
+
+    let names = client
+        .complete(
+            &CompletionRef::Prompt {
+                name: "greet".into(),
+            },
+            "name",
+            "Ali",
+            serde_json::Map::new(),
+        )
+        .await
+        .expect("completion/complete greet.name");
+    assert_eq!(names.values, ["Alice", "Alicia"], "{names:?}");
+    assert!(!names.has_more, "{names:?}");
+    // `total` is optional: the TypeScript SDK sends the count, the Python SDK none.
+    assert!(matches!(names.total, None | Some(2)), "{names:?}");
+    let ids = client
+        .complete(
+            &CompletionRef::Resource {
+                uri: ITEM_TEMPLATE.into(),
+            },
+            "id",
+            "ap",
+            serde_json::Map::new(),
+        )
+        .await
+        .expect("completion/complete item.id");
+    assert_eq!(ids.values, ["apple", "apricot"], "{ids:?}");
+    assert!(!ids.has_more, "{ids:?}");
 }
