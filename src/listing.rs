@@ -110,6 +110,8 @@ pub(crate) mod sealed {
     pub trait Entry: Sized {
         /// The list method, for messages (`"resources/list"`).
         const METHOD: &'static str;
+        /// The server capability the method needs (`"resources"`).
+        const CAPABILITY: &'static str;
         /// The result member holding the entries (`"resources"`).
         const MEMBER: &'static str;
         /// What the entries are, plural, for the cap message (`"resources"`).

@@ -169,6 +169,7 @@ fn argument_from(argument: Value, max_name_bytes: usize) -> Result<PromptArgumen
 
 impl sealed::Entry for Prompt {
     const METHOD: &'static str = "prompts/list";
+    const CAPABILITY: &'static str = "prompts";
     const MEMBER: &'static str = "prompts";
     const PLURAL: &'static str = "prompts";
     const OPTION: &'static str = "maxPrompts";

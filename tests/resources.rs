@@ -11,6 +11,8 @@ mod eras;
 use serde_json::{Map, Value, json};
 use smthrs_mcp::completion::CompletionRef;
 use smthrs_mcp::content::ResourceData;
+use smthrs_mcp::prompts::Prompt;
+use smthrs_mcp::resources::Resource;
 use smthrs_mcp::{Client, Era, ErrorKind, Limits, ProtocolMode};
 
 use eras::*;
@@ -402,6 +404,44 @@ async fn modern_http_sends_mcp_name(via: Via) {
     a.close().await;
 }
 
+async fn a_host_pages_itself_one_page_at_a_time(via: Via) {
+    for era in ERAS {
+        let methods = json!({
+            "prompts/list": [
+                ok(json!({"prompts": [{"name": "a"}], "nextCursor": "p2"})),
+                ok(json!({"prompts": [{"name": "b"}], "nextCursor": "p2"})),
+            ],
+        });
+        let a = open(via, era, all(), methods, Limits::default()).await;
+        let client = a.client();
+        let first = guard("page 1", client.list_page::<Prompt>(None))
+            .await
+            .unwrap();
+        assert_eq!(first.entries[0].name, "a", "{era:?}");
+        assert_eq!(first.next_cursor.as_deref(), Some("p2"), "{era:?}");
+        assert_eq!(first.cache.is_some(), era == Era::Modern);
+        // The second page names the cursor it was asked with: a loop, refused.
+        let error = guard("page 2", client.list_page::<Prompt>(Some("p2")))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error}");
+        assert!(error.message().contains("repeats the cursor"), "{error}");
+        let pages = a.received("prompts/list");
+        assert_eq!(pages.len(), 2);
+        assert!(pages[0]["params"].get("cursor").is_none());
+        assert_eq!(pages[1]["params"]["cursor"], "p2");
+        // Gated like the walk: nothing sent without the capability.
+        a.close().await;
+        let a = open(via, era, json!({"tools": {}}), json!({}), Limits::default()).await;
+        let error = guard("gated", a.client().list_page::<Resource>(None))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::MissingCapability, "{error}");
+        assert!(a.received("resources/list").is_empty());
+        a.close().await;
+    }
+}
+
 both_transports!(resources:
     a_walk_follows_every_page,
     a_duplicate_uri_fails_the_walk,
@@ -414,4 +454,5 @@ both_transports!(resources:
     completion_values_are_bounded,
     a_modern_read_answers_input_required_in_rounds,
     modern_http_sends_mcp_name,
+    a_host_pages_itself_one_page_at_a_time,
 );

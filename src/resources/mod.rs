@@ -118,6 +118,7 @@ impl Resource {
 
 impl sealed::Entry for Resource {
     const METHOD: &'static str = "resources/list";
+    const CAPABILITY: &'static str = "resources";
     const MEMBER: &'static str = "resources";
     const PLURAL: &'static str = "resources";
     const OPTION: &'static str = "maxResources";
@@ -174,6 +175,7 @@ pub struct ResourceTemplate {
 
 impl sealed::Entry for ResourceTemplate {
     const METHOD: &'static str = "resources/templates/list";
+    const CAPABILITY: &'static str = "resources";
     const MEMBER: &'static str = "resourceTemplates";
     const PLURAL: &'static str = "resource templates";
     const OPTION: &'static str = "maxResourceTemplates";

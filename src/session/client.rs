@@ -13,7 +13,7 @@ use super::engine::{self, Core, SCOPE_CLOSED};
 use super::protocol::era::{Era, ProtocolMode};
 use super::protocol::facts::{CacheHint, ServerInfo};
 use super::protocol::negotiate::{self, ServerFacts};
-use super::protocol::send::Listing;
+use super::protocol::send::{Listing, Page};
 use super::protocol::skills::SkillList;
 use super::protocol::tool_result::ToolResult;
 use super::protocol::{self, Connected, Link, Protocol, legacy};
@@ -454,6 +454,42 @@ impl Client {
     /// `invalid_response` when the result breaks a rule (the session lives).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResult> {
         protocol::resources::read(self.gate("resources")?, uri).await
+    }
+
+    /// One page of a list (`T`: [`Resource`], [`ResourceTemplate`] or
+    /// [`Prompt`]) at `cursor` (`None`: the first), for hosts that page
+    /// themselves: a server's listing may be larger than a walk's cap. The
+    /// page is checked as a walk's page is (entry rules, the item cap,
+    /// duplicates within it); following [`Page::next_cursor`], repeats and the
+    /// page count are the host's to bound, except that a `nextCursor` equal to
+    /// `cursor` fails (`invalid_response`). A page of prompts is not held for
+    /// [`get_prompt`](Self::get_prompt)'s check (only a whole listing is).
+    /// `missing_capability` when the server does not declare the list's
+    /// capability (nothing sent).
+    ///
+    /// ```no_run
+    /// # async fn run(client: smthrs_mcp::Client) -> smthrs_mcp::Result<()> {
+    /// use smthrs_mcp::resources::Resource;
+    /// let mut cursor = None;
+    /// loop {
+    ///     let page = client.list_page::<Resource>(cursor.as_deref()).await?;
+    ///     for resource in &page.entries {
+    ///         println!("{}", resource.uri);
+    ///     }
+    ///     match page.next_cursor {
+    ///         Some(next) => cursor = Some(next),
+    ///         None => break,
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn list_page<T: crate::listing::ListEntry>(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<Page<T>> {
+        let capability = <T as crate::listing::sealed::Entry>::CAPABILITY;
+        protocol::send::page(self.gate(capability)?, cursor).await
     }
 
     /// Lists the server's prompts, walking every page (`prompts/list`), under

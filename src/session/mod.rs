@@ -53,7 +53,7 @@ pub use protocol::era::{
 pub use protocol::facts::{
     CacheHint, CacheScope, MAX_CACHE_TTL, MAX_INSTRUCTIONS_BYTES, MAX_SERVER_INFO_BYTES, ServerInfo,
 };
-pub use protocol::send::Listing;
+pub use protocol::send::{Listing, Page};
 pub use protocol::skills::SkillList;
 pub use protocol::tool_result::ToolResult;
 pub use subscription::Subscription;

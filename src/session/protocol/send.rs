@@ -210,6 +210,46 @@ pub struct Listing<T> {
     pub cache: Option<CacheHint>,
 }
 
+/// One page of a list method, for hosts that page themselves (a listing may
+/// be larger than its walk's cap). The page follows every rule of a walk's
+/// page; the cursor is the host's to keep.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Page<T> {
+    /// The page's entries, in server order.
+    pub entries: Vec<T>,
+    /// The cursor of the next page, when there is one (2026-07-28: `""` is a
+    /// cursor).
+    pub next_cursor: Option<String>,
+    /// The page's cache hints (2026-07-28 only).
+    pub cache: Option<CacheHint>,
+}
+
+/// Fetches one page of the list method of `T` at `cursor` within
+/// `requestTimeoutMs`. A `nextCursor` equal to `cursor` fails (the host would
+/// loop).
+pub(crate) async fn page<T: ListEntry>(link: &Link, cursor: Option<&str>) -> Result<Page<T>> {
+    let core = &link.core;
+    let modern = link.protocol.wire.get().is_modern();
+    let bounds = ListBounds::from(&core.limits);
+    let method = <T as crate::listing::sealed::Entry>::METHOD;
+    let deadline = Instant::now() + core.limits.request_timeout();
+    let page = send(link, &Ask::new(method, deadline), &PageParams { cursor }).await?;
+    let cache = modern.then(|| CacheHint::from_result(&page));
+    let mut builder = ListBuilder::<T>::new(&bounds).empty_cursor_continues(modern);
+    let next_cursor = builder.add_page(page)?;
+    if next_cursor.is_some() && next_cursor.as_deref() == cursor {
+        return Err(Error::invalid_response(format!(
+            "{method}: the nextCursor repeats the cursor the page was asked with"
+        )));
+    }
+    Ok(Page {
+        entries: builder.finish(),
+        next_cursor,
+        cache,
+    })
+}
+
 /// Walks the list method of `T` (see the module docs), each page bounded by
 /// `requestTimeoutMs`.
 pub(crate) async fn walk<T: ListEntry>(link: &Link) -> Result<Listing<T>> {
