@@ -712,6 +712,14 @@ impl DiagnosticObserver for PrintDiagnostics {
                 version,
                 reason,
             } => format!("server \"{server}\": speaking {version}: {reason}"),
+            DiagnosticEvent::NotificationDropped {
+                server,
+                method,
+                reason,
+            } => format!(
+                "server \"{server}\": dropped a notification ({}): {reason}",
+                one_line(method.expose_secret())
+            ),
             DiagnosticEvent::OAuthStep {
                 server,
                 step,
