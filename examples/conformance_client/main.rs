@@ -25,7 +25,7 @@
 //! | `elicitation-sep1034-client-defaults` | connect, call `test_client_elicitation_defaults`; the server's `elicitation/create` is answered `accept` with no content, and the library fills in the schema's defaults ([`ConformanceHost`]) |
 //! | `request-metadata` | connect (the library's version negotiation, including the one corrective retry on -32022), close |
 //! | `sep-2322-client-request-state` | connect, call `test_mrtr_echo_state`, `test_mrtr_no_state`, `test_mrtr_no_result_type`; the MRTR rounds' elicitations are answered by [`ConformanceHost`], which also calls `test_mrtr_unrelated` between the first round and its retry |
-//! | `http-standard-headers` | connect, call every tool of the catalog ([`call_every_tool`]) |
+//! | `http-standard-headers` | connect, call every tool of the catalog ([`call_every_tool`]), read every resource, get every prompt |
 //! | `http-custom-headers` | connect, perform the context's `toolCalls` in order |
 //! | `http-invalid-tool-headers` | connect, call every tool the catalog kept (the library must have dropped the ten with an invalid `x-mcp-header`) |
 //! | `json-schema-ref-no-deref` | connect (lists tools), close: no network `$ref` is fetched |
@@ -310,10 +310,23 @@ async fn sep_2322_client_request_state(client: &Client) -> Result<(), Failure> {
 }
 
 /// `http-standard-headers`: exercise `tools/list` (the connect) and `tools/call` on
-/// every tool, so `Mcp-Method` and `Mcp-Name` are sent (resources and prompts are
-/// not in this library: their checks are SKIPPED).
+/// every tool, then `resources/list`, `resources/read` of each listed resource
+/// (through the server, whatever its scheme: an `https` URI is never fetched),
+/// `prompts/list` and `prompts/get` of each prompt, so `Mcp-Method` and
+/// `Mcp-Name` are sent for every method the scenario checks.
 async fn http_standard_headers(client: &Client) -> Result<(), Failure> {
-    call_every_tool(client).await
+    call_every_tool(client).await?;
+    if client.declares("resources") {
+        for resource in client.list_resources().await?.entries {
+            client.read_resource(&resource.uri).await?;
+        }
+    }
+    if client.declares("prompts") {
+        for prompt in client.list_prompts().await?.entries {
+            client.get_prompt(&prompt.name, Map::new()).await?;
+        }
+    }
+    Ok(())
 }
 
 /// `http-custom-headers`: the context's `toolCalls`, in order, with their exact
