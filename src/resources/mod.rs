@@ -31,6 +31,7 @@
 //! Members the schema does not name are ignored and not kept. A member present
 //! as `null` is refused like any other value of the wrong type.
 
+mod expand;
 mod hints;
 pub(crate) mod members;
 

@@ -517,3 +517,74 @@ fn a_template_follows_the_template_rules() {
         "the entry is 39 bytes of JSON without its uriTemplate; maxEntryDocumentBytes is 20"
     );
 }
+
+fn template_of(uri_template: &str) -> ResourceTemplate {
+    let page = json!({"resourceTemplates": [{"uriTemplate": uri_template, "name": "t"}]});
+    let mut walk = crate::listing::ListBuilder::<ResourceTemplate>::new(&Default::default());
+    walk.add_page(page).unwrap();
+    walk.finish().remove(0)
+}
+
+fn values(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+#[test]
+fn a_template_expands_by_rfc_6570_with_each_operator() {
+    let v = values(&[
+        ("var", "value"),
+        ("hello", "Hello World!"),
+        ("path", "/foo/bar"),
+    ]);
+    for (template, expected) in [
+        ("file:///{var}", "file:///value"),
+        ("file:///{hello}", "file:///Hello%20World%21"),
+        ("file://{+path}/here", "file:///foo/bar/here"),
+        ("file:///x{#var}", "file:///x#value"),
+        ("file:///x{.var}", "file:///x.value"),
+        ("file://{/var,var}", "file:///value/value"),
+        ("file:///x{;var}", "file:///x;var=value"),
+        (
+            "file:///x{?var,hello}",
+            "file:///x?var=value&hello=Hello%20World%21",
+        ),
+        ("file:///x?a=1{&var}", "file:///x?a=1&var=value"),
+        ("file:///x{?missing}", "file:///x"),
+    ] {
+        assert_eq!(
+            template_of(template).expand(&v, 4096).unwrap(),
+            expected,
+            "{template}"
+        );
+    }
+}
+
+#[test]
+fn a_value_cannot_climb_out_of_its_segment_and_non_ascii_is_percent_encoded() {
+    let template = template_of("file:///project/{name}");
+    let uri = template
+        .expand(&values(&[("name", "../../etc/passwd")]), 4096)
+        .unwrap();
+    assert_eq!(uri, "file:///project/..%2F..%2Fetc%2Fpasswd");
+    let uri = template.expand(&values(&[("name", "café")]), 4096).unwrap();
+    assert_eq!(uri, "file:///project/caf%C3%A9");
+}
+
+#[test]
+fn an_expansion_past_the_bound_is_refused_naming_it() {
+    let template = template_of("file:///{a}{a}{a}{a}");
+    let long = "x".repeat(100);
+    let error = template.expand(&values(&[("a", &long)]), 300).unwrap_err();
+    assert_eq!(error.kind(), crate::ErrorKind::ProtocolError);
+    assert!(
+        error
+            .message()
+            .contains("longer than 300 bytes (maxUriBytes)"),
+        "{error}"
+    );
+    assert!(!error.message().contains("xxx"), "{error}");
+    assert!(template.expand(&values(&[("a", &long)]), 408).is_ok());
+}
