@@ -570,6 +570,33 @@ async fn a_failed_subscribe_leaves_nothing_subscribed(via: Via) {
     a.close().await;
 }
 
+async fn a_prompt_list_change_drops_the_held_listing(via: Via) {
+    let methods = json!({
+        "prompts/list": [{"result": {"prompts": [{"name": "a"}]}}],
+        "prompts/get": [{"result": {"messages": []}}],
+        "resources/list": [trigger(vec![
+            note(Era::Legacy, "notifications/prompts/list_changed", json!({})),
+        ])],
+    });
+    let a = open(via, Era::Legacy, declared(), methods, Limits::default()).await;
+    let client = a.client();
+    guard("list", client.list_prompts()).await.unwrap();
+    // Held: a name the listing lacks is refused before anything is sent.
+    let error = guard("get", client.get_prompt("b", Default::default()))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
+    assert!(a.received("prompts/get").is_empty());
+    // The list changed (delivered before the trigger's reply, on its stream):
+    // the listing no longer says what the server accepts, so the server decides.
+    guard("trigger", client.list_resources()).await.unwrap();
+    guard("get", client.get_prompt("b", Default::default()))
+        .await
+        .unwrap();
+    assert_eq!(a.received("prompts/get").len(), 1);
+    a.close().await;
+}
+
 both_transports!(subscriptions:
     changes_reach_the_host_as_events,
     a_listen_ends_gracefully_by_cancel_or_by_a_bad_result,
@@ -579,4 +606,5 @@ both_transports!(subscriptions:
     notifications_past_the_rate_are_dropped,
     nothing_undeclared_is_asked,
     a_failed_subscribe_leaves_nothing_subscribed,
+    a_prompt_list_change_drops_the_held_listing,
 );
