@@ -411,6 +411,8 @@ async fn bounds_are_kept_locally_and_by_the_queue(via: Via) {
                 note(era, "notifications/resources/updated", json!({"uri": "file:///a"})),
                 note(era, "notifications/resources/updated", json!({"uri": "file:///b"})),
                 note(era, "notifications/resources/updated", json!({"uri": "file:///c"})),
+                // Not subscribed to: its drop report says the burst was routed.
+                note(era, "notifications/resources/updated", json!({"uri": "file:///z"})),
             ])],
         });
         let mut limits = Limits::default();
@@ -457,6 +459,10 @@ async fn bounds_are_kept_locally_and_by_the_queue(via: Via) {
         assert_eq!(a.lines().len(), before, "{era:?}");
         // Three distinct events for a queue of two: the subscription lags.
         guard("trigger", client.list_resources()).await.unwrap();
+        eventually("the burst routed", || {
+            !a.events.named("notification-dropped").is_empty()
+        })
+        .await;
         assert_eq!(next(&mut sub).await, Some(updated("file:///a")), "{era:?}");
         assert_eq!(next(&mut sub).await, Some(updated("file:///b")), "{era:?}");
         assert_eq!(next(&mut sub).await, None, "{era:?}");
