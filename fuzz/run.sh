@@ -14,7 +14,7 @@ seconds=${1:?usage: fuzz/run.sh SECONDS [TARGET...]}
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(line_framer jsonrpc_classify catalog_page http_sse server_file redaction www_authenticate input_requests skill_frontmatter)
+  targets=(line_framer jsonrpc_classify catalog_page http_sse server_file redaction www_authenticate input_requests skill_frontmatter resource_contents)
 fi
 cargo +nightly fuzz build -O
 status=0
@@ -24,6 +24,7 @@ for t in "${targets[@]}"; do
     http_sse) dict=(-dict=fuzz/dict/sse.dict) ;;
     redaction) dict=(-dict=fuzz/dict/redaction.dict) ;;
     skill_frontmatter) dict=(-dict=fuzz/dict/yaml.dict) ;;
+    resource_contents) dict=(-dict=fuzz/dict/resources.dict) ;;
     *) dict=() ;;
   esac
   mkdir -p "fuzz/corpus-work/$t" "fuzz/artifacts/$t"

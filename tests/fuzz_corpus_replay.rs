@@ -20,6 +20,8 @@ mod jsonrpc_classify;
 mod line_framer;
 #[path = "../fuzz/src/redaction.rs"]
 mod redaction;
+#[path = "../fuzz/src/resource_contents.rs"]
+mod resource_contents;
 #[path = "../fuzz/src/server_file.rs"]
 mod server_file;
 #[path = "../fuzz/src/skill_frontmatter.rs"]
@@ -108,4 +110,9 @@ fn www_authenticate_corpus() {
 #[test]
 fn skill_frontmatter_corpus() {
     replay("skill_frontmatter", skill_frontmatter::check);
+}
+
+#[test]
+fn resource_contents_corpus() {
+    replay("resource_contents", resource_contents::check);
 }

@@ -200,6 +200,99 @@ async fn a_large_read_is_admitted_and_other_large_frames_are_not(via: Via) {
     }
 }
 
+/// While a read is pending the framer takes frames up to the read's bound
+/// (`Limits::read_frame_bytes`, about 22.4 MiB by default), but only its reply may
+/// pass `maxFrameBytes`: a notification or a noise line past it ends the session
+/// with `protocol_error` naming `maxFrameBytes`, and the pending read fails with
+/// it instead of waiting for a reply that never comes.
+async fn a_long_notification_or_noise_line_during_a_read_ends_the_session(via: Via) {
+    for era in ERAS {
+        for kind in ["notification", "noise"] {
+            let methods = json!({"resources/read": [{"long_line": kind, "bytes": 100_000}]});
+            let mut limits = Limits::default();
+            limits.max_frame_bytes = 64 * 1024;
+            // A read left waiting would time out well before the hang guard.
+            limits.request_timeout_ms = 15_000;
+            let a = open(via, era, all(), methods, limits).await;
+            let client = a.client();
+            let error = guard("read", client.read_resource("file:///pending"))
+                .await
+                .unwrap_err();
+            assert_eq!(
+                error.kind(),
+                ErrorKind::ProtocolError,
+                "{era:?} {kind}: {error}"
+            );
+            assert!(
+                error.message().contains("maxFrameBytes is 65536"),
+                "{era:?} {kind}: {error}"
+            );
+            let terminal = client.terminal_error().expect("the session ended");
+            assert_eq!(terminal.kind(), ErrorKind::ProtocolError, "{terminal}");
+            assert!(
+                terminal.message().contains("maxFrameBytes is 65536"),
+                "{terminal}"
+            );
+            a.close().await;
+        }
+    }
+}
+
+/// Byte `i` of the scripted server's `big_blob` (testdata/scenarios/README.md).
+fn blob_byte(i: usize) -> u8 {
+    ((i % 251) ^ (i >> 12)) as u8
+}
+
+/// A blob of exactly `maxResourceBytes` (16 MiB by default, about 22.4 MiB of
+/// base64 on the wire) read through a live session comes back byte for byte;
+/// one byte more fails that read with `invalid_response` naming
+/// `maxResourceBytes`, and the session goes on.
+async fn a_blob_of_max_resource_bytes_is_read_whole_and_one_byte_more_is_refused(via: Via) {
+    let max = Limits::default().max_resource_bytes;
+    assert_eq!(max, 16 << 20, "the default this test is about");
+    for era in ERAS {
+        let methods = json!({"resources/read": [
+            {"big_blob": max},
+            {"big_blob": max + 1},
+            ok(json!({"contents": [{"uri": "file:///small", "text": "after"}]})),
+        ]});
+        let a = open(via, era, all(), methods, Limits::default()).await;
+        let client = a.client();
+        let read = guard("read", client.read_resource("file:///big"))
+            .await
+            .unwrap();
+        assert_eq!(read.contents.len(), 1);
+        let ResourceData::Blob(bytes) = &read.contents[0].data else {
+            panic!("{era:?}: not a blob");
+        };
+        assert_eq!(bytes.len() as u64, max, "{era:?}");
+        let wrong = bytes
+            .iter()
+            .enumerate()
+            .position(|(i, &byte)| byte != blob_byte(i));
+        assert_eq!(wrong, None, "{era:?}: the first wrong byte");
+        drop(read);
+
+        let error = guard("read", client.read_resource("file:///big"))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{era:?}: {error}");
+        assert!(
+            error.message().contains(&format!("{} bytes", max + 1))
+                && error
+                    .message()
+                    .contains(&format!("maxResourceBytes is {max}")),
+            "{era:?}: {error}"
+        );
+        assert!(client.terminal_error().is_none(), "the session lives");
+        let after = guard("read", client.read_resource("file:///small"))
+            .await
+            .unwrap();
+        assert_eq!(after.contents[0].data, ResourceData::Text("after".into()));
+        a.close().await;
+    }
+}
+
 async fn not_found_for_32002_and_32602(via: Via) {
     for era in ERAS {
         let methods = json!({
@@ -448,6 +541,8 @@ both_transports!(resources:
     a_cap_is_tripped_naming_the_count_and_option,
     a_read_returns_text_and_blob_and_refuses_bad_base64,
     a_large_read_is_admitted_and_other_large_frames_are_not,
+    a_long_notification_or_noise_line_during_a_read_ends_the_session,
+    a_blob_of_max_resource_bytes_is_read_whole_and_one_byte_more_is_refused,
     not_found_for_32002_and_32602,
     an_undeclared_capability_sends_nothing,
     prompt_arguments_are_checked_against_the_listing,

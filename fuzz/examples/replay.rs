@@ -9,6 +9,10 @@ fn main() {
         "http_sse" => smthrs_mcp_fuzz::http_sse::check,
         "server_file" => smthrs_mcp_fuzz::server_file::check,
         "redaction" => smthrs_mcp_fuzz::redaction::check,
+        "www_authenticate" => smthrs_mcp_fuzz::www_authenticate::check,
+        "input_requests" => smthrs_mcp_fuzz::input_requests::check,
+        "skill_frontmatter" => smthrs_mcp_fuzz::skill_frontmatter::check,
+        "resource_contents" => smthrs_mcp_fuzz::resource_contents::check,
         other => panic!("unknown target {other}"),
     };
     let mut files = Vec::new();

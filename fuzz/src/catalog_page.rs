@@ -24,6 +24,8 @@ use smthrs_mcp::catalog::CatalogBuilder;
 use smthrs_mcp::fuzzing::parse_value;
 use smthrs_mcp::{ErrorKind, Limits};
 
+use super::util::forbidden_char;
+
 struct Model {
     names: Vec<String>,
     cursors: HashSet<String>,
@@ -164,42 +166,7 @@ fn name_ok(name: &str, max: usize) -> bool {
         && name.len() <= max
         && name != "."
         && name != ".."
-        && name.chars().all(|c| {
-            c != '/'
-                && !c.is_control()
-                && !is_format(c)
-                && c != '\u{2028}'
-                && c != '\u{2029}'
-                && c != '\u{FFFD}'
-        })
-}
-
-/// Unicode general category Cf (Unicode 16.0).
-fn is_format(c: char) -> bool {
-    matches!(
-        c as u32,
-        0x00AD
-            | 0x0600..=0x0605
-            | 0x061C
-            | 0x06DD
-            | 0x070F
-            | 0x0890..=0x0891
-            | 0x08E2
-            | 0x180E
-            | 0x200B..=0x200F
-            | 0x202A..=0x202E
-            | 0x2060..=0x2064
-            | 0x2066..=0x206F
-            | 0xFEFF
-            | 0xFFF9..=0xFFFB
-            | 0x110BD
-            | 0x110CD
-            | 0x13430..=0x1343F
-            | 0x1BCA0..=0x1BCA3
-            | 0x1D173..=0x1D17A
-            | 0xE0001
-            | 0xE0020..=0xE007F
-    )
+        && name.chars().all(|c| c != '/' && !forbidden_char(c))
 }
 
 /// The message may not contain server text. Crate messages are ASCII made of

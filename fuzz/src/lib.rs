@@ -7,11 +7,12 @@
 //! this crate and as top-level modules of the replay test.
 
 pub mod catalog_page;
-pub mod input_requests;
 pub mod http_sse;
+pub mod input_requests;
 pub mod jsonrpc_classify;
 pub mod line_framer;
 pub mod redaction;
+pub mod resource_contents;
 pub mod server_file;
 pub mod skill_frontmatter;
 pub mod util;

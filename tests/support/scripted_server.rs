@@ -22,7 +22,7 @@
 //! `resultType`, MRTR) or `dual` (both). The modern part lives in
 //! `scripted_server/modern.rs`.
 //!
-//! This binary deliberately depends only on `std` and `serde_json`, never on
+//! This binary deliberately depends only on `std`, `serde_json` and `base64`, never on
 //! the library it tests, so it builds even when the library does not.
 
 #[path = "scripted_server/modern.rs"]
@@ -1231,8 +1231,11 @@ impl Server {
     }
 
     /// Answers a method of `methods` with its next entry: `{"result": ...}`,
-    /// `{"error": ...}`, or `{"big_text": n, "uri": u}` (a `resources/read`
-    /// result of one text content of `n` bytes of `x`).
+    /// `{"error": ...}`, `{"big_text": n, "uri": u}` (a `resources/read`
+    /// result of one text content of `n` bytes of `x`), `{"big_blob": n, "uri":
+    /// u}` (one blob content of the `n` bytes [`blob_byte`] gives), or
+    /// `{"long_line": "notification" | "noise", "bytes": n}` (one line of `n`
+    /// bytes, and no answer: the request stays pending).
     fn scripted_method(&mut self, id: Value, method: &str) {
         let entries = &self.scenario.methods[method];
         let count = self.method_calls.entry(method.to_owned()).or_default();
@@ -1271,6 +1274,32 @@ impl Server {
                 id,
                 json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}),
             );
+        } else if let Some(n) = entry.get("big_blob").and_then(Value::as_u64) {
+            use base64::Engine as _;
+            let uri = entry.get("uri").cloned().unwrap_or(json!("file:///big"));
+            let bytes: Vec<u8> = (0..n).map(blob_byte).collect();
+            let blob = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            drop(bytes);
+            // Built by hand so the 22 MiB of base64 are moved, not copied.
+            let mut item = Map::new();
+            item.insert("uri".into(), uri);
+            item.insert("mimeType".into(), json!("application/octet-stream"));
+            item.insert("blob".into(), Value::String(blob));
+            let mut result = Map::new();
+            result.insert("contents".into(), Value::Array(vec![Value::Object(item)]));
+            self.shared.reply_result(id, Value::Object(result));
+        } else if let Some(kind) = entry.get("long_line").and_then(Value::as_str) {
+            let n = entry.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let line = match kind {
+                "notification" => {
+                    let head = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":""#;
+                    let tail = r#""}}"#;
+                    let fill = n.saturating_sub(head.len() + tail.len());
+                    format!("{head}{}{tail}", "x".repeat(fill))
+                }
+                _ => "x".repeat(n),
+            };
+            self.shared.write_lines([Cow::Owned(line)]);
         }
     }
 
@@ -1739,4 +1768,10 @@ fn parse_line(line: &[u8]) -> serde_json::Result<Value> {
     let value = Value::deserialize(&mut de)?;
     de.end()?;
     Ok(value)
+}
+
+/// Byte `i` of a `big_blob`: `(i % 251) ^ (i >> 12)`, cut to eight bits (no short
+/// period, so a misplaced chunk shows).
+fn blob_byte(i: u64) -> u8 {
+    ((i % 251) ^ (i >> 12)) as u8
 }
