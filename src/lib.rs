@@ -118,6 +118,36 @@ pub mod fuzzing {
         }
     }
 
+    /// The `params` of a notification frame, for the `change_notification` target.
+    pub use crate::jsonrpc::request_params;
+
+    /// The event a change notification carries (`events::ServerEvent`), for the
+    /// `change_notification` target.
+    pub fn change_event(
+        method: &str,
+        params: Option<&Map<String, Value>>,
+        max_uri_bytes: usize,
+    ) -> Option<Result<crate::events::ServerEvent, String>> {
+        crate::events::ServerEvent::from_notification(method, params, max_uri_bytes)
+    }
+
+    /// A 2026-07-28 listen's acknowledged filter, read.
+    pub fn subscription_filter(
+        filter: &Map<String, Value>,
+    ) -> Result<crate::events::Interest, String> {
+        crate::events::Interest::from_filter(filter)
+    }
+
+    /// The `SubscriptionFilter` asking for `interest`.
+    pub fn filter_of(interest: &crate::events::Interest) -> Value {
+        interest.to_filter()
+    }
+
+    /// Whether everything in `a` is also in `b`.
+    pub fn interest_is_subset(a: &crate::events::Interest, b: &crate::events::Interest) -> bool {
+        a.is_subset_of(b)
+    }
+
     /// The longest stderr line kept (`redact::MAX_STDERR_LINE_BYTES`).
     pub use crate::redact::MAX_STDERR_LINE_BYTES;
     /// The text that replaces a redacted span (`redact::REDACTED`).

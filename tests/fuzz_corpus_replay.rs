@@ -10,6 +10,8 @@
 
 #[path = "../fuzz/src/catalog_page.rs"]
 mod catalog_page;
+#[path = "../fuzz/src/change_notification.rs"]
+mod change_notification;
 #[path = "../fuzz/src/http_sse.rs"]
 mod http_sse;
 #[path = "../fuzz/src/input_requests.rs"]
@@ -110,6 +112,11 @@ fn www_authenticate_corpus() {
 #[test]
 fn skill_frontmatter_corpus() {
     replay("skill_frontmatter", skill_frontmatter::check);
+}
+
+#[test]
+fn change_notification_corpus() {
+    replay("change_notification", change_notification::check);
 }
 
 #[test]

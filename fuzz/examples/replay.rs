@@ -13,6 +13,7 @@ fn main() {
         "input_requests" => smthrs_mcp_fuzz::input_requests::check,
         "skill_frontmatter" => smthrs_mcp_fuzz::skill_frontmatter::check,
         "resource_contents" => smthrs_mcp_fuzz::resource_contents::check,
+        "change_notification" => smthrs_mcp_fuzz::change_notification::check,
         other => panic!("unknown target {other}"),
     };
     let mut files = Vec::new();

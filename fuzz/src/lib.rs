@@ -7,6 +7,7 @@
 //! this crate and as top-level modules of the replay test.
 
 pub mod catalog_page;
+pub mod change_notification;
 pub mod http_sse;
 pub mod input_requests;
 pub mod jsonrpc_classify;
