@@ -7,6 +7,16 @@
 //! serves `initialize` (`interop/servers/PROBES.md`). Every pair must negotiate the
 //! legacy handshake (the default mode probes, then falls back).
 //!
+//! Change events ([`change_events`], issue 32): it declares `listChanged` on every list
+//! and `resources.subscribe`; `resources/subscribe` registers a URI, and the tool
+//! `toggle-subscriber-updates` sends `notifications/resources/updated` for each URI the
+//! session subscribed to at once and then every 5 s (`resources/subscriptions.js`);
+//! `gzip-file-as-resource` registers a session resource, which sends
+//! `notifications/resources/list_changed` (given a `data:` URI it fetches nothing). It
+//! sends `notifications/tools/list_changed` once, unasked, right after
+//! `notifications/initialized` (it registers its conditional tools then), and nothing
+//! changes its prompts.
+//!
 //! Locally, when `interop/node_modules` is absent, the tests print a notice and pass
 //! vacuously; under CI (`CI=true`) a missing peer is a failure, so CI cannot go green
 //! without running them.
@@ -20,6 +30,8 @@ use std::time::Duration;
 
 use interop::Era;
 use serde_json::json;
+use smthrs_mcp::events::{Interest, ServerEvent};
+use smthrs_mcp::session::Subscription;
 use smthrs_mcp::{Client, ErrorKind, Limits, StdioCommand};
 use support::args;
 
@@ -391,5 +403,101 @@ async fn http_resources_prompts_and_completion() {
     .await
     .expect("connect to server-everything over Streamable HTTP");
     offers_besides_tools(&client).await;
+    client.close().await;
+}
+
+/// The static resource the change-event test subscribes to.
+const DOC: &str = "demo://resource/static/document/architecture.md";
+
+/// Takes events until `wanted` comes, allowing only `besides` on the way.
+async fn wait_for(sub: &mut Subscription, wanted: ServerEvent, besides: &[ServerEvent]) {
+    loop {
+        match interop::next_event(sub).await {
+            Some(event) if event == wanted => return,
+            Some(event) if besides.contains(&event) => {}
+            other => panic!(
+                "waiting for {wanted:?}, got {other:?} (end: {:?})",
+                sub.end()
+            ),
+        }
+    }
+}
+
+/// Legacy change events: `resources/subscribe` for one static document, its
+/// timer-driven updates, a resource list change, then `resources/unsubscribe` on close
+/// with the session going on. `drops` must be the session's observer.
+async fn change_events(client: &Client, drops: &interop::Drops) {
+    let asked = Interest::every_list().resource(DOC);
+    let mut sub = interop::guard("subscribe", client.subscribe(asked.clone()))
+        .await
+        .expect("subscribe to every list and one document");
+    // Legacy: what the server declared of what was asked.
+    assert_eq!(sub.honoured(), &asked);
+
+    let toggle = || client.call_tool("toggle-subscriber-updates", args(json!({})));
+    let started = interop::guard("start the updates", toggle()).await.unwrap();
+    assert!(text(&started).contains("Started"), "{started:?}");
+    // Its one unasked tool-list change may still be on its way (HTTP: on the
+    // standalone stream, which opened after `notifications/initialized`).
+    let early = [ServerEvent::ToolsListChanged];
+    wait_for(&mut sub, interop::updated(DOC), &early).await;
+
+    let gzip = client.call_tool(
+        "gzip-file-as-resource",
+        args(json!({
+            "name": "subscribed.gz",
+            "data": "data:text/plain;base64,aGVsbG8=",
+            "outputType": "resourceLink",
+        })),
+    );
+    let linked = interop::guard("gzip-file-as-resource", gzip).await.unwrap();
+    assert!(!linked.is_error, "{linked:?}");
+    let besides = [ServerEvent::ToolsListChanged, interop::updated(DOC)];
+    wait_for(&mut sub, ServerEvent::ResourcesListChanged, &besides).await;
+
+    let stopped = interop::guard("stop the updates", toggle()).await.unwrap();
+    assert!(text(&stopped).contains("Stopped"), "{stopped:?}");
+    assert!(sub.end().is_none(), "{:?}", sub.end());
+    assert_eq!(drops.taken(), [], "notifications the client refused");
+    interop::guard("close (resources/unsubscribe)", sub.close()).await;
+    let sum = interop::guard(
+        "get-sum",
+        client.call_tool("get-sum", args(json!({"a": 1, "b": 2}))),
+    )
+    .await
+    .unwrap();
+    assert!(text(&sum).contains('3'), "{sum:?}");
+}
+
+#[tokio::test]
+async fn stdio_change_events() {
+    let Some(entry) = everything_entry() else {
+        return;
+    };
+    let drops = interop::Drops::new();
+    let client = Client::builder(PEER)
+        .diagnostics(drops.clone())
+        .connect(StdioCommand::new("node").arg(&entry).arg("stdio"))
+        .await
+        .expect("connect to server-everything over stdio");
+    interop::expect_era(&client, Era::Legacy);
+    change_events(&client, &drops).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_change_events() {
+    let Some(entry) = everything_entry() else {
+        return;
+    };
+    let server = HttpEverything::start(&entry).await;
+    let drops = interop::Drops::new();
+    let client = Client::builder(PEER)
+        .diagnostics(drops.clone())
+        .connect(server.transport())
+        .await
+        .expect("connect to server-everything over Streamable HTTP");
+    interop::expect_era(&client, Era::Legacy);
+    change_events(&client, &drops).await;
     client.close().await;
 }

@@ -1,8 +1,9 @@
 //! Interop with the official MCP Python SDK (`mcp` 2.3.0 on PyPI, pinned with hashes in
 //! `interop/python/requirements.lock`): the server in `interop/python/server.py`
 //! (FastMCP, called `MCPServer` since mcp 2), over stdio and over Streamable HTTP: its
-//! tools, and its resources, resource template, prompts and completions
-//! ([`interop::offers_besides_tools`]).
+//! tools, its resources, resource template, prompts and completions
+//! ([`interop::offers_besides_tools`]), and change events over `subscriptions/listen`
+//! ([`interop::change_events`]).
 //!
 //! The peer is dual-era (it answers `server/discover` with `supportedVersions:
 //! ["2026-07-28"]` on both transports and still serves `initialize`; on stdio, once it
@@ -193,5 +194,41 @@ async fn http_resources_prompts_and_completion() {
         .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
     interop::expect_era(&client, Era::Modern);
     interop::offers_besides_tools(&client, REFUSALS).await;
+    client.close().await;
+}
+
+/// Change events (issue 32) over stdio, in 2026-07-28: `subscriptions/listen`, the
+/// server's `touch`/`change` tools as triggers ([`interop::change_events`]).
+#[tokio::test]
+async fn stdio_change_events() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let drops = interop::Drops::new();
+    let client = Client::builder(PEER)
+        .diagnostics(drops.clone())
+        .connect(stdio(&peer))
+        .await
+        .expect("connect over stdio");
+    interop::expect_era(&client, Era::Modern);
+    interop::change_events(&client, &drops).await;
+    client.close().await;
+}
+
+/// The same over Streamable HTTP: each listen is a POST answered with an event stream.
+#[tokio::test]
+async fn http_change_events() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let server = http(&peer).await;
+    let drops = interop::Drops::new();
+    let client = Client::builder(PEER)
+        .diagnostics(drops.clone())
+        .connect(server.transport(PEER))
+        .await
+        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::expect_era(&client, Era::Modern);
+    interop::change_events(&client, &drops).await;
     client.close().await;
 }

@@ -2,8 +2,9 @@
 //! PyPI, pinned with hashes in `interop/python/requirements-legacy.lock`, installed into
 //! `interop/python/.venv-legacy`): the server in `interop/python/server_legacy.py`
 //! (FastMCP), over stdio and over Streamable HTTP (stateful: `Mcp-Session-Id`): its tools,
-//! and its resources, resource template, prompts and completions
-//! ([`interop::offers_besides_tools`]).
+//! its resources, resource template, prompts and completions
+//! ([`interop::offers_besides_tools`]), and that it declares no change events
+//! ([`interop::no_change_events`]).
 //!
 //! A legacy-only peer: it answers `server/discover` with -32602 on stdio and with a
 //! 400 (-32600, "Missing session ID") on HTTP, then serves `initialize` on the same
@@ -169,5 +170,39 @@ async fn http_resources_prompts_and_completion() {
         .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
     interop::expect_era(&client, Era::Legacy);
     interop::offers_besides_tools(&client, REFUSALS).await;
+    client.close().await;
+}
+
+/// Change events (issue 32): FastMCP 1.30 declares none (`listChanged` false on every
+/// list, `resources.subscribe` false, and `resources/subscribe` is -32601), though its
+/// `touch`/`change` tools make it send them unasked. Subscribing is refused before
+/// anything is sent, and the unasked notifications do not disturb the session
+/// ([`interop::no_change_events`]).
+#[tokio::test]
+async fn stdio_change_events_are_not_declared() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let client = Client::builder(PEER)
+        .connect(stdio(&peer))
+        .await
+        .expect("connect over stdio");
+    interop::expect_era(&client, Era::Legacy);
+    interop::no_change_events(&client).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_change_events_are_not_declared() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let server = http(&peer).await;
+    let client = Client::builder(PEER)
+        .connect(server.transport(PEER))
+        .await
+        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::expect_era(&client, Era::Legacy);
+    interop::no_change_events(&client).await;
     client.close().await;
 }

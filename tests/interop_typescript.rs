@@ -4,7 +4,9 @@
 //! over stdio (`serveStdio`) and over Streamable HTTP (`createMcpHandler`, stateless
 //! legacy serving: no session id, GET and DELETE answered 405): its tools, and its
 //! resources, resource template, prompts and completions
-//! ([`interop::offers_besides_tools`]).
+//! ([`interop::offers_besides_tools`]), and change events ([`interop::change_events`]:
+//! `subscriptions/listen` on both transports, and `resources/subscribe` in a legacy
+//! stdio session).
 //!
 //! The peer is dual-era (it answers `server/discover` with `supportedVersions:
 //! ["2026-07-28"]` and still serves `initialize`, see `interop/servers/PROBES.md`), so
@@ -22,7 +24,7 @@ use std::time::Duration;
 
 use interop::{Era, Refusal, Refusals, SlowUnit};
 use peer_process::HttpPeer;
-use smthrs_mcp::{Client, StdioCommand};
+use smthrs_mcp::{Client, ProtocolMode, StdioCommand};
 
 const PEER: &str = "typescript";
 const SLOW: SlowUnit = SlowUnit::Millis;
@@ -191,5 +193,63 @@ async fn http_resources_prompts_and_completion() {
         .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
     interop::expect_era(&client, Era::Modern);
     interop::offers_besides_tools(&client, REFUSALS).await;
+    client.close().await;
+}
+
+/// Change events (issue 32) over stdio, in 2026-07-28: `subscriptions/listen`, the
+/// server's `touch`/`change` tools as triggers ([`interop::change_events`]).
+#[tokio::test]
+async fn stdio_change_events() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let drops = interop::Drops::new();
+    let client = Client::builder(PEER)
+        .diagnostics(drops.clone())
+        .connect(stdio(&script))
+        .await
+        .expect("connect over stdio");
+    interop::expect_era(&client, Era::Modern);
+    interop::change_events(&client, &drops).await;
+    client.close().await;
+}
+
+/// The same over Streamable HTTP: each listen is a POST answered with an event stream.
+#[tokio::test]
+async fn http_change_events() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let server = http(&script).await;
+    let drops = interop::Drops::new();
+    let client = Client::builder(PEER)
+        .diagnostics(drops.clone())
+        .connect(server.transport(PEER))
+        .await
+        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::expect_era(&client, Era::Modern);
+    interop::change_events(&client, &drops).await;
+    client.close().await;
+}
+
+/// Change events in a legacy session over stdio (the peer serves `initialize` too, with
+/// one pinned instance per connection): `resources/subscribe` and `unsubscribe`, list
+/// changes sent unasked, each trigger received. Legacy HTTP is not tested: the SDK
+/// serves it statelessly (an instance per request, GET answered 405), so a legacy
+/// client there hears of no change.
+#[tokio::test]
+async fn stdio_legacy_change_events() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let drops = interop::Drops::new();
+    let client = Client::builder(PEER)
+        .protocol(ProtocolMode::Legacy)
+        .diagnostics(drops.clone())
+        .connect(stdio(&script))
+        .await
+        .expect("connect over stdio, legacy");
+    assert_eq!(client.protocol_version(), interop::LEGACY_VERSION);
+    interop::change_events(&client, &drops).await;
     client.close().await;
 }

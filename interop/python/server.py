@@ -7,6 +7,12 @@ Offers, as server_legacy.py and ../typescript/server.mjs do: the tools `echo {te
 (text/plain) and `demo://pixel` (image/png, 8 bytes); the template `demo://item/{id}`
 (completion for `id`); the prompts `greet {name}` (completion for `name`) and `hello`.
 
+Change events on demand (tests/interop_python.rs subscribes, then calls them): the
+tools `touch {uri}` (`notifications/resources/updated` for `uri`) and `change {list}`
+(`notifications/<list>/list_changed`, `list` one of tools, prompts, resources; the
+lists themselves stay as they are), published with `Context.notify_*` on the server's
+subscription bus, which feeds the `subscriptions/listen` streams (2026-07-28).
+
     python server.py stdio
     python server.py streamable-http [PORT]     # PORT defaults to $PORT, then 8000
 
@@ -18,10 +24,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import Literal
 
 from pydantic import BaseModel
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import Completion, PromptReference, ResourceTemplateReference
 
 mcp = MCPServer("smthrs-interop-python")
@@ -48,6 +55,25 @@ async def slow(seconds: float) -> str:
     """Sleeps for `seconds`, then says so."""
     await asyncio.sleep(seconds)
     return f"slept {seconds} s"
+
+
+@mcp.tool()
+async def touch(uri: str, ctx: Context) -> str:
+    """Reports the resource at `uri` as updated (notifications/resources/updated)."""
+    await ctx.notify_resource_updated(uri)
+    return f"touched {uri}"
+
+
+@mcp.tool()
+async def change(list: Literal["tools", "prompts", "resources"], ctx: Context) -> str:
+    """Reports a list as changed (notifications/<list>/list_changed)."""
+    notify = {
+        "tools": ctx.notify_tools_changed,
+        "prompts": ctx.notify_prompts_changed,
+        "resources": ctx.notify_resources_changed,
+    }[list]
+    await notify()
+    return f"changed {list}"
 
 
 # Resources, a resource template, prompts and completions, the same in server.py,

@@ -10,6 +10,15 @@ template, prompts and completions as server.py, on `FastMCP`:
 
 Streamable HTTP binds 127.0.0.1 only and serves the endpoint at /mcp (stateful: the
 server hands out an `Mcp-Session-Id`).
+
+Change events on demand, as in server.py: the tools `touch {uri}`
+(`notifications/resources/updated` for `uri`) and `change {list}`
+(`notifications/<list>/list_changed`, `list` one of tools, prompts, resources), sent
+with the 1.x session API (`ctx.session.send_resource_updated`,
+`send_*_list_changed`). FastMCP 1.30 declares neither `listChanged` (it builds its
+initialization options with the default `NotificationOptions`, all false) nor
+`resources.subscribe` (the low-level `get_capabilities` always says false), so these
+notifications go to a client that was never told to expect them.
 """
 
 from __future__ import annotations
@@ -17,10 +26,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import AnyUrl, BaseModel
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import Completion, PromptReference, ResourceTemplateReference
 
 mcp = FastMCP("smthrs-interop-python-legacy")
@@ -47,6 +57,25 @@ async def slow(seconds: float) -> str:
     """Sleeps for `seconds`, then says so."""
     await asyncio.sleep(seconds)
     return f"slept {seconds} s"
+
+
+@mcp.tool()
+async def touch(uri: str, ctx: Context) -> str:
+    """Reports the resource at `uri` as updated (notifications/resources/updated)."""
+    await ctx.session.send_resource_updated(AnyUrl(uri))
+    return f"touched {uri}"
+
+
+@mcp.tool()
+async def change(list: Literal["tools", "prompts", "resources"], ctx: Context) -> str:
+    """Reports a list as changed (notifications/<list>/list_changed)."""
+    notify = {
+        "tools": ctx.session.send_tool_list_changed,
+        "prompts": ctx.session.send_prompt_list_changed,
+        "resources": ctx.session.send_resource_list_changed,
+    }[list]
+    await notify()
+    return f"changed {list}"
 
 
 # Resources, a resource template, prompts and completions, the same in server.py,

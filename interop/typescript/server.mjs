@@ -23,6 +23,20 @@
 //   greet {name}     a user message "Hello, <name>!"; `name` completes by prefix
 //   hello            a user message "Hello!"
 //
+// Change events on demand (tests/interop_typescript.rs subscribes, then calls these):
+//   touch {uri}      -> notifications/resources/updated for `uri`
+//   change {list}    -> notifications/<list>/list_changed, `list` one of tools, prompts,
+//                       resources (the lists themselves stay as they are)
+// They use the SDK's own API: on stdio the pinned instance's `sendToolListChanged()` /
+// `server.sendResourceUpdated()` (in 2026-07-28 the entry routes them onto the open
+// `subscriptions/listen` streams; in a legacy connection they go out as they are); on
+// HTTP, where each request gets a fresh instance, the handler's `notify` (its event bus
+// feeds the listen streams). `resources.subscribe` is declared, so a listen's
+// `resourceSubscriptions` is honoured; a legacy connection subscribes with
+// `resources/subscribe` (handlers below), and `touch` reports only a URI it subscribed
+// to. (Legacy HTTP is stateless, one instance per request and no GET stream: nothing
+// reaches a legacy client there.)
+//
 // HTTP is plain node:http bound to 127.0.0.1 only, bridged to the handler's fetch face
 // by the small adapter below (the SDK's own Node adapter is a separate package).
 
@@ -42,9 +56,31 @@ const ITEM_IDS = ['apple', 'apricot', 'banana'];
 const NAMES = ['Alice', 'Alicia', 'Bob'];
 const byPrefix = (choices) => (value) => choices.filter((choice) => choice.startsWith(value));
 
-/** One server instance; both entries call this factory per connection / request. */
-function makeServer() {
-  const server = new McpServer({ name: NAME, version: VERSION }, { capabilities: { tools: {} } });
+const LISTS = ['tools', 'prompts', 'resources'];
+
+/**
+ * One server instance; both entries call this factory per connection / request, in
+ * the era the connection or request speaks. `notifier(server)` is how the instance
+ * reports a change (see the header).
+ */
+function makeServer(notifier, era) {
+  const server = new McpServer(
+    { name: NAME, version: VERSION },
+    { capabilities: { tools: {}, resources: { subscribe: true } } },
+  );
+  const notify = notifier(server);
+  // Legacy: the URIs this connection subscribed to (2026-07-28: the listen filters).
+  const subscribed = era === 'legacy' ? new Set() : undefined;
+  if (subscribed) {
+    server.server.setRequestHandler('resources/subscribe', async ({ params }) => {
+      subscribed.add(params.uri);
+      return {};
+    });
+    server.server.setRequestHandler('resources/unsubscribe', async ({ params }) => {
+      subscribed.delete(params.uri);
+      return {};
+    });
+  }
   server.registerTool(
     'echo',
     { description: 'Returns the text unchanged', inputSchema: z.object({ text: z.string() }) },
@@ -78,6 +114,28 @@ function makeServer() {
         });
       });
       return { content: [{ type: 'text', text: `slept ${ms} ms` }] };
+    },
+  );
+  server.registerTool(
+    'touch',
+    {
+      description: 'Reports the resource at `uri` as updated (notifications/resources/updated)',
+      inputSchema: z.object({ uri: z.string() }),
+    },
+    async ({ uri }) => {
+      if (!subscribed || subscribed.has(uri)) await notify.resourceUpdated(uri);
+      return { content: [{ type: 'text', text: `touched ${uri}` }] };
+    },
+  );
+  server.registerTool(
+    'change',
+    {
+      description: 'Reports a list as changed (notifications/<list>/list_changed)',
+      inputSchema: z.object({ list: z.enum(LISTS) }),
+    },
+    async ({ list }) => {
+      await notify[`${list}Changed`]();
+      return { content: [{ type: 'text', text: `changed ${list}` }] };
     },
   );
   server.registerResource(
@@ -160,8 +218,18 @@ async function writeWebResponse(response, res) {
   res.end();
 }
 
+/** stdio: the pinned instance sends; the entry routes onto the listen streams. */
+const instanceNotifier = (server) => ({
+  toolsChanged: () => server.sendToolListChanged(),
+  promptsChanged: () => server.sendPromptListChanged(),
+  resourcesChanged: () => server.sendResourceListChanged(),
+  resourceUpdated: (uri) => server.server.sendResourceUpdated({ uri }),
+});
+
 async function serveHttp(port) {
-  const handler = createMcpHandler(() => makeServer(), {
+  // The handler's `notify` publishes on its event bus (the factory runs per request,
+  // once `handler` exists).
+  const handler = createMcpHandler(({ era }) => makeServer(() => handler.notify, era), {
     onerror: (error) => console.error(`${NAME}: ${error.message}`),
   });
   const http = createServer(async (req, res) => {
@@ -181,7 +249,7 @@ async function serveHttp(port) {
 
 const [mode, port] = process.argv.slice(2);
 if (mode === 'stdio') {
-  serveStdio(() => makeServer(), {
+  serveStdio(({ era }) => makeServer(instanceNotifier, era), {
     onerror: (error) => console.error(`${NAME}: ${error.message}`),
   });
 } else if (mode === 'http' && /^\d+$/.test(port ?? '')) {

@@ -15,14 +15,27 @@
 //! - the uniform checks of what the TypeScript and Python servers offer besides tools
 //!   ([`offers_besides_tools`]): resources `demo://greeting` (text) and `demo://pixel`
 //!   (blob), the template `demo://item/{id}`, the prompts `greet {name}` and `hello`,
-//!   and completions for `id` and `name`.
+//!   and completions for `id` and `name`;
+//! - the uniform checks of change events from the TypeScript and Python servers
+//!   ([`change_events`], [`no_change_events`]): `touch {uri}` and `change {list}` make the
+//!   server send `notifications/resources/updated` and `notifications/<list>/list_changed`,
+//!   which a [`Subscription`](smthrs_mcp::session::Subscription) receives; [`Drops`]
+//!   records what the client dropped, and [`guard`] bounds every wait.
 #![allow(dead_code)]
 
+use std::future::Future;
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use smthrs_mcp::{Client, ClientBuilder, ErrorKind, Limits, ToolResult, Transport};
+use smthrs_mcp::events::{Interest, ServerEvent};
+use smthrs_mcp::secrecy::ExposeSecret;
+use smthrs_mcp::session::Subscription;
+use smthrs_mcp::{
+    Client, ClientBuilder, DiagnosticEvent, DiagnosticObserver, ErrorKind, Limits, ToolResult,
+    Transport,
+};
 
 /// The modern revision.
 pub const MODERN_VERSION: &str = "2026-07-28";
@@ -442,4 +455,208 @@ pub async fn offers_besides_tools(client: &Client, refusals: Refusals) {
         .expect("completion/complete item.id");
     assert_eq!(ids.values, ["apple", "apricot"], "{ids:?}");
     assert!(!ids.has_more, "{ids:?}");
+}
+
+/// The generous bound on every wait of the change-event checks: a hang fails the test
+/// instead of stalling the run. Never a timing assertion.
+pub const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// Awaits `future`, failing the test if it hangs.
+pub async fn guard<T>(what: &str, future: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(HANG_GUARD, future).await {
+        Ok(value) => value,
+        Err(_) => panic!("hang guard: {what} did not finish within {HANG_GUARD:?}"),
+    }
+}
+
+/// The `notification-dropped` diagnostics of one session, as (method, reason): install
+/// it with `ClientBuilder::diagnostics` to see which of a real server's notifications
+/// the client refused.
+#[derive(Default)]
+pub struct Drops(Mutex<Vec<(String, &'static str)>>);
+
+impl DiagnosticObserver for Drops {
+    fn observe(&self, event: DiagnosticEvent) {
+        if let DiagnosticEvent::NotificationDropped { method, reason, .. } = event {
+            self.0
+                .lock()
+                .unwrap()
+                .push((method.expose_secret().to_string(), reason));
+        }
+    }
+}
+
+impl Drops {
+    pub fn new() -> Arc<Drops> {
+        Arc::new(Drops::default())
+    }
+
+    /// Every drop so far.
+    pub fn taken(&self) -> Vec<(String, &'static str)> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// The resource the change-event checks subscribe to.
+pub const WATCHED: &str = "demo://greeting";
+
+/// The next event, within the hang guard.
+pub async fn next_event(sub: &mut Subscription) -> Option<ServerEvent> {
+    guard("the next change event", sub.next()).await
+}
+
+/// `ResourceUpdated` for `uri`.
+pub fn updated(uri: &str) -> ServerEvent {
+    ServerEvent::ResourceUpdated { uri: uri.into() }
+}
+
+/// Calls a tool of ours that must succeed.
+async fn trigger(client: &Client, tool: &str, arguments: Value) {
+    let result = guard(tool, client.call_tool(tool, args(arguments)))
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+    assert!(!result.is_error, "{tool}: {result:?}");
+}
+
+/// `touch {uri}`: the server sends `notifications/resources/updated` for `uri` (to
+/// whoever subscribed to it).
+pub async fn touch(client: &Client, uri: &str) {
+    trigger(client, "touch", json!({ "uri": uri })).await;
+}
+
+/// `change {list}`: the server sends `notifications/<list>/list_changed`.
+pub async fn change(client: &Client, list: &str) {
+    trigger(client, "change", json!({ "list": list })).await;
+}
+
+/// Change events from one of our servers (TypeScript 2.4, Python 2.3) in the era the
+/// session speaks (2026-07-28: `subscriptions/listen`; legacy: `resources/subscribe`,
+/// list changes unasked): everything asked is honoured; each trigger arrives as its
+/// event; an update of a resource not subscribed to never does; closing ends the
+/// subscription and the session goes on; a narrower subscription gets only what it
+/// asked. `drops` must be the session's observer: nothing the server sends is refused
+/// while the first subscription is open.
+pub async fn change_events(client: &Client, drops: &Drops) {
+    for (list, declared) in [
+        (
+            "tools",
+            client.capabilities()["tools"]["listChanged"].clone(),
+        ),
+        (
+            "prompts",
+            client.capabilities()["prompts"]["listChanged"].clone(),
+        ),
+        (
+            "resources",
+            client.capabilities()["resources"]["listChanged"].clone(),
+        ),
+        (
+            "resources.subscribe",
+            client.capabilities()["resources"]["subscribe"].clone(),
+        ),
+    ] {
+        assert_eq!(declared, json!(true), "{list}: {}", client.capabilities());
+    }
+    let asked = Interest::every_list().resource(WATCHED);
+    let mut sub = guard("subscribe", client.subscribe(asked.clone()))
+        .await
+        .expect("subscribe to every list and demo://greeting");
+    assert_eq!(sub.honoured(), &asked, "the server honours all of it");
+
+    touch(client, WATCHED).await;
+    assert_eq!(next_event(&mut sub).await, Some(updated(WATCHED)));
+    // Not subscribed: the server filters it out (had it sent it, the client would
+    // have dropped it, and `drops` would say so), so the next event is the list's.
+    touch(client, "demo://pixel").await;
+    for (list, event) in [
+        ("tools", ServerEvent::ToolsListChanged),
+        ("prompts", ServerEvent::PromptsListChanged),
+        ("resources", ServerEvent::ResourcesListChanged),
+    ] {
+        change(client, list).await;
+        assert_eq!(next_event(&mut sub).await, Some(event), "{list}");
+    }
+    assert!(sub.end().is_none(), "{:?}", sub.end());
+    assert_eq!(drops.taken(), [], "notifications the client refused");
+    guard("close the subscription", sub.close()).await;
+
+    // The session goes on; a trigger now reaches no subscription.
+    touch(client, WATCHED).await;
+    change(client, "tools").await;
+    let echoed = guard(
+        "echo",
+        client.call_tool("echo", args(json!({"text": "after"}))),
+    )
+    .await
+    .unwrap();
+    assert_eq!(text(&echoed), "after");
+
+    // A second, narrower subscription: only the tool list.
+    let tools_only = Interest::new().tools_list();
+    let mut sub = guard("subscribe again", client.subscribe(tools_only.clone()))
+        .await
+        .expect("subscribe to the tool list");
+    assert_eq!(sub.honoured(), &tools_only);
+    touch(client, WATCHED).await;
+    change(client, "prompts").await;
+    change(client, "tools").await;
+    assert_eq!(
+        next_event(&mut sub).await,
+        Some(ServerEvent::ToolsListChanged)
+    );
+    guard("close the second subscription", sub.close()).await;
+    // What the client may drop after the first close. 2026-07-28: `close` returns
+    // before the listen's `notifications/cancelled` is written (stdio: the next request
+    // goes out first), so a server may still send a trigger's event for the listen
+    // given up. Legacy: the prompt-list change, sent to every session unasked, which
+    // the tool-list subscription does not cover.
+    let allowed: &[&str] = match client.era() {
+        smthrs_mcp::Era::Legacy => &["not subscribed to"],
+        _ => &["names no open listen", "no subscription is open"],
+    };
+    for (method, reason) in drops.taken() {
+        assert!(allowed.contains(&reason), "{method}: {reason}");
+    }
+}
+
+/// A server that declares no change notifications at all (`listChanged` false,
+/// `resources.subscribe` false), though it sends them when triggered: subscribing is
+/// refused before anything is sent (`missing_capability`, beyond-tools.md §0.2, Q1),
+/// and what it sends unasked does not disturb the session.
+pub async fn no_change_events(client: &Client) {
+    for (list, member) in [
+        ("tools", "listChanged"),
+        ("prompts", "listChanged"),
+        ("resources", "listChanged"),
+        ("resources", "subscribe"),
+    ] {
+        assert_eq!(
+            client.capabilities()[list][member],
+            json!(false),
+            "{list}.{member}: {}",
+            client.capabilities()
+        );
+    }
+    for (interest, named) in [
+        (Interest::every_list(), "tools.listChanged"),
+        (Interest::new().prompts_list(), "prompts.listChanged"),
+        (Interest::new().resource(WATCHED), "resources.subscribe"),
+    ] {
+        let error = guard("subscribe", client.subscribe(interest))
+            .await
+            .expect_err("nothing to subscribe to");
+        assert_eq!(error.kind(), ErrorKind::MissingCapability, "{error}");
+        assert!(error.message().contains(named), "{error}");
+    }
+    touch(client, WATCHED).await;
+    for list in ["tools", "prompts", "resources"] {
+        change(client, list).await;
+    }
+    let echoed = guard(
+        "echo",
+        client.call_tool("echo", args(json!({"text": "still"}))),
+    )
+    .await
+    .unwrap();
+    assert_eq!(text(&echoed), "still");
 }
