@@ -93,12 +93,15 @@ impl Subscription {
         self.feed.end()
     }
 
-    /// Ends it and waits until the server was told: a legacy
-    /// `resources/unsubscribe` for each URI no other subscription wants (each
-    /// within `requestTimeoutMs`, best effort); a 2026-07-28 listen is given up.
+    /// Ends it and waits until the server is told, ahead of any later
+    /// request: a legacy `resources/unsubscribe` for each URI no other
+    /// subscription wants (each within `requestTimeoutMs`, best effort); a
+    /// 2026-07-28 listen given up (stdio: its `notifications/cancelled` queued
+    /// before anything sent after `close` returns; HTTP: its stream closed).
     pub async fn close(mut self) {
         self.closed = true;
         let released = self.release();
+        self.feed.given_up().await;
         subscriptions::unsubscribe(&self.link, &released).await;
     }
 

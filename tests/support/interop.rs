@@ -605,11 +605,12 @@ pub async fn change_events(client: &Client, drops: &Drops) {
         Some(ServerEvent::ToolsListChanged)
     );
     guard("close the second subscription", sub.close()).await;
-    // What the client may drop after the first close. 2026-07-28: `close` returns
-    // before the listen's `notifications/cancelled` is written (stdio: the next request
-    // goes out first), so a server may still send a trigger's event for the listen
-    // given up. Legacy: the prompt-list change, sent to every session unasked, which
-    // the tool-list subscription does not cover.
+    // What the client may drop after the first close. 2026-07-28: `close` queues
+    // the listen's `notifications/cancelled` (stdio) or closes its stream (HTTP)
+    // before it returns, but a server may act on that after the next request and
+    // still send that trigger's event to the listen given up. Legacy: the
+    // prompt-list change, sent to every session unasked, which the tool-list
+    // subscription does not cover.
     let allowed: &[&str] = match client.era() {
         smthrs_mcp::Era::Legacy => &["not subscribed to"],
         _ => &["names no open listen", "no subscription is open"],

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use secrecy::SecretString;
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, oneshot};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -47,6 +48,9 @@ pub(crate) struct Feed {
     pub(crate) wake: Notify,
     /// Cancelled when the feed ends: its listen request is given up.
     pub(crate) stop: CancellationToken,
+    /// 2026-07-28: the task carrying its listen request; once it has ended, the
+    /// request was given up (its cancellation queued ahead of anything later).
+    task: Mutex<Option<JoinHandle<()>>>,
 }
 
 struct FeedState {
@@ -74,6 +78,7 @@ impl Feed {
             }),
             wake: Notify::new(),
             stop: CancellationToken::new(),
+            task: Mutex::new(None),
         })
     }
 
@@ -96,8 +101,24 @@ impl Feed {
             }),
             wake: Notify::new(),
             stop: CancellationToken::new(),
+            task: Mutex::new(None),
         });
         (feed, acked)
+    }
+
+    /// Keeps the task carrying the listen request.
+    pub(crate) fn carried_by(&self, task: JoinHandle<()>) {
+        *lock(&self.task) = Some(task);
+    }
+
+    /// Waits until the listen request's task has ended (after
+    /// [`Feed::finish`], at once: the request is dropped, its cancellation
+    /// queued). Nothing to wait for in the legacy era.
+    pub(crate) async fn given_up(&self) {
+        let task = lock(&self.task).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
     }
 
     /// What the server agreed to, once it did.

@@ -216,7 +216,7 @@ async fn listen(link: &Link, asked: Interest) -> Result<Arc<Feed>> {
             link.protocol.feeds.remove(&feed, end);
         }
     };
-    tokio::spawn(task);
+    feed.carried_by(tokio::spawn(task));
     let timeout = core.limits.handshake_timeout();
     let outcome = match tokio::time::timeout(timeout, acked).await {
         Ok(Ok(outcome)) => outcome,
