@@ -206,3 +206,43 @@ async fn http_change_events_are_not_declared() {
     interop::no_change_events(&client).await;
     client.close().await;
 }
+
+/// The list changes FastMCP 1.30 sends but does not declare, taken as declared
+/// (`assume_capabilities`, the documented loosening of beyond-tools.md Q1 this
+/// server is the named reason for): subscribing to them works over both
+/// transports ([`interop::assumed_list_changes`]).
+fn assuming_list_changes() -> smthrs_mcp::ClientBuilder {
+    Client::builder(PEER).assume_capabilities(serde_json::json!({
+        "tools": {"listChanged": true},
+        "prompts": {"listChanged": true},
+        "resources": {"listChanged": true},
+    }))
+}
+
+#[tokio::test]
+async fn stdio_assumed_list_changes_arrive() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let client = assuming_list_changes()
+        .connect(stdio(&peer))
+        .await
+        .expect("connect over stdio");
+    assert_eq!(client.capabilities()["tools"]["listChanged"], true);
+    interop::assumed_list_changes(&client).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_assumed_list_changes_arrive() {
+    let Some(peer) = python_peer() else {
+        return;
+    };
+    let server = http(&peer).await;
+    let client = assuming_list_changes()
+        .connect(server.transport(PEER))
+        .await
+        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
+    interop::assumed_list_changes(&client).await;
+    client.close().await;
+}

@@ -630,6 +630,46 @@ async fn a_prompt_list_change_drops_the_held_listing(via: Via) {
     a.close().await;
 }
 
+async fn assumed_capabilities_gate_like_declared_ones(via: Via) {
+    for era in ERAS {
+        let (mode, options, script_era) = match era {
+            Era::Modern => (ProtocolMode::Modern, BridgeOptions::modern(), "modern"),
+            _ => (ProtocolMode::Legacy, BridgeOptions::default(), "legacy"),
+        };
+        let server = inline(json!({
+            "era": script_era,
+            "capabilities": {"tools": {"listChanged": false}, "prompts": {}},
+            "methods": {
+                "subscriptions/listen": [listen_acking(json!({"toolsListChanged": true}))],
+            },
+        }));
+        let builder = Client::builder("subs")
+            .protocol(mode)
+            .assume_capabilities(json!({"tools": {"listChanged": true}, "logging": {}}));
+        let a = connect(via, builder, server, options).await;
+        let client = a.client();
+        // Merged member by member: declared members kept, assumed ones added.
+        assert_eq!(
+            client.capabilities(),
+            &json!({"tools": {"listChanged": true}, "prompts": {}, "logging": {}}),
+            "{era:?}"
+        );
+        let sub = guard("subscribe", client.subscribe(Interest::new().tools_list()))
+            .await
+            .unwrap();
+        assert_eq!(sub.honoured(), &Interest::new().tools_list(), "{era:?}");
+        // What was neither declared nor assumed is still refused.
+        let error = guard(
+            "subscribe",
+            client.subscribe(Interest::new().prompts_list()),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::MissingCapability, "{error}");
+        a.close().await;
+    }
+}
+
 both_transports!(subscriptions:
     changes_reach_the_host_as_events,
     a_listen_ends_gracefully_by_cancel_or_by_a_bad_result,
@@ -640,4 +680,5 @@ both_transports!(subscriptions:
     nothing_undeclared_is_asked,
     a_failed_subscribe_leaves_nothing_subscribed,
     a_prompt_list_change_drops_the_held_listing,
+    assumed_capabilities_gate_like_declared_ones,
 );

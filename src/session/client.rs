@@ -46,6 +46,7 @@ pub struct ClientBuilder {
     protocol: ProtocolMode,
     handler: Option<Arc<dyn HostHandler>>,
     pin: Option<CatalogPin>,
+    assumed: Option<Map<String, Value>>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -55,6 +56,7 @@ impl std::fmt::Debug for ClientBuilder {
             .field("limits", &self.limits)
             .field("protocol", &self.protocol)
             .field("pin", &self.pin.as_ref().map(CatalogPin::digest))
+            .field("assumed_capabilities", &self.assumed)
             .field(
                 "host_handler",
                 &self.handler.as_ref().map(|h| h.capabilities()),
@@ -67,6 +69,39 @@ impl ClientBuilder {
     /// Sets the limits (default: [`Limits::default`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Takes the server to declare `capabilities` besides what it declares
+    /// (merged member by member into its `capabilities` object; an object
+    /// merges into an object, anything else replaces). A loosening of the
+    /// strict gating (beyond-tools.md Q1), for named servers that serve or send
+    /// what they do not declare: the Python SDK's FastMCP 1.x declares
+    /// `listChanged: false` for every list yet sends the changes when asked
+    /// to, and some servers answer `resources/*` or `prompts/*` without
+    /// declaring them. Assumed capabilities gate requests and subscriptions
+    /// like declared ones ([`Client::capabilities`] shows the merge); they do
+    /// not make the connect walk `tools/list` for a server that declared no
+    /// `tools`. Default: none.
+    ///
+    /// ```no_run
+    /// # async fn run() -> smthrs_mcp::Result<()> {
+    /// use smthrs_mcp::{Client, StdioCommand};
+    /// let client = Client::builder("fastmcp")
+    ///     .assume_capabilities(serde_json::json!({"tools": {"listChanged": true}}))
+    ///     .connect(StdioCommand::new("python").arg("server.py"))
+    ///     .await?;
+    /// # let _ = client;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// A `capabilities` value that is not an object assumes nothing.
+    pub fn assume_capabilities(mut self, capabilities: Value) -> Self {
+        self.assumed = match capabilities {
+            Value::Object(map) => Some(map),
+            _ => None,
+        };
         self
     }
 
@@ -159,6 +194,10 @@ impl ClientBuilder {
             }
             Err(error) => return Err(session.fail(error).await),
         };
+        let mut facts = facts;
+        if let Some(assumed) = &self.assumed {
+            merge_into(&mut facts.capabilities, assumed);
+        }
         let link = session.link.clone();
         let Link { core, protocol } = &link;
         let wire = protocol.wire.get();
@@ -363,6 +402,7 @@ impl Client {
             protocol: ProtocolMode::default(),
             handler: None,
             pin: None,
+            assumed: None,
         }
     }
 
@@ -395,9 +435,11 @@ impl Client {
 
     /// The server's `capabilities` object as it sent it (legacy `initialize`,
     /// 2026-07-28 `server/discover`), unknown members kept (SEP-2133
-    /// `extensions` in both eras); `{}` when it sent none. Server-authored:
-    /// it decides which requests this client sends (a capability not declared
-    /// is never asked: `missing_capability`), nothing else.
+    /// `extensions` in both eras), with what the host assumed merged in
+    /// ([`ClientBuilder::assume_capabilities`]); `{}` when there is none.
+    /// Server-authored: it decides which requests this client sends (a
+    /// capability not declared is never asked: `missing_capability`), nothing
+    /// else.
     pub fn capabilities(&self) -> &Value {
         &self.inner.facts.capabilities
     }
@@ -847,5 +889,27 @@ impl LoadedSkill {
             files.push(self.read(file.uri()).await?);
         }
         Ok(files)
+    }
+}
+
+/// Merges `assumed` into `declared` member by member: an object into an
+/// object, anything else replacing (a `declared` that is not an object
+/// becomes one).
+fn merge_into(declared: &mut Value, assumed: &Map<String, Value>) {
+    if !declared.is_object() {
+        *declared = Value::Object(Map::new());
+    }
+    let Value::Object(target) = declared else {
+        return;
+    };
+    for (name, value) in assumed {
+        match (target.get_mut(name), value) {
+            (Some(existing @ Value::Object(_)), Value::Object(inner)) => {
+                merge_into(existing, inner)
+            }
+            _ => {
+                target.insert(name.clone(), value.clone());
+            }
+        }
     }
 }

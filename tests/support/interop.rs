@@ -620,6 +620,26 @@ pub async fn change_events(client: &Client, drops: &Drops) {
     }
 }
 
+/// A server that declares no list changes though it sends them (FastMCP 1.x),
+/// connected with them assumed (`ClientBuilder::assume_capabilities`): a
+/// subscription to every list is honoured as assumed, and each trigger arrives
+/// as its event.
+pub async fn assumed_list_changes(client: &Client) {
+    let mut sub = guard("subscribe", client.subscribe(Interest::every_list()))
+        .await
+        .expect("subscribe to the assumed list changes");
+    assert_eq!(sub.honoured(), &Interest::every_list());
+    for (list, event) in [
+        ("tools", ServerEvent::ToolsListChanged),
+        ("prompts", ServerEvent::PromptsListChanged),
+        ("resources", ServerEvent::ResourcesListChanged),
+    ] {
+        change(client, list).await;
+        assert_eq!(next_event(&mut sub).await, Some(event), "{list}");
+    }
+    guard("close the subscription", sub.close()).await;
+}
+
 /// A server that declares no change notifications at all (`listChanged` false,
 /// `resources.subscribe` false), though it sends them when triggered: subscribing is
 /// refused before anything is sent (`missing_capability`, beyond-tools.md §0.2, Q1),
