@@ -28,10 +28,12 @@ use crate::json_bounds::{MemberSelection, SelectedMembers};
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ToolResult {
-    /// The content blocks, as the server sent them once each passed the
-    /// checks of beyond-tools.md §1.5 (see [`content::tool_content`] for them
-    /// typed, binary data decoded).
+    /// The content blocks. From [`Client::call_tool`]: as the server sent
+    /// them, each having passed the checks of beyond-tools.md §1.5 (see
+    /// [`content::tool_content`] for them typed, binary data decoded); a
+    /// result a host builds ([`ToolResult::new`]) is not checked.
     ///
+    /// [`Client::call_tool`]: crate::Client::call_tool
     /// [`content::tool_content`]: crate::content::tool_content
     pub content: Vec<Value>,
     /// The tool's own failure flag.
