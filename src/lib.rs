@@ -72,6 +72,33 @@ pub mod fuzzing {
         ping_reply,
     };
 
+    /// A `tools/call` result's `content`, for the `jsonrpc_classify` target:
+    /// checked in place as a session checks it, and built as
+    /// [`crate::content::tool_content`] builds it, under the default bounds and
+    /// under a 16-byte `maxResourceBytes`. `Ok(blocks)` when both accept, the
+    /// message when both refuse; panics when the two disagree.
+    pub fn tool_content_agrees(content: &[Value]) -> Result<usize, String> {
+        let mut outcome = Ok(content.len());
+        for max_resource_bytes in [crate::limits::DEFAULT_MAX_RESOURCE_BYTES, 16] {
+            let bounds = crate::content::ContentBounds {
+                max_resource_bytes: crate::Limits::usize_of(max_resource_bytes),
+                ..crate::content::ContentBounds::default()
+            };
+            let checked = crate::content::check_tool_content(content, &bounds);
+            let built = crate::content::tool_content(content.to_vec(), &bounds);
+            match (&checked, &built) {
+                (Ok(()), Ok(blocks)) => assert_eq!(blocks.len(), content.len()),
+                (Err(checked), Err(built)) => {
+                    assert_eq!(checked.kind(), crate::ErrorKind::InvalidResponse);
+                    assert_eq!(checked.message(), built.message());
+                    outcome = outcome.and(Err(checked.message().to_owned()));
+                }
+                _ => panic!("checked in place: {checked:?}; built: {built:?}"),
+            }
+        }
+        outcome
+    }
+
     /// Validates `x-mcp-header` annotations of an `inputSchema`: `Ok(count)` or the
     /// rule broken.
     pub fn x_mcp_header_annotations(schema: &Map<String, Value>) -> Result<usize, &'static str> {

@@ -180,10 +180,10 @@ pub struct Limits {
     pub max_entry_document_bytes: u64,
     /// UTF-8 bytes of any URI or URI template a server sends. Default 4096.
     pub max_uri_bytes: u64,
-    /// Decoded bytes of one `resources/read` (text plus decoded blobs) and of
-    /// one prompt result's binary content (tool results are not checked
-    /// against it yet). A `resources/read` reply (and only one) may be a frame
-    /// past `maxFrameBytes`: this many bytes as base64, plus 64 KiB of envelope.
+    /// Decoded bytes of one `resources/read` (text plus decoded blobs), and of
+    /// the binary and embedded content of one prompt result or one `tools/call`
+    /// result. A `resources/read` reply (and only one) may be a frame past
+    /// `maxFrameBytes`: this many bytes as base64, plus 64 KiB of envelope.
     /// Default 16 MiB.
     pub max_resource_bytes: u64,
     /// `contents` items in one `resources/read` result. Default 64.

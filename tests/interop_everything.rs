@@ -96,6 +96,7 @@ async fn stdio_tools_and_calls() {
         .await
         .unwrap();
     assert!(structured.structured_content.is_some(), "{structured:?}");
+    content_blocks_of_every_type(&client).await;
     // Progress notifications are dropped; the result still arrives.
     let long = client
         .call_tool(
@@ -251,6 +252,7 @@ async fn http_tools_and_calls() {
         .await
         .unwrap();
     assert!(structured.structured_content.is_some());
+    content_blocks_of_every_type(&client).await;
     let long = client
         .call_tool(
             "trigger-long-running-operation",
@@ -290,6 +292,54 @@ async fn http_timeout_then_cancel() {
         .unwrap();
     assert!(text(&sum).contains('3'));
     client.close().await;
+}
+
+/// Tools that answer with every block type the schema names besides text
+/// (an image, annotations, resource links, embedded text and blob resources):
+/// each result passes the §1.5 checks and is returned as sent, and typed by
+/// `tool_content` as the blocks they are.
+async fn content_blocks_of_every_type(client: &Client) {
+    use smthrs_mcp::content::{ContentBlock, ContentBounds, tool_content};
+
+    let mut kinds = Vec::new();
+    for (tool, arguments) in [
+        ("get-tiny-image", json!({})),
+        (
+            "get-annotated-message",
+            json!({"messageType": "error", "includeImage": true}),
+        ),
+        ("get-resource-links", json!({"count": 4})),
+        (
+            "get-resource-reference",
+            json!({"resourceType": "Text", "resourceId": 2}),
+        ),
+        (
+            "get-resource-reference",
+            json!({"resourceType": "Blob", "resourceId": 3}),
+        ),
+    ] {
+        let result = client
+            .call_tool(tool, args(arguments))
+            .await
+            .unwrap_or_else(|error| panic!("{tool}: {error}"));
+        assert!(!result.is_error, "{tool}: {result:?}");
+        let blocks = tool_content(result.content.clone(), &ContentBounds::default())
+            .unwrap_or_else(|error| panic!("{tool}: {error}"));
+        kinds.extend(blocks.iter().map(|block| block.kind().to_owned()));
+        if tool == "get-tiny-image" {
+            let image = blocks.iter().find_map(|block| match block {
+                ContentBlock::Image(image) => Some(image),
+                _ => None,
+            });
+            assert!(
+                image.is_some_and(|image| image.data.starts_with(b"\x89PNG")),
+                "{blocks:?}"
+            );
+        }
+    }
+    for kind in ["text", "image", "resource_link", "resource"] {
+        assert!(kinds.iter().any(|k| k == kind), "no {kind} in {kinds:?}");
+    }
 }
 
 /// Resources, templates, reads (text and blob), prompts, a prompt with

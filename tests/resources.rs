@@ -1,7 +1,8 @@
 //! Resources, prompts and completion (issue 32) through the same code in both
 //! eras and over both transports: the scripted server's `methods` replies, run
 //! over stdio and behind the HTTP bridge, each rule once legacy and once
-//! 2026-07-28.
+//! 2026-07-28. The content blocks of `tools/call` results (§1.5) too, scripted
+//! with `on_call`.
 
 mod support;
 #[macro_use]
@@ -24,15 +25,18 @@ const ERAS: [Era; 2] = [Era::Legacy, Era::Modern];
 
 /// Connects to a scripted server with `capabilities` and `methods` in `era`.
 async fn open(via: Via, era: Era, capabilities: Value, methods: Value, limits: Limits) -> Attempt {
+    let scenario = json!({ "capabilities": capabilities, "methods": methods });
+    open_scenario(via, era, scenario, limits).await
+}
+
+/// Connects to a scripted server running `scenario` in `era`.
+async fn open_scenario(via: Via, era: Era, mut scenario: Value, limits: Limits) -> Attempt {
     let (mode, options, script_era) = match era {
         Era::Modern => (ProtocolMode::Modern, BridgeOptions::modern(), "modern"),
         _ => (ProtocolMode::Legacy, BridgeOptions::default(), "legacy"),
     };
-    let server = inline(json!({
-        "era": script_era,
-        "capabilities": capabilities,
-        "methods": methods,
-    }));
+    scenario["era"] = json!(script_era);
+    let server = inline(scenario);
     let builder = Client::builder("res").protocol(mode).limits(limits);
     let attempt = connect(via, builder, server, options).await;
     assert_eq!(attempt.client().era(), era);
@@ -535,6 +539,90 @@ async fn a_host_pages_itself_one_page_at_a_time(via: Via) {
     }
 }
 
+/// Every block type a tool may return, an unknown one, and members the schema
+/// does not name.
+fn good_blocks() -> Value {
+    json!([
+        {"type": "text", "text": "done", "annotations": {"audience": ["user"], "priority": 0.5}},
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+        {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav", "_meta": {"k": 1}},
+        {"type": "resource_link", "uri": "file:///project/src/main.rs", "name": "main.rs",
+         "mimeType": "text/x-rust", "description": "the entry point"},
+        {"type": "resource", "resource": {"uri": "resource://logo", "mimeType": "image/png",
+         "blob": "AAEC", "annotations": {"priority": 1}}},
+        {"type": "resource", "resource": {"uri": "resource://note", "text": "note"},
+         "annotations": {"audience": ["assistant"]}},
+        {"type": "hologram", "frames": [1, 2]},
+    ])
+}
+
+async fn tool_content_blocks_are_checked(via: Via) {
+    let text = json!({"type": "text", "text": "before"});
+    // Each bad block, the rule named, after a good text block.
+    let bad = [
+        (
+            json!({"type": "image", "data": "iVBORw0-Ggo=", "mimeType": "image/png"}),
+            "data is not strict base64",
+        ),
+        (
+            json!({"type": "resource_link", "uri": "file:///tmp/\u{1b}]8;;evil", "name": "main.rs"}),
+            "a URI contains a control character",
+        ),
+        (
+            json!({"type": "resource", "resource": {"uri": "file:///a", "text": "hidden", "blob": "AAEC"}}),
+            "resource: the item holds both text and blob",
+        ),
+        (
+            // 24 + 9 decoded bytes; maxResourceBytes is 32 below (the good
+            // blocks hold 19).
+            json!({"type": "audio", "data": "AAAAAAAAAAAA", "mimeType": "audio/wav"}),
+            "the result holds 33 bytes of content by this item; maxResourceBytes is 32",
+        ),
+    ];
+    let big = json!({"type": "image", "data": "A".repeat(32), "mimeType": "image/png"});
+    let mut scripts = vec![json!({"result": {"content": good_blocks(), "isError": false}})];
+    for (block, _) in &bad {
+        let content = if block["type"] == "audio" {
+            json!([text, big, block])
+        } else {
+            json!([text, text, block])
+        };
+        scripts.push(json!({"result": {"content": content}}));
+    }
+    scripts.push(json!({"result": {"content": good_blocks(), "isError": true}}));
+    for era in ERAS {
+        let scenario = json!({"on_call": {"echo": scripts}});
+        let mut limits = Limits::default();
+        limits.max_resource_bytes = 32;
+        let a = open_scenario(via, era, scenario, limits).await;
+        let client = a.client();
+        let call = || client.call_tool("echo", args(json!({"text": "x"})));
+        let result = guard("good", call()).await.unwrap();
+        assert_eq!(Value::Array(result.content), good_blocks(), "{era:?}");
+        assert!(!result.is_error);
+        for (_, rule) in &bad {
+            let error = guard("bad", call()).await.unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error}");
+            assert!(
+                error
+                    .message()
+                    .starts_with("tools/call result: content[2]: ")
+                    && error.message().contains(rule),
+                "{era:?}: {error}"
+            );
+            for server_text in ["evil", "hidden", "iVBOR", "main.rs"] {
+                assert!(!error.message().contains(server_text), "{error}");
+            }
+            assert!(client.terminal_error().is_none(), "the session lives");
+        }
+        // The session goes on: a good result after the refused ones.
+        let result = guard("good again", call()).await.unwrap();
+        assert_eq!(Value::Array(result.content), good_blocks());
+        assert!(result.is_error);
+        a.close().await;
+    }
+}
+
 both_transports!(resources:
     a_walk_follows_every_page,
     a_duplicate_uri_fails_the_walk,
@@ -550,4 +638,5 @@ both_transports!(resources:
     a_modern_read_answers_input_required_in_rounds,
     modern_http_sends_mcp_name,
     a_host_pages_itself_one_page_at_a_time,
+    tool_content_blocks_are_checked,
 );

@@ -20,13 +20,16 @@
 //!   classifies exactly as `classify` does, each `Selected` member equal to the
 //!   member of that name in the result object `classify` built; a result read so
 //!   before its id and then refused by the id is read again whole, exactly as
-//!   `classify` reads it.
+//!   `classify` reads it;
+//! - a result's `content` array, checked in place as a session checks a
+//!   `tools/call` result, passes or fails exactly as building its blocks does
+//!   (`content::tool_content`), with the same message.
 
 use serde_json::{Map, Value};
 use smthrs_mcp::ErrorKind;
 use smthrs_mcp::fuzzing::{
     Id, Inbound, MemberSelection, ResultBody, classify, classify_with, method_not_found_reply,
-    parse_value, ping_reply, scan_frame, value_depth,
+    parse_value, ping_reply, scan_frame, tool_content_agrees, value_depth,
 };
 use smthrs_mcp::limits::MAX_JSON_DEPTH;
 
@@ -92,6 +95,14 @@ pub fn check(data: &[u8]) {
             assert_eq!(got, want);
             if let Inbound::Request { id, .. } = got {
                 echoes(id);
+            }
+            if let Inbound::Response {
+                outcome: Ok(ResultBody::Value(Value::Object(result))),
+                ..
+            } = got
+                && let Some(Value::Array(content)) = result.get("content")
+            {
+                let _ = tool_content_agrees(content);
             }
         }
         _ => panic!("classify gave {result:?}, the reference {expected:?}"),

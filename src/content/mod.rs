@@ -30,6 +30,11 @@
 //! Every failure is `invalid_response`, naming the result, the item's position
 //! and the rule broken, never server-authored text.
 //!
+//! A session checks every `tools/call` result by these rules before returning
+//! it: the blocks are checked where they lie (base64 checked and counted, not
+//! decoded) and `ToolResult::content` holds them as sent; [`tool_content`]
+//! gives them typed.
+//!
 //! ```
 //! use serde_json::json;
 //! use smthrs_mcp::content::{ContentBounds, ReadResult, ResourceData};
@@ -52,8 +57,10 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::limits::Limits;
-use crate::resources::members::{take_meta, take_required_string, take_uri};
-use crate::resources::{Annotations, Resource, take_mime_type};
+use crate::resources::members::{
+    check_meta_of, check_uri_of, required_string_of, take_meta, take_required_string, take_uri,
+};
+use crate::resources::{Annotations, Resource, mime_type_of, take_mime_type};
 
 pub(crate) use strict_base64::Budget;
 
@@ -157,6 +164,27 @@ impl ResourceContents {
             meta,
         })
     }
+}
+
+/// [`ResourceContents::from_object`]'s rules, in its order and with its
+/// errors, on contents only borrowed: nothing kept, a `blob` checked and
+/// counted, not decoded.
+fn check_contents(
+    item: &Map<String, Value>,
+    max_uri_bytes: usize,
+    budget: &mut Budget,
+) -> std::result::Result<(), String> {
+    check_uri_of(item, "uri", max_uri_bytes)?;
+    mime_type_of(item)?;
+    match (item.get("text"), item.get("blob")) {
+        (Some(_), Some(_)) => return Err("the item holds both text and blob".to_owned()),
+        (None, None) => return Err("the item holds neither text nor blob".to_owned()),
+        (Some(Value::String(text)), None) => budget.charge(text.len())?,
+        (None, Some(Value::String(blob))) => strict_base64::check("blob", blob, budget)?,
+        (Some(_), None) => return Err("text is not a string".to_owned()),
+        (None, Some(_)) => return Err("blob is not a string".to_owned()),
+    }
+    check_meta_of(item)
 }
 
 /// A `resources/read` result: the contents, in server order.
@@ -361,6 +389,57 @@ impl ContentBlock {
             }
         }
     }
+
+    /// [`ContentBlock::from_value`]'s rules, in its order and with its errors,
+    /// on a block only borrowed (a tool result's, carried on as sent): nothing
+    /// built, base64 checked and counted, not decoded. A `resource_link` is
+    /// checked on a copy (the entry rules take members out).
+    pub(crate) fn check(
+        block: &Value,
+        bounds: &ContentBounds,
+        budget: &mut Budget,
+    ) -> std::result::Result<(), String> {
+        let Value::Object(block) = block else {
+            return Err("the block is not an object".to_owned());
+        };
+        if is_plain_text(block) {
+            return Ok(());
+        }
+        let Some(Value::String(kind)) = block.get("type") else {
+            return Err("type is not a string".to_owned());
+        };
+        match kind.as_str() {
+            "text" => {
+                required_string_of(block, "text")?;
+                check_annotations_of(block)?;
+                check_meta_of(block)
+            }
+            "image" | "audio" => {
+                let data = required_string_of(block, "data")?;
+                mime_type_of(block)?.ok_or("mimeType is missing")?;
+                strict_base64::check("data", data, budget)?;
+                check_annotations_of(block)?;
+                check_meta_of(block)
+            }
+            "resource_link" => {
+                let mut link = block.clone();
+                link.remove("type");
+                Resource::from_object(link, bounds.max_uri_bytes, bounds.max_entry_document_bytes)
+                    .map(drop)
+            }
+            "resource" => {
+                let Some(Value::Object(resource)) = block.get("resource") else {
+                    return Err("resource is not an object".to_owned());
+                };
+                check_annotations_of(block)?;
+                check_annotations_of(resource).map_err(|rule| format!("resource: {rule}"))?;
+                check_contents(resource, bounds.max_uri_bytes, budget)
+                    .map_err(|rule| format!("resource: {rule}"))?;
+                check_meta_of(block)
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Serialize for ContentBlock {
@@ -391,14 +470,42 @@ impl Serialize for ContentBlock {
     }
 }
 
+/// A text block whose members pass [`ContentBlock::check`] at a glance: a
+/// string `text`, no `annotations`, `_meta` absent or an object (members the
+/// schema does not name are ignored). The common block, read in one pass
+/// over its members; `false` leaves the block to the full check, which names
+/// the rule broken.
+fn is_plain_text(block: &Map<String, Value>) -> bool {
+    let (mut kind, mut text) = (false, false);
+    for (key, value) in block {
+        match (key.as_str(), value) {
+            ("type", Value::String(t)) => kind = t == "text",
+            ("text", Value::String(_)) => text = true,
+            ("_meta", Value::Object(_)) => {}
+            ("type" | "text" | "_meta" | "annotations", _) => return false,
+            _ => {}
+        }
+    }
+    kind && text
+}
+
 /// An optional `annotations` member.
 fn take_annotations(
     entry: &mut Map<String, Value>,
 ) -> std::result::Result<Option<Annotations>, String> {
     entry
         .remove("annotations")
+        .as_ref()
         .map(Annotations::parse)
         .transpose()
+}
+
+/// An optional `annotations` member, borrowed ([`take_annotations`]'s rules).
+fn check_annotations_of(entry: &Map<String, Value>) -> std::result::Result<(), String> {
+    match entry.get("annotations") {
+        None => Ok(()),
+        Some(annotations) => Annotations::parse(annotations).map(drop),
+    }
 }
 
 /// Validates the `content` array of a `tools/call` result (both eras): each
@@ -429,11 +536,26 @@ pub fn tool_content(content: Vec<Value>, bounds: &ContentBounds) -> Result<Vec<C
         .into_iter()
         .enumerate()
         .map(|(position, block)| {
-            ContentBlock::from_value(block, bounds, &mut budget).map_err(|rule| {
-                Error::invalid_response(format!("tools/call result: content[{position}]: {rule}"))
-            })
+            ContentBlock::from_value(block, bounds, &mut budget)
+                .map_err(|rule| tool_content_error(position, &rule))
         })
         .collect()
+}
+
+/// [`tool_content`]'s checks and errors, on a `content` array only borrowed:
+/// how a `tools/call` result is checked before it is returned as sent (the
+/// same blocks pass, the same error for the first that does not).
+pub(crate) fn check_tool_content(content: &[Value], bounds: &ContentBounds) -> Result<()> {
+    let mut budget = Budget::new(bounds.max_resource_bytes);
+    for (position, block) in content.iter().enumerate() {
+        ContentBlock::check(block, bounds, &mut budget)
+            .map_err(|rule| tool_content_error(position, &rule))?;
+    }
+    Ok(())
+}
+
+fn tool_content_error(position: usize, rule: &str) -> Error {
+    Error::invalid_response(format!("tools/call result: content[{position}]: {rule}"))
 }
 
 /// Serializes bytes as padded standard base64.

@@ -316,9 +316,9 @@ fn unknown_types_are_kept_as_sent() {
     assert_eq!(serde_json::to_value(&content[0]).unwrap(), block);
 }
 
-#[test]
-fn every_block_rule_is_named() {
-    for (block, expected) in [
+/// One block per rule, and the rule it breaks.
+fn block_rule_cases() -> Vec<(Value, &'static str)> {
+    vec![
         (json!("text"), "the block is not an object"),
         (json!({ "text": "x" }), "type is not a string"),
         (json!({ "type": 3 }), "type is not a string"),
@@ -393,8 +393,162 @@ fn every_block_rule_is_named() {
             json!({ "type": "resource", "resource": { "uri": "file:///a", "text": "x" }, "annotations": [] }),
             "annotations is not an object",
         ),
-    ] {
+        (
+            json!({ "type": "resource", "resource": { "uri": "file:///a", "text": "x" }, "_meta": 1 }),
+            "_meta is not an object",
+        ),
+        (
+            json!({ "type": "image", "data": "eA==", "mimeType": "image/png", "annotations": { "lastModified": 5 } }),
+            "annotations: lastModified is not a string",
+        ),
+        (
+            json!({ "type": "audio", "data": "eA==", "mimeType": 7 }),
+            "mimeType is not a string",
+        ),
+        (
+            json!({ "type": "resource_link", "uri": "file:///a\u{7}", "name": "a" }),
+            "a URI contains a control character (Unicode Cc)",
+        ),
+        (
+            json!({ "type": "resource", "resource": { "uri": "file:///a", "mimeType": "x", "text": "x" } }),
+            "resource: mimeType is not of the form type/subtype *(;parameter)",
+        ),
+        (
+            json!({ "type": "resource", "resource": { "uri": "file:///a", "blob": "eB==" } }),
+            "resource: blob is not strict base64: non-zero trailing bits",
+        ),
+    ]
+}
+
+#[test]
+fn every_block_rule_is_named() {
+    for (block, expected) in block_rule_cases() {
         assert_eq!(block_rule(block.clone()), expected, "{block}");
+    }
+}
+
+/// What [`check_tool_content`] says of `content`, and whether it says what
+/// [`tool_content`] says.
+fn checked(content: &[Value], bounds: &ContentBounds) -> Result<()> {
+    let checked = check_tool_content(content, bounds);
+    let built = tool_content(content.to_vec(), bounds);
+    assert_eq!(
+        checked.as_ref().map(|_| ()).map_err(Error::message),
+        built.as_ref().map(|_| ()).map_err(Error::message),
+        "{content:?}"
+    );
+    checked
+}
+
+#[test]
+fn checking_in_place_agrees_with_building_on_every_rule() {
+    for (block, expected) in block_rule_cases() {
+        // Alone, and after a block that passes.
+        let error = checked(std::slice::from_ref(&block), &ContentBounds::default()).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidResponse);
+        assert_eq!(
+            error.message(),
+            format!("tools/call result: content[0]: {expected}")
+        );
+        let text = json!({ "type": "text", "text": "ok" });
+        let error = checked(&[text, block], &ContentBounds::default()).unwrap_err();
+        assert_eq!(
+            error.message(),
+            format!("tools/call result: content[1]: {expected}")
+        );
+    }
+}
+
+#[test]
+fn checking_in_place_agrees_with_building_on_base64_and_budgets() {
+    let image = |data: &str| json!({ "type": "image", "data": data, "mimeType": "image/png" });
+    let embedded = |blob: &str| json!({ "type": "resource", "resource": { "uri": "file:///b", "blob": blob } });
+    for text in [
+        "",
+        "eA==",
+        "eHk=",
+        "eHl6",
+        "eA",
+        "eHk",
+        "+/+/",
+        "eA=",
+        "eA===",
+        "e===",
+        "eHk==",
+        "=",
+        "eA==eA==",
+        "eA=A",
+        "e A=",
+        "eHl6\neHl",
+        " eHl",
+        "eHl6\r\n",
+        "-_-_",
+        "eHk-",
+        "eB==",
+        "eHl=",
+        "eB",
+        "eHl6e",
+    ] {
+        checked(&[image(text)], &ContentBounds::default()).ok();
+        checked(&[embedded(text)], &ContentBounds::default()).ok();
+    }
+    for limit in 0..8 {
+        let bounds = ContentBounds {
+            max_resource_bytes: limit,
+            ..ContentBounds::default()
+        };
+        let content = [
+            json!({ "type": "text", "text": "text blocks are not counted" }),
+            image("eHk="),
+            json!({ "type": "resource", "resource": { "uri": "file:///a", "text": "ab" } }),
+            json!({ "type": "hologram", "data": "not counted" }),
+            embedded("eHl6"),
+        ];
+        assert_eq!(checked(&content, &bounds).is_ok(), limit >= 7, "{limit}");
+    }
+    // A large image, over several chunks of the check, passes as it decodes.
+    let large = encode_for_test(&[7u8; 5000]);
+    assert!(checked(&[image(&large)], &ContentBounds::default()).is_ok());
+}
+
+fn encode_for_test(bytes: &[u8]) -> String {
+    strict_base64::encode(bytes)
+}
+
+#[test]
+fn checking_in_place_agrees_with_building_on_the_spec_blocks() {
+    let content = vec![
+        json!({ "type": "text", "text": "Here you go", "annotations": { "audience": ["user"] } }),
+        json!({ "type": "resource_link", "uri": "file:///project/src/main.rs", "name": "main.rs", "mimeType": "text/x-rust" }),
+        json!({ "type": "resource", "resource": { "uri": "resource://example", "mimeType": "text/plain", "text": "…", "annotations": { "priority": 1 } }, "annotations": { "priority": 0.5 } }),
+        json!({ "type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png" }),
+        json!({ "type": "audio", "data": "UklGRg==", "mimeType": "audio/wav", "_meta": { "k": true } }),
+        json!({ "type": "hologram", "frames": [1, 2], "data": "not base64 at all" }),
+        json!({ "type": "text", "text": "", "unknown": { "kept": true } }),
+        json!({ "type": "text", "text": "x", "_meta": { "a": 1 }, "extra": null }),
+    ];
+    checked(&content, &ContentBounds::default()).unwrap();
+    // A resource link is bounded as an entry, in place too.
+    let bounds = ContentBounds {
+        max_entry_document_bytes: 16,
+        max_uri_bytes: 12,
+        ..ContentBounds::default()
+    };
+    for (link, ok) in [
+        (
+            json!({ "type": "resource_link", "uri": "file:///abcd", "name": "abc" }),
+            true,
+        ),
+        (
+            json!({ "type": "resource_link", "uri": "file:///abcd", "name": "abcdef" }),
+            false,
+        ),
+        (
+            json!({ "type": "resource_link", "uri": "file:///abcde", "name": "a" }),
+            false,
+        ),
+    ] {
+        assert_eq!(checked(&[link], &bounds).is_ok(), ok);
     }
 }
 
@@ -463,4 +617,24 @@ fn binary_blocks_share_the_result_budget() {
             .message(),
         "tools/call result: content[2]: the result holds 6 bytes of content by this item; maxResourceBytes is 4"
     );
+}
+
+#[test]
+fn plain_text_blocks_take_the_short_path_and_nothing_else_does() {
+    let plain = |block: Value| is_plain_text(block.as_object().unwrap());
+    assert!(plain(json!({ "type": "text", "text": "x" })));
+    assert!(plain(
+        json!({ "text": "", "type": "text", "_meta": {}, "other": [1] })
+    ));
+    for block in [
+        json!({ "type": "text" }),
+        json!({ "text": "x" }),
+        json!({ "type": "text", "text": 1 }),
+        json!({ "type": "text", "text": "x", "_meta": null }),
+        json!({ "type": "text", "text": "x", "annotations": { "priority": 0.5 } }),
+        json!({ "type": "image", "text": "x" }),
+        json!({ "type": ["text"], "text": "x" }),
+    ] {
+        assert!(!plain(block.clone()), "{block}");
+    }
 }

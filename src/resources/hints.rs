@@ -60,15 +60,15 @@ pub struct Annotations {
 impl Annotations {
     /// Reads an `annotations` value; the error is the rule broken. Members other
     /// than the three are ignored.
-    pub(crate) fn parse(value: Value) -> Result<Annotations, String> {
-        let Value::Object(mut map) = value else {
+    pub(crate) fn parse(value: &Value) -> Result<Annotations, String> {
+        let Value::Object(map) = value else {
             return Err("annotations is not an object".to_owned());
         };
-        let audience = match map.remove("audience") {
+        let audience = match map.get("audience") {
             None => None,
             Some(Value::Array(roles)) => {
                 let mut audience: Vec<Role> = Vec::with_capacity(2);
-                for role in &roles {
+                for role in roles {
                     let role = Role::parse(role).ok_or(
                         "annotations: audience holds a value other than \"user\" and \"assistant\"",
                     )?;
@@ -80,19 +80,19 @@ impl Annotations {
             }
             Some(_) => return Err("annotations: audience is not an array".to_owned()),
         };
-        let priority = match map.remove("priority") {
+        let priority = match map.get("priority") {
             None => None,
             Some(value) => match value.as_f64() {
                 Some(p) if (0.0..=1.0).contains(&p) => Some(p),
                 _ => return Err("annotations: priority is not a number in [0, 1]".to_owned()),
             },
         };
-        let last_modified =
-            take_string(&mut map, "lastModified").map_err(|rule| format!("annotations: {rule}"))?;
+        let last_modified = super::members::string_of(map, "lastModified")
+            .map_err(|rule| format!("annotations: {rule}"))?;
         Ok(Annotations {
             audience,
             priority,
-            last_modified,
+            last_modified: last_modified.map(str::to_owned),
         })
     }
 }
@@ -198,6 +198,15 @@ fn is_icon_size(size: &str) -> bool {
 pub(crate) fn take_mime_type(entry: &mut Map<String, Value>) -> Result<Option<String>, String> {
     let mime_type = take_string(entry, "mimeType")?;
     if let Some(mime_type) = &mime_type {
+        check_mime_type(mime_type)?;
+    }
+    Ok(mime_type)
+}
+
+/// An optional `mimeType` member, borrowed ([`take_mime_type`]'s rules).
+pub(crate) fn mime_type_of(entry: &Map<String, Value>) -> Result<Option<&str>, String> {
+    let mime_type = super::members::string_of(entry, "mimeType")?;
+    if let Some(mime_type) = mime_type {
         check_mime_type(mime_type)?;
     }
     Ok(mime_type)

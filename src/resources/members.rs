@@ -1,6 +1,8 @@
 //! Readers for the members entries and blocks share. Each takes the member out
 //! of an entry the caller owns (no copy) and returns the rule broken,
-//! crate-authored, naming the member and never quoting its value.
+//! crate-authored, naming the member and never quoting its value. The `*_of`
+//! readers apply the same rules, with the same errors, to an entry they only
+//! borrow (a tool result's blocks are checked in place).
 //!
 //! A member present with the value `null` is present: it must have the
 //! member's type, as in the catalog (`crate::catalog`'s module docs say why).
@@ -30,6 +32,26 @@ pub(crate) fn take_string(
         Some(Value::String(text)) => Ok(Some(text)),
         Some(_) => Err(format!("{key} is not a string")),
     }
+}
+
+/// An optional string member, borrowed ([`take_string`]'s rule).
+pub(crate) fn string_of<'a>(
+    entry: &'a Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'a str>, String> {
+    match entry.get(key) {
+        None => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(format!("{key} is not a string")),
+    }
+}
+
+/// A required string member, borrowed ([`take_required_string`]'s rule).
+pub(crate) fn required_string_of<'a>(
+    entry: &'a Map<String, Value>,
+    key: &str,
+) -> Result<&'a str, String> {
+    string_of(entry, key)?.ok_or_else(|| format!("{key} is missing"))
 }
 
 /// A required string member.
@@ -70,6 +92,24 @@ pub(crate) fn take_meta(
         Some(Value::Object(meta)) => Ok(Some(meta)),
         Some(_) => Err("_meta is not an object".to_owned()),
     }
+}
+
+/// An optional `_meta`, borrowed ([`take_meta`]'s rule).
+pub(crate) fn check_meta_of(entry: &Map<String, Value>) -> Result<(), String> {
+    match entry.get("_meta") {
+        None | Some(Value::Object(_)) => Ok(()),
+        Some(_) => Err("_meta is not an object".to_owned()),
+    }
+}
+
+/// A required URI member, borrowed ([`take_uri`]'s rules).
+pub(crate) fn check_uri_of(
+    entry: &Map<String, Value>,
+    key: &str,
+    max_uri_bytes: usize,
+) -> Result<(), String> {
+    let uri = required_string_of(entry, key)?;
+    crate::uri::check_uri(uri, max_uri_bytes, "maxUriBytes")
 }
 
 /// A required URI member (`uri`), under the URI rules of beyond-tools.md §0.5

@@ -43,7 +43,7 @@ pub use hints::{
 };
 pub use members::MAX_LABEL_BYTES;
 
-pub(crate) use hints::{take_icons, take_mime_type};
+pub(crate) use hints::{mime_type_of, take_icons, take_mime_type};
 
 use crate::listing::{ListBounds, ListEntry, sealed};
 use members::{check_document, take_label, take_meta, take_string, take_title, take_uri};
@@ -98,7 +98,7 @@ impl Resource {
         let mime_type = take_mime_type(&mut entry)?;
         let size = members::take_safe_integer(&mut entry, "size")?;
         let annotations = entry
-            .remove("annotations")
+            .get("annotations")
             .map(Annotations::parse)
             .transpose()?;
         let icons = take_icons(&mut entry)?;
@@ -202,7 +202,7 @@ impl sealed::Entry for ResourceTemplate {
         let description = take_string(&mut entry, "description")?;
         let mime_type = take_mime_type(&mut entry)?;
         let annotations = entry
-            .remove("annotations")
+            .get("annotations")
             .map(Annotations::parse)
             .transpose()?;
         let icons = take_icons(&mut entry)?;

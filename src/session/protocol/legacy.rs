@@ -20,6 +20,7 @@ use super::era::{Era, PROPOSED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, Wi
 use super::link::Link;
 use super::negotiate::{ServerFacts, step_error, walk_catalog};
 use super::tool_result::{TOOL_CALL_MEMBERS, ToolCallMembers, ToolResult};
+use crate::content::ContentBounds;
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::ResultBody;
 use crate::pin::CatalogPin;
@@ -53,10 +54,14 @@ pub(crate) async fn call_tool(
         .request_body("tools/call", params, deadline, options)
         .await?
     {
-        ResultBody::Selected(members) => {
-            ToolResult::from_members(ToolCallMembers::from_selected(members), Era::Legacy)
+        ResultBody::Selected(members) => ToolResult::from_members(
+            ToolCallMembers::from_selected(members),
+            Era::Legacy,
+            &ContentBounds::from(&core.limits),
+        ),
+        ResultBody::Value(value) => {
+            ToolResult::from_value(value, Era::Legacy, &ContentBounds::from(&core.limits))
         }
-        ResultBody::Value(value) => ToolResult::from_value(value, Era::Legacy),
     }
 }
 

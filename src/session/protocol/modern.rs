@@ -42,6 +42,7 @@ use super::era::{Era, RequestMeta, Wire};
 use super::link::Link;
 use super::tool_result::{TOOL_CALL_MEMBERS, ToolCallMembers, ToolResult};
 use crate::catalog::Tool;
+use crate::content::ContentBounds;
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::ResultBody;
 use crate::param_headers;
@@ -147,10 +148,11 @@ pub(crate) async fn call_tool(
                 ));
             }
         };
+        let bounds = || ContentBounds::from(&shared.limits);
         match members.result_type.as_ref() {
-            None => return ToolResult::from_members(members, Era::Modern),
+            None => return ToolResult::from_members(members, Era::Modern, &bounds()),
             Some(Value::String(kind)) if kind == "complete" => {
-                return ToolResult::from_members(members, Era::Modern);
+                return ToolResult::from_members(members, Era::Modern, &bounds());
             }
             Some(Value::String(kind)) if kind == "input_required" => {}
             Some(_) => {
