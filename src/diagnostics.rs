@@ -90,8 +90,9 @@ pub enum DiagnosticEvent {
     NotificationDropped {
         /// The configured server name.
         server: Arc<str>,
-        /// The notification's method, as the server sent it.
-        method: SecretString,
+        /// The notification's method (one of the change methods or the
+        /// acknowledgement; `notification` for any other).
+        method: &'static str,
         /// Which rule (crate-authored).
         reason: &'static str,
     },
@@ -161,10 +162,14 @@ impl fmt::Debug for DiagnosticEvent {
                 .field("version", version)
                 .field("reason", reason)
                 .finish(),
-            DiagnosticEvent::NotificationDropped { server, reason, .. } => f
+            DiagnosticEvent::NotificationDropped {
+                server,
+                method,
+                reason,
+            } => f
                 .debug_struct("NotificationDropped")
                 .field("server", server)
-                .field("method", &"[REDACTED]")
+                .field("method", method)
                 .field("reason", reason)
                 .finish(),
         }

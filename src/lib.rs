@@ -38,7 +38,9 @@ pub use catalog::{Catalog, Tool};
 pub use diagnostics::{DiagnosticEvent, DiagnosticObserver};
 pub use error::{Error, ErrorKind, Result};
 pub use limits::Limits;
-pub use session::{Client, ClientBuilder, Era, Listing, ProtocolMode, ToolResult};
+pub use session::{
+    Client, ClientBuilder, Era, Listing, Page, ProtocolMode, Subscription, ToolResult,
+};
 pub use transport::Transport;
 pub use transport::duplex::DuplexTransport;
 pub use transport::stdio::StdioCommand;

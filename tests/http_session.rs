@@ -621,9 +621,17 @@ async fn resource_subscriptions_are_renewed_after_a_re_initialise() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert!(again(), "subscribed again on the new session");
+        // A second subscription waits for the renewal to finish (one legacy
+        // subscribe or release at a time), then sends its own subscribe.
+        let other = client
+            .subscribe(Interest::new().resource("file:///other"))
+            .await;
         if renewed {
+            assert!(other.is_ok(), "{other:?}");
             assert!(sub.end().is_none());
         } else {
+            // This server refuses every subscribe on s2: sent, and refused.
+            assert!(other.is_err());
             let next = tokio::time::timeout(Duration::from_secs(10), sub.next()).await;
             assert_eq!(next.expect("ended in time"), None);
             match sub.end() {
@@ -633,6 +641,12 @@ async fn resource_subscriptions_are_renewed_after_a_re_initialise() {
                 }
                 other => panic!("{other:?}"),
             }
+            // Nothing stays counted after the loss: asking again subscribes again.
+            let before = subscribed.lock().unwrap().len();
+            let _ = client
+                .subscribe(Interest::new().resource("file:///watched"))
+                .await;
+            assert_eq!(subscribed.lock().unwrap().len(), before + 1);
         }
         client.close().await;
     }

@@ -1,6 +1,7 @@
-//! Change notifications (`events`, `session::protocol::feeds`): what a
-//! `list_changed`, a `resources/updated` and a listen's acknowledgement
-//! become.
+//! Change notifications (`events`, the parsers `session::protocol::feeds`
+//! routes with): what a `list_changed`, a `resources/updated` and a listen's
+//! acknowledgement become. The routing itself is tested in
+//! `tests/subscriptions.rs`.
 //!
 //! Input: one byte choosing `maxUriBytes` (`1 + byte`), then one JSON-RPC
 //! frame. Properties:

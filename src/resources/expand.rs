@@ -13,6 +13,7 @@ use iri_string::template::simple_context::{SimpleContext, Value};
 
 use super::ResourceTemplate;
 use crate::error::{Error, Result};
+use crate::uri::check_uri;
 
 /// A `String` that refuses to grow past `max` bytes.
 struct Bounded {
@@ -39,8 +40,9 @@ impl ResourceTemplate {
     /// path or a URL to fetch.
     ///
     /// Fails with `protocol_error` when the template is not one the processor
-    /// accepts, or the expansion would pass `max_bytes` (the message names
-    /// the bound, never a value).
+    /// accepts, the expansion would pass `max_bytes` (the message names the
+    /// bound, never a value), or the expansion breaks the URI rules (it is
+    /// empty, or lost its scheme).
     ///
     /// ```
     /// use std::collections::BTreeMap;
@@ -78,7 +80,12 @@ impl ResourceTemplate {
         };
         write!(out, "{expanded}").map_err(|_| {
             Error::protocol(format!(
-                "the expanded resource template would be longer than {max_bytes} bytes (maxUriBytes)"
+                "the expanded resource template would be longer than {max_bytes} bytes"
+            ))
+        })?;
+        check_uri(&out.out, max_bytes, "maxUriBytes").map_err(|rule| {
+            Error::protocol(format!(
+                "the expanded resource template is not a valid uri: {rule}"
             ))
         })?;
         Ok(out.out)

@@ -579,12 +579,7 @@ fn an_expansion_past_the_bound_is_refused_naming_it() {
     let long = "x".repeat(100);
     let error = template.expand(&values(&[("a", &long)]), 300).unwrap_err();
     assert_eq!(error.kind(), crate::ErrorKind::ProtocolError);
-    assert!(
-        error
-            .message()
-            .contains("longer than 300 bytes (maxUriBytes)"),
-        "{error}"
-    );
+    assert!(error.message().contains("longer than 300 bytes"), "{error}");
     assert!(!error.message().contains("xxx"), "{error}");
     assert!(template.expand(&values(&[("a", &long)]), 408).is_ok());
 }

@@ -46,7 +46,7 @@ pub struct ClientBuilder {
     protocol: ProtocolMode,
     handler: Option<Arc<dyn HostHandler>>,
     pin: Option<CatalogPin>,
-    assumed: Option<Map<String, Value>>,
+    assumed: Option<Value>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -96,12 +96,10 @@ impl ClientBuilder {
     /// # }
     /// ```
     ///
-    /// A `capabilities` value that is not an object assumes nothing.
+    /// A `capabilities` value that is not a JSON object fails the connect
+    /// with `invalid_config` before anything is spawned.
     pub fn assume_capabilities(mut self, capabilities: Value) -> Self {
-        self.assumed = match capabilities {
-            Value::Object(map) => Some(map),
-            _ => None,
-        };
+        self.assumed = Some(capabilities);
         self
     }
 
@@ -165,6 +163,15 @@ impl ClientBuilder {
             )));
         }
         self.limits.validate()?;
+        if self
+            .assumed
+            .as_ref()
+            .is_some_and(|assumed| !assumed.is_object())
+        {
+            return Err(Error::config(
+                "assume_capabilities takes a JSON object (capability names to their objects)",
+            ));
+        }
         let server: Arc<str> = Arc::from(self.server.as_str());
         let open = || {
             Opened::open(
@@ -195,7 +202,7 @@ impl ClientBuilder {
             Err(error) => return Err(session.fail(error).await),
         };
         let mut facts = facts;
-        if let Some(assumed) = &self.assumed {
+        if let Some(Value::Object(assumed)) = &self.assumed {
             merge_into(&mut facts.capabilities, assumed);
         }
         let link = session.link.clone();

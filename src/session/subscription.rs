@@ -29,6 +29,7 @@ use crate::events::{Interest, ServerEvent, SubscriptionEnd};
 /// # Ok(())
 /// # }
 /// ```
+#[must_use = "dropping a Subscription ends it"]
 pub struct Subscription {
     link: Link,
     feed: Arc<Feed>,
@@ -90,27 +91,36 @@ impl Subscription {
 
     /// How it ended, once it has (events may still wait before the end).
     pub fn end(&self) -> Option<SubscriptionEnd> {
+        if self.feed.end().is_none()
+            && let Some(error) = self.link.core.terminal()
+        {
+            self.feed.finish(SubscriptionEnd::Abrupt(error.clone()));
+        }
         self.feed.end()
     }
 
     /// Ends it and waits until the server is told, ahead of any later
     /// request: a legacy `resources/unsubscribe` for each URI no other
-    /// subscription wants (each within `requestTimeoutMs`, best effort); a
+    /// subscription wants (within one `requestTimeoutMs`, best effort); a
     /// 2026-07-28 listen given up (stdio: its `notifications/cancelled` queued
     /// before anything sent after `close` returns; HTTP: its stream closed).
     pub async fn close(mut self) {
         self.closed = true;
-        let released = self.release();
+        self.end_here();
         self.feed.given_up().await;
-        subscriptions::unsubscribe(&self.link, &released).await;
+        if self.feed.listen.is_none() {
+            subscriptions::release(&self.link, &self.feed).await;
+        }
     }
 
-    fn release(&self) -> Vec<String> {
+    /// Ends it and takes it out of the routing (its URIs stay counted until
+    /// released).
+    fn end_here(&self) {
         let closed = crate::Error::closed("the subscription was closed");
         self.link
             .protocol
             .feeds
-            .remove(&self.feed, SubscriptionEnd::Abrupt(closed))
+            .remove(&self.feed, SubscriptionEnd::Abrupt(closed));
     }
 }
 
@@ -119,13 +129,9 @@ impl Drop for Subscription {
         if self.closed {
             return;
         }
-        let released = self.release();
-        if released.is_empty() {
-            return;
-        }
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let link = self.link.clone();
-            runtime.spawn(async move { subscriptions::unsubscribe(&link, &released).await });
+        self.end_here();
+        if self.feed.listen.is_none() {
+            subscriptions::spawn_release(&self.link, self.feed.clone());
         }
     }
 }

@@ -211,7 +211,7 @@ impl DiagnosticObserver for Events {
                 version, reason, ..
             } => (version.to_string(), *reason),
             DiagnosticEvent::NotificationDropped { method, reason, .. } => {
-                (method.expose_secret().to_string(), *reason)
+                (method.to_string(), *reason)
             }
             _ => (String::new(), ""),
         };
@@ -223,10 +223,12 @@ impl DiagnosticObserver for Events {
     }
 }
 
-/// Polls `check` every 10 ms until it holds (at most 3 s): for effects another
-/// process produces asynchronously (a record line, a bridge record).
+/// Polls `check` every 10 ms until it holds (at most [`HANG_GUARD`], a hang
+/// guard, never a timing claim): for effects another process produces
+/// asynchronously (a record line, a bridge record).
 pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    for _ in 0..300 {
+    let deadline = tokio::time::Instant::now() + HANG_GUARD;
+    while tokio::time::Instant::now() < deadline {
         if check() {
             return;
         }

@@ -30,7 +30,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use smthrs_mcp::events::{Interest, ServerEvent};
-use smthrs_mcp::secrecy::ExposeSecret;
 use smthrs_mcp::session::Subscription;
 use smthrs_mcp::{
     Client, ClientBuilder, DiagnosticEvent, DiagnosticObserver, ErrorKind, Limits, ToolResult,
@@ -478,10 +477,7 @@ pub struct Drops(Mutex<Vec<(String, &'static str)>>);
 impl DiagnosticObserver for Drops {
     fn observe(&self, event: DiagnosticEvent) {
         if let DiagnosticEvent::NotificationDropped { method, reason, .. } = event {
-            self.0
-                .lock()
-                .unwrap()
-                .push((method.expose_secret().to_string(), reason));
+            self.0.lock().unwrap().push((method.to_string(), reason));
         }
     }
 }

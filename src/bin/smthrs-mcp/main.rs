@@ -716,10 +716,7 @@ impl DiagnosticObserver for PrintDiagnostics {
                 server,
                 method,
                 reason,
-            } => format!(
-                "server \"{server}\": dropped a notification ({}): {reason}",
-                one_line(method.expose_secret())
-            ),
+            } => format!("server \"{server}\": dropped a notification ({method}): {reason}"),
             DiagnosticEvent::OAuthStep {
                 server,
                 step,

@@ -10,13 +10,20 @@
 //! | `maxNotificationsPerSecond` | per session | per listen |
 //!
 //! What breaks a rule is dropped and reported to the diagnostics observer
-//! ([`DiagnosticEvent::NotificationDropped`]); it never ends the session or the
-//! subscription (Q9). Opening and closing feeds is [`super::subscriptions`].
+//! ([`DiagnosticEvent::NotificationDropped`], at most once per reason per
+//! second); it never ends the session or the subscription (Q9). Opening and
+//! closing feeds is [`super::subscriptions`].
+//!
+//! A feed counts against `maxSubscriptions` until it ends (ended feeds are
+//! pruned when the next one is added); a legacy feed's URIs count against
+//! `maxResourceSubscriptions` until it is released ([`Feeds::release`], once)
+//! or the server lost them ([`Feeds::lose_resources`]).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use secrecy::SecretString;
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinHandle;
@@ -28,6 +35,9 @@ use crate::diagnostics::DiagnosticEvent;
 use crate::error::{Error, Result};
 use crate::events::{
     EventQueue, Interest, Offered, RateWindow, SUBSCRIPTION_ID, ServerEvent, SubscriptionEnd,
+};
+use crate::events::{
+    PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RESOURCES_UPDATED, TOOLS_LIST_CHANGED,
 };
 use crate::jsonrpc::{self, Id};
 use crate::limits::Limits;
@@ -51,6 +61,8 @@ pub(crate) struct Feed {
     /// 2026-07-28: the task carrying its listen request; once it has ended, the
     /// request was given up (its cancellation queued ahead of anything later).
     task: Mutex<Option<JoinHandle<()>>>,
+    /// Legacy: its URIs are counted in [`Feeds`] (until released).
+    claimed: AtomicBool,
 }
 
 struct FeedState {
@@ -79,6 +91,7 @@ impl Feed {
             wake: Notify::new(),
             stop: CancellationToken::new(),
             task: Mutex::new(None),
+            claimed: AtomicBool::new(false),
         })
     }
 
@@ -102,6 +115,7 @@ impl Feed {
             wake: Notify::new(),
             stop: CancellationToken::new(),
             task: Mutex::new(None),
+            claimed: AtomicBool::new(false),
         });
         (feed, acked)
     }
@@ -156,31 +170,38 @@ impl Feed {
         self.wake.notify_one();
     }
 
-    /// Queues `event` if the honoured interest covers it.
-    fn offer(&self, core: &Core, method: &str, event: ServerEvent) {
+    /// Queues `event` if the honoured interest covers it; whether it did.
+    fn offer(&self, event: &ServerEvent) -> bool {
         let offered = {
             let mut state = lock(&self.state);
             if !state
                 .honoured
                 .as_ref()
-                .is_some_and(|honoured| honoured.covers(&event))
+                .is_some_and(|honoured| honoured.covers(event))
             {
-                drop(state);
-                return dropped(core, method, "not subscribed to");
+                return false;
             }
-            state.queue.offer(event)
+            state.queue.offer(event.clone())
         };
         match offered {
             Offered::Queued => self.wake.notify_one(),
             Offered::Lagged => self.finish(SubscriptionEnd::Lagged),
             Offered::Coalesced | Offered::Ended => {}
         }
+        true
     }
 }
 
 /// The session's open feeds.
 pub(crate) struct Feeds {
     inner: Mutex<FeedsInner>,
+    /// Held across a legacy subscribe (counting, `resources/subscribe`, the
+    /// rollback) and a release (uncounting, `resources/unsubscribe`), so that
+    /// the server's subscribed set follows the counts: a URI another call is
+    /// subscribing or unsubscribing waits for it.
+    pub(crate) legacy_serial: tokio::sync::Mutex<()>,
+    /// When each drop reason was last reported.
+    reported: Mutex<HashMap<&'static str, Instant>>,
 }
 
 struct FeedsInner {
@@ -199,14 +220,25 @@ impl Default for Feeds {
                 uris: HashMap::new(),
                 rate: None,
             }),
+            legacy_serial: tokio::sync::Mutex::new(()),
+            reported: Mutex::new(HashMap::new()),
         }
     }
 }
 
 impl Feeds {
-    /// Registers `feed`, within `maxSubscriptions` (`invalid_config`).
-    pub(crate) fn add(&self, feed: &Arc<Feed>, server: &str, limits: &Limits) -> Result<()> {
+    /// Registers `feed` within `maxSubscriptions` and (legacy) counts its
+    /// URIs within `maxResourceSubscriptions` distinct URIs in the session, in
+    /// one step: on `invalid_config` nothing is registered or counted. Returns
+    /// the URIs not subscribed yet (legacy; the caller subscribes them).
+    pub(crate) fn add(
+        &self,
+        feed: &Arc<Feed>,
+        server: &str,
+        limits: &Limits,
+    ) -> Result<Vec<String>> {
         let mut inner = lock(&self.inner);
+        inner.feeds.retain(|f| f.end().is_none());
         let max = limits.max_subscriptions;
         if inner.feeds.len() as u64 >= max {
             return Err(Error::config(format!(
@@ -214,45 +246,46 @@ impl Feeds {
                 inner.feeds.len()
             )));
         }
+        let mut fresh = Vec::new();
+        if feed.listen.is_none() && !feed.asked.resources.is_empty() {
+            fresh = feed
+                .asked
+                .resources
+                .iter()
+                .filter(|uri| !inner.uris.contains_key(*uri))
+                .cloned()
+                .collect();
+            let total = inner.uris.len() + fresh.len();
+            let max = limits.max_resource_subscriptions;
+            if total as u64 > max {
+                return Err(Error::config(format!(
+                    "server \"{server}\" would have {total} resources subscribed; maxResourceSubscriptions is {max}"
+                )));
+            }
+            for uri in &feed.asked.resources {
+                *inner.uris.entry(uri.clone()).or_default() += 1;
+            }
+            feed.claimed.store(true, Ordering::SeqCst);
+        }
         inner.feeds.push(feed.clone());
-        Ok(())
-    }
-
-    /// Legacy: counts `feed`'s URIs as wanted, within
-    /// `maxResourceSubscriptions` distinct URIs in the session
-    /// (`invalid_config`, nothing counted); returns those not subscribed yet.
-    pub(crate) fn claim(&self, feed: &Feed, server: &str, limits: &Limits) -> Result<Vec<String>> {
-        let mut inner = lock(&self.inner);
-        let fresh: Vec<String> = feed
-            .asked
-            .resources
-            .iter()
-            .filter(|uri| !inner.uris.contains_key(*uri))
-            .cloned()
-            .collect();
-        let total = inner.uris.len() + fresh.len();
-        let max = limits.max_resource_subscriptions;
-        if total as u64 > max {
-            return Err(Error::config(format!(
-                "server \"{server}\" would have {total} resources subscribed; maxResourceSubscriptions is {max}"
-            )));
-        }
-        for uri in &feed.asked.resources {
-            *inner.uris.entry(uri.clone()).or_default() += 1;
-        }
         Ok(fresh)
     }
 
-    /// Removes `feed` (ending it as `end` if it has not ended); returns the
-    /// legacy URIs no feed wants any more.
-    pub(crate) fn remove(&self, feed: &Arc<Feed>, end: SubscriptionEnd) -> Vec<String> {
+    /// Ends `feed` as `end` (unless it has ended) and takes it out of the
+    /// routing; its URIs stay counted until [`Feeds::release`].
+    pub(crate) fn remove(&self, feed: &Arc<Feed>, end: SubscriptionEnd) {
         feed.finish(end);
-        let mut inner = lock(&self.inner);
-        let before = inner.feeds.len();
-        inner.feeds.retain(|f| !Arc::ptr_eq(f, feed));
-        if before == inner.feeds.len() || feed.listen.is_some() {
+        lock(&self.inner).feeds.retain(|f| !Arc::ptr_eq(f, feed));
+    }
+
+    /// Legacy: uncounts `feed`'s URIs (once; nothing for a feed released or
+    /// lost already) and returns those no feed wants any more (the caller
+    /// unsubscribes them).
+    pub(crate) fn release(&self, feed: &Feed) -> Vec<String> {
+        if !feed.claimed.swap(false, Ordering::SeqCst) {
             return Vec::new();
         }
+        let mut inner = lock(&self.inner);
         let mut released = Vec::new();
         for uri in &feed.asked.resources {
             if let Some(count) = inner.uris.get_mut(uri) {
@@ -271,47 +304,59 @@ impl Feeds {
         lock(&self.inner).uris.keys().cloned().collect()
     }
 
-    /// Legacy: ends every feed holding resource subscriptions as `error` (the
-    /// server lost them and subscribing again failed).
+    /// Legacy: the server lost every resource subscription and subscribing
+    /// again failed: the feeds holding some end as `error`, nothing stays
+    /// counted (a later subscribe subscribes again).
     pub(crate) fn lose_resources(&self, error: &Error) {
-        let holding: Vec<_> = lock(&self.inner)
-            .feeds
-            .iter()
-            .filter(|f| f.listen.is_none() && !f.asked.resources.is_empty())
-            .cloned()
-            .collect();
+        let holding: Vec<_> = {
+            let mut inner = lock(&self.inner);
+            inner.uris.clear();
+            let holding: Vec<_> = inner
+                .feeds
+                .iter()
+                .filter(|f| f.claimed.swap(false, Ordering::SeqCst))
+                .cloned()
+                .collect();
+            inner
+                .feeds
+                .retain(|f| !holding.iter().any(|h| Arc::ptr_eq(f, h)));
+            holding
+        };
         for feed in holding {
             feed.finish(SubscriptionEnd::Abrupt(error.clone()));
         }
     }
 
     /// Routes one notification (see the module docs); `modern` is the era.
-    pub(crate) fn route(&self, core: &Core, method: &str, frame: &[u8], modern: bool) {
+    /// Whether a feed took it as an event.
+    pub(crate) fn route(&self, core: &Core, method: &str, frame: &[u8], modern: bool) -> bool {
         if !ServerEvent::is_change(method) && method != ACKNOWLEDGED && method != CANCELLED {
-            return;
+            return false;
         }
         if lock(&self.inner).feeds.is_empty() {
             // Legacy servers send list changes unasked; a 2026-07-28 one may not.
             if modern && method != CANCELLED {
-                dropped(core, method, "no subscription is open");
+                self.report(core, method, "no subscription is open");
             }
-            return;
+            return false;
         }
         let params = jsonrpc::request_params(frame);
         if modern {
-            self.route_modern(core, method, params.as_ref());
+            self.route_modern(core, method, params.as_ref())
         } else if method != CANCELLED {
-            self.route_legacy(core, method, params.as_ref());
+            self.route_legacy(core, method, params.as_ref())
+        } else {
+            false
         }
     }
 
-    fn route_legacy(&self, core: &Core, method: &str, params: Option<&Map<String, Value>>) {
+    fn route_legacy(&self, core: &Core, method: &str, params: Option<&Map<String, Value>>) -> bool {
         if method == ACKNOWLEDGED {
-            return dropped(core, method, "a 2026-07-28 message in a legacy session");
+            self.report(core, method, "a 2026-07-28 message in a legacy session");
+            return false;
         }
-        let event = match event_of(core, method, params) {
-            Some(event) => event,
-            None => return,
+        let Some(event) = self.event_of(core, method, params) else {
+            return false;
         };
         let feeds = {
             let mut inner = lock(&self.inner);
@@ -320,18 +365,23 @@ impl Feeds {
                 .rate
                 .get_or_insert_with(|| RateWindow::new(per_second));
             if !rate.admit(Instant::now()) {
-                let first = rate.dropped == 1;
                 drop(inner);
-                return rate_limited(core, method, first);
+                self.report(core, method, "past maxNotificationsPerSecond");
+                return false;
             }
             inner.feeds.clone()
         };
+        let mut taken = false;
         for feed in feeds {
-            feed.offer(core, method, event.clone());
+            taken |= feed.offer(&event);
         }
+        if !taken {
+            self.report(core, method, "not subscribed to");
+        }
+        taken
     }
 
-    fn route_modern(&self, core: &Core, method: &str, params: Option<&Map<String, Value>>) {
+    fn route_modern(&self, core: &Core, method: &str, params: Option<&Map<String, Value>>) -> bool {
         if method == CANCELLED {
             // The server ending a listen (its id is the cancelled request's).
             let named = params
@@ -341,7 +391,7 @@ impl Feeds {
             if let Some(feed) = named.and_then(|id| self.listen_of(id)) {
                 feed.finish(SubscriptionEnd::Cancelled);
             }
-            return;
+            return false;
         }
         let tag = params
             .and_then(|p| p.get("_meta"))
@@ -357,28 +407,34 @@ impl Feeds {
             } else {
                 "carries no subscription id"
             };
-            return dropped(core, method, reason);
+            self.report(core, method, reason);
+            return false;
         };
         if method == ACKNOWLEDGED {
-            return acknowledge(core, &feed, params);
+            self.acknowledge(core, &feed, params);
+            return false;
         }
-        let event = match event_of(core, method, params) {
-            Some(event) => event,
-            None => return,
+        let Some(event) = self.event_of(core, method, params) else {
+            return false;
         };
         {
             let mut state = lock(&feed.state);
             if state.honoured.is_none() {
                 drop(state);
-                return dropped(core, method, "came before the acknowledgement");
+                self.report(core, method, "came before the acknowledgement");
+                return false;
             }
             if !state.rate.admit(Instant::now()) {
-                let first = state.rate.dropped == 1;
                 drop(state);
-                return rate_limited(core, method, first);
+                self.report(core, method, "past maxNotificationsPerSecond");
+                return false;
             }
         }
-        feed.offer(core, method, event);
+        let taken = feed.offer(&event);
+        if !taken {
+            self.report(core, method, "not subscribed to");
+        }
+        taken
     }
 
     fn listen_of(&self, id: u64) -> Option<Arc<Feed>> {
@@ -390,65 +446,90 @@ impl Feeds {
     }
 }
 
-/// A listen's acknowledgement: the first one settles the wait (a filter that
-/// asks for more than was asked fails it); any later one is dropped.
-fn acknowledge(core: &Core, feed: &Feed, params: Option<&Map<String, Value>>) {
-    let mut state = lock(&feed.state);
-    let Some(ack) = state.ack.take() else {
+impl Feeds {
+    /// A listen's acknowledgement: the first one settles the wait (a filter that
+    /// asks for more than was asked fails it); any later one is dropped.
+    fn acknowledge(&self, core: &Core, feed: &Feed, params: Option<&Map<String, Value>>) {
+        let mut state = lock(&feed.state);
+        let Some(ack) = state.ack.take() else {
+            drop(state);
+            return self.report(core, ACKNOWLEDGED, "a second acknowledgement");
+        };
+        let filter = params
+            .and_then(|p| p.get("notifications"))
+            .and_then(Value::as_object);
+        let read = match filter {
+            Some(filter) => Interest::from_filter(filter),
+            None => Err("it has no notifications object".to_owned()),
+        };
+        let outcome = match read {
+            Ok(honoured) if honoured.is_subset_of(&feed.asked) => {
+                state.honoured = Some(honoured.clone());
+                Ok(honoured)
+            }
+            Ok(_) => Err(Error::invalid_response(format!(
+                "server \"{}\" acknowledged subscriptions/listen with more than was asked",
+                core.server
+            ))),
+            Err(rule) => Err(Error::invalid_response(format!(
+                "server \"{}\" acknowledged subscriptions/listen with a filter that breaks a rule: {rule}",
+                core.server
+            ))),
+        };
         drop(state);
-        return dropped(core, ACKNOWLEDGED, "a second acknowledgement");
-    };
-    let filter = params
-        .and_then(|p| p.get("notifications"))
-        .and_then(Value::as_object);
-    let read = match filter {
-        Some(filter) => Interest::from_filter(filter),
-        None => Err("it has no notifications object".to_owned()),
-    };
-    let outcome = match read {
-        Ok(honoured) if honoured.is_subset_of(&feed.asked) => {
-            state.honoured = Some(honoured.clone());
-            Ok(honoured)
-        }
-        Ok(_) => Err(Error::invalid_response(format!(
-            "server \"{}\" acknowledged subscriptions/listen with more than was asked",
-            core.server
-        ))),
-        Err(rule) => Err(Error::invalid_response(format!(
-            "server \"{}\" acknowledged subscriptions/listen with a filter that breaks a rule: {rule}",
-            core.server
-        ))),
-    };
-    drop(state);
-    let _ = ack.send(outcome);
-}
+        let _ = ack.send(outcome);
+    }
 
-/// The event of a change notification; `None` (dropped, reported) when it
-/// breaks a rule.
-fn event_of(core: &Core, method: &str, params: Option<&Map<String, Value>>) -> Option<ServerEvent> {
-    let max_uri = Limits::usize_of(core.limits.max_uri_bytes);
-    match ServerEvent::from_notification(method, params, max_uri)? {
-        Ok(event) => Some(event),
-        Err(_) => {
-            dropped(core, method, "breaks a rule");
-            None
+    /// The event of a change notification; `None` (dropped, reported) when it
+    /// breaks a rule.
+    fn event_of(
+        &self,
+        core: &Core,
+        method: &str,
+        params: Option<&Map<String, Value>>,
+    ) -> Option<ServerEvent> {
+        let max_uri = Limits::usize_of(core.limits.max_uri_bytes);
+        match ServerEvent::from_notification(method, params, max_uri)? {
+            Ok(event) => Some(event),
+            Err(_) => {
+                self.report(core, method, "breaks a rule");
+                None
+            }
         }
     }
-}
 
-/// A drop past the rate: reported for the first in each second.
-fn rate_limited(core: &Core, method: &str, first: bool) {
-    if first {
-        dropped(core, method, "past maxNotificationsPerSecond");
-    }
-}
-
-fn dropped(core: &Core, method: &str, reason: &'static str) {
-    if core.diagnostics.is_enabled() {
+    /// Reports a drop to the diagnostics observer, at most once per reason per
+    /// second (a flood is reported, not repeated).
+    fn report(&self, core: &Core, method: &str, reason: &'static str) {
+        if !core.diagnostics.is_enabled() {
+            return;
+        }
+        let now = Instant::now();
+        {
+            let mut reported = lock(&self.reported);
+            match reported.get(reason) {
+                Some(last) if now.duration_since(*last) < Duration::from_secs(1) => return,
+                _ => {
+                    reported.insert(reason, now);
+                }
+            }
+        }
         core.diagnostics.emit(DiagnosticEvent::NotificationDropped {
             server: core.server.clone(),
-            method: SecretString::from(method.to_owned()),
+            method: known_method(method),
             reason,
         });
+    }
+}
+
+/// The methods that reach [`Feeds::report`], as static names.
+fn known_method(method: &str) -> &'static str {
+    match method {
+        TOOLS_LIST_CHANGED => TOOLS_LIST_CHANGED,
+        PROMPTS_LIST_CHANGED => PROMPTS_LIST_CHANGED,
+        RESOURCES_LIST_CHANGED => RESOURCES_LIST_CHANGED,
+        RESOURCES_UPDATED => RESOURCES_UPDATED,
+        ACKNOWLEDGED => ACKNOWLEDGED,
+        _ => "notification",
     }
 }

@@ -74,11 +74,13 @@ impl ProtocolHooks for Protocol {
     fn notification(&self, core: &Arc<Core>, method: &str, frame: &[u8]) {
         let modern = self.wire.get().is_modern();
         self.inputs.server_notification(method, frame);
-        if method == crate::events::PROMPTS_LIST_CHANGED {
-            // The held listing no longer says what `prompts/get` accepts.
+        let taken = self.feeds.route(core, method, frame, modern);
+        // The held listing no longer says what `prompts/get` accepts. Legacy
+        // servers send the change unasked (some without declaring it);
+        // 2026-07-28: only a change a listen took counts.
+        if method == crate::events::PROMPTS_LIST_CHANGED && (taken || !modern) {
             *super::engine::lock(&self.prompts) = None;
         }
-        self.feeds.route(core, method, frame, modern);
     }
 
     fn framing(&self) -> Framing {

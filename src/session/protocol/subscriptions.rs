@@ -16,6 +16,21 @@
 //! `maxResourceSubscriptions` URIs in one (and, legacy, in the session): past
 //! either, `invalid_config`, nothing sent. A failure leaves nothing subscribed
 //! that this call subscribed.
+//!
+//! Where this differs from beyond-tools.md §1.7 and §8, on purpose:
+//! - no re-listen with backoff: a subscription that ends says why
+//!   ([`SubscriptionEnd`]) and the host opens another (reconnecting belongs
+//!   to the supervisor of issue 33, which also re-discovers);
+//! - `maxSubscriptions` counts legacy subscriptions too, not only listen
+//!   streams (one bound for what the host holds open);
+//! - a listen's result without `_meta` or `resultType` (servers before the
+//!   post-release edit) is graceful without a diagnostic: the observer has no
+//!   event for it;
+//! - a 2026-07-28 event is matched by its subscription id alone, not by the
+//!   HTTP stream it came on (the id is what the spec names; a server sends
+//!   each on its listen's stream anyway);
+//! - the legacy `maxNotificationsPerSecond` counts every change
+//!   notification of the session, asked for or not.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,15 +71,23 @@ pub(crate) async fn open(
             interest.resources.len()
         )));
     }
+    if interest.is_empty() {
+        return Err(Error::protocol(
+            "a subscription must ask for something: the interest is empty",
+        ));
+    }
     let asked = declared(facts, &interest);
     if asked.is_empty() {
         return Err(missing_capability(&core.server, first_asked(&interest)));
     }
-    if link.protocol.wire.get().is_modern() {
-        listen(link, asked).await
+    let mut guard = OpenGuard::new(link);
+    let feed = if link.protocol.wire.get().is_modern() {
+        listen(link, asked, &mut guard).await?
     } else {
-        subscribe(link, asked).await
-    }
+        subscribe(link, asked, &mut guard).await?
+    };
+    guard.disarm();
+    Ok(feed)
 }
 
 /// What of `interest` the server declared it can send.
@@ -96,10 +119,8 @@ fn first_asked(interest: &Interest) -> &'static str {
         "prompts.listChanged"
     } else if interest.resources_list_changed {
         "resources.listChanged"
-    } else if !interest.resources.is_empty() {
-        "resources.subscribe"
     } else {
-        "anything to subscribe to (the interest is empty)"
+        "resources.subscribe"
     }
 }
 
@@ -108,58 +129,100 @@ struct UriParams<'a> {
     uri: &'a str,
 }
 
-/// Legacy: registers the feed, then subscribes the URIs the session has not.
-async fn subscribe(link: &Link, asked: Interest) -> Result<Arc<Feed>> {
+/// Legacy: registers the feed and counts its URIs, then subscribes those the
+/// session has not, all within one `requestTimeoutMs` and under the legacy
+/// serial lock (a concurrent subscribe or release of the same URIs waits). On
+/// failure the feed is released and what this call subscribed is
+/// unsubscribed (from a task of its own: the caller gets the error at once).
+async fn subscribe(link: &Link, asked: Interest, guard: &mut OpenGuard) -> Result<Arc<Feed>> {
     let core = &link.core;
     let feeds = &link.protocol.feeds;
+    let deadline = Instant::now() + core.limits.request_timeout();
+    let _serial = feeds.legacy_serial.lock().await;
     let feed = Feed::legacy(asked, &core.limits);
-    feeds.add(&feed, &core.server, &core.limits)?;
-    let fresh = match feeds.claim(&feed, &core.server, &core.limits) {
-        Ok(fresh) => fresh,
-        Err(error) => {
-            feeds.remove(&feed, SubscriptionEnd::Abrupt(error.clone()));
-            return Err(error);
-        }
-    };
+    let fresh = feeds.add(&feed, &core.server, &core.limits)?;
+    guard.arm(&feed);
     for (done, uri) in fresh.iter().enumerate() {
-        let deadline = Instant::now() + core.limits.request_timeout();
         let ask = Ask::new("resources/subscribe", deadline);
         if let Err(error) = send::send(link, &ask, &UriParams { uri }).await {
-            // Nothing half-done: what this call subscribed is unsubscribed.
-            let released = feeds.remove(&feed, SubscriptionEnd::Abrupt(error.clone()));
-            let undo: Vec<_> = released
+            feeds.remove(&feed, SubscriptionEnd::Abrupt(error.clone()));
+            let undo: Vec<_> = feeds
+                .release(&feed)
                 .into_iter()
                 .filter(|uri| fresh[..done].contains(uri))
                 .collect();
-            unsubscribe(link, &undo).await;
+            guard.disarm();
+            spawn_unsubscribe(link, undo);
             return Err(error);
         }
     }
     Ok(feed)
 }
 
-/// Legacy: `resources/unsubscribe` for each of `uris`, each within
-/// `requestTimeoutMs`; best effort (the server may have gone).
-pub(crate) async fn unsubscribe(link: &Link, uris: &[String]) {
+/// Legacy: `resources/unsubscribe` for each of `uris` within one
+/// `requestTimeoutMs`; best effort (the server may have gone). The caller
+/// holds the legacy serial lock.
+async fn unsubscribe(link: &Link, uris: &[String]) {
+    let deadline = Instant::now() + link.core.limits.request_timeout();
     for uri in uris {
         if link.core.terminal().is_some() {
             return;
         }
-        let deadline = Instant::now() + link.core.limits.request_timeout();
         let ask = Ask::new("resources/unsubscribe", deadline);
         let _ = send::send(link, &ask, &UriParams { uri }).await;
     }
 }
 
+/// Legacy: releases `feed`'s URIs and unsubscribes those no feed wants any
+/// more, under the legacy serial lock.
+pub(crate) async fn release(link: &Link, feed: &Feed) {
+    let feeds = &link.protocol.feeds;
+    let _serial = feeds.legacy_serial.lock().await;
+    let released = feeds.release(feed);
+    unsubscribe(link, &released).await;
+}
+
+/// [`release`] from a task of its own (a drop path), when a runtime runs;
+/// without one the URIs are only uncounted (nothing can be sent).
+pub(crate) fn spawn_release(link: &Link, feed: Arc<Feed>) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            let link = link.clone();
+            runtime.spawn(async move { release(&link, &feed).await });
+        }
+        Err(_) => {
+            link.protocol.feeds.release(&feed);
+        }
+    }
+}
+
+/// Unsubscribes `uris` from a task of its own (a rollback), under the legacy
+/// serial lock.
+fn spawn_unsubscribe(link: &Link, uris: Vec<String>) {
+    if uris.is_empty() {
+        return;
+    }
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let link = link.clone();
+        runtime.spawn(async move {
+            let _serial = link.protocol.feeds.legacy_serial.lock().await;
+            unsubscribe(&link, &uris).await;
+        });
+    }
+}
+
 /// Legacy, after a re-initialise: subscribes again every URI the session had
-/// (the server's new session has none); when that fails, the subscriptions
-/// holding resources end `Abrupt` with the error.
+/// (the server's new session has none), within one `requestTimeoutMs`; when
+/// that fails, the subscriptions holding resources end `Abrupt` with the error
+/// (its kind and remote detail kept) and nothing stays counted.
 pub(crate) async fn renew(link: &Link) {
-    for uri in link.protocol.feeds.subscribed() {
-        let deadline = Instant::now() + link.core.limits.request_timeout();
+    let feeds = &link.protocol.feeds;
+    let _serial = feeds.legacy_serial.lock().await;
+    let deadline = Instant::now() + link.core.limits.request_timeout();
+    for uri in feeds.subscribed() {
         let ask = Ask::new("resources/subscribe", deadline);
         if let Err(error) = send::send(link, &ask, &UriParams { uri: &uri }).await {
-            let error = Error::new(
+            let mut lost = Error::new(
                 error.kind(),
                 format!(
                     "server \"{}\" lost its session and subscribing to its resources again failed: {}",
@@ -167,8 +230,57 @@ pub(crate) async fn renew(link: &Link) {
                     error.message()
                 ),
             );
-            link.protocol.feeds.lose_resources(&error);
+            if let Some(detail) = error.detail() {
+                lost = lost.with_detail(detail.clone());
+            }
+            feeds.lose_resources(&lost);
             return;
+        }
+    }
+}
+
+/// Undoes an open that did not finish (its future dropped, or failed past
+/// registering): the feed is removed and (legacy) its URIs uncounted at once,
+/// so a cancelled `subscribe` holds no `maxSubscriptions` slot, no counted URI
+/// and no running listen. Nothing is unsubscribed: the `resources/subscribe`
+/// given up was cancelled, and a URI it had subscribed before stays
+/// subscribed on the server (its updates are dropped as not subscribed to)
+/// until a subscription asks for it again or the session ends. (Armed only
+/// while the open holds the legacy serial lock, so uncounting here races
+/// with no other subscribe or release.)
+pub(crate) struct OpenGuard {
+    link: Link,
+    feed: Option<Arc<Feed>>,
+}
+
+impl OpenGuard {
+    fn new(link: &Link) -> OpenGuard {
+        OpenGuard {
+            link: link.clone(),
+            feed: None,
+        }
+    }
+
+    fn arm(&mut self, feed: &Arc<Feed>) {
+        self.feed = Some(feed.clone());
+    }
+
+    fn disarm(&mut self) {
+        self.feed = None;
+    }
+}
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        if let Some(feed) = self.feed.take() {
+            let gone = Error::closed("the subscribe call was given up");
+            self.link
+                .protocol
+                .feeds
+                .remove(&feed, SubscriptionEnd::Abrupt(gone));
+            if feed.listen.is_none() {
+                self.link.protocol.feeds.release(&feed);
+            }
         }
     }
 }
@@ -182,11 +294,12 @@ struct ListenParams<'a> {
 
 /// 2026-07-28: sends `subscriptions/listen` from a task of its own (it lives
 /// as long as the subscription) and waits for the acknowledgement.
-async fn listen(link: &Link, asked: Interest) -> Result<Arc<Feed>> {
+async fn listen(link: &Link, asked: Interest, guard: &mut OpenGuard) -> Result<Arc<Feed>> {
     let core = &link.core;
     let id = core.reserve_id();
     let (feed, acked) = Feed::listen(id, asked, &core.limits);
     link.protocol.feeds.add(&feed, &core.server, &core.limits)?;
+    guard.arm(&feed);
     let task = {
         let link = link.clone();
         let feed = feed.clone();
@@ -235,6 +348,7 @@ async fn listen(link: &Link, asked: Interest) -> Result<Arc<Feed>> {
             link.protocol
                 .feeds
                 .remove(&feed, SubscriptionEnd::Abrupt(error.clone()));
+            guard.disarm();
             Err(error)
         }
     }
