@@ -288,10 +288,19 @@ pub fn orchestrate(options: &Options) {
             format!("{outcome} in {ms:.0} ms"),
             outcome == "protocol_error" && ms <= 2000.0,
         ));
+        // The stdio framing bound is the larger of maxFrameBytes and a
+        // resources/read reply's frame (beyond-tools.md Q3; DOS.md): the
+        // budget of tests/memory_flood.rs.
+        use smthrs_mcp::limits::{
+            DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_RESOURCE_BYTES, READ_ENVELOPE_BYTES,
+        };
+        let read_frame = DEFAULT_MAX_RESOURCE_BYTES.div_ceil(3) * 4 + READ_ENVELOPE_BYTES;
+        let framing = DEFAULT_MAX_FRAME_BYTES.max(read_frame) as f64 / (1024.0 * 1024.0);
+        let budget = 3.0 * framing + 16.0;
         checks.push((
-            "flood: peak RSS <= 3 x maxFrameBytes + 16 MiB (19 MiB)".into(),
+            format!("flood: peak RSS <= 3 x the framing bound + 16 MiB ({budget:.0} MiB)"),
             format!("{mib:.1} MiB"),
-            mib <= 19.0,
+            mib <= budget,
         ));
     }
     let connect = |client| connects.get(&(Transport::Stdio, client)).map(|v| median(v));

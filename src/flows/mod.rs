@@ -8,6 +8,12 @@
 //! any number of [`FlowSource`]s, refusing duplicate flow names instead of letting
 //! one shadow another.
 //!
+//! Only tools become flows. Resources, prompts, completions and Skills are
+//! data a host reads ([`Client::read_resource`], [`Client::get_prompt`],
+//! [`Client::load_skill`]), not actions a flow runs; change events
+//! ([`Client::subscribe`]) are notices, and a changed tool list never changes
+//! a projection (the catalog stays frozen: reconnect, and a pin decides).
+//!
 //! # What one tool becomes
 //!
 //! | field | value |
