@@ -9,9 +9,9 @@
 //! one shadow another.
 //!
 //! Only tools become flows. Resources, prompts, completions and Skills are
-//! data a host reads ([`Client::read_resource`], [`Client::get_prompt`],
-//! [`Client::load_skill`]), not actions a flow runs; change events
-//! ([`Client::subscribe`]) are notices, and a changed tool list never changes
+//! data a host reads ([`Client::read_resource`](crate::Client::read_resource), [`Client::get_prompt`](crate::Client::get_prompt),
+//! [`Client::load_skill`](crate::Client::load_skill)), not actions a flow runs; change events
+//! ([`Client::subscribe`](crate::Client::subscribe)) are notices, and a changed tool list never changes
 //! a projection (the catalog stays frozen: reconnect, and a pin decides).
 //!
 //! # What one tool becomes
