@@ -70,6 +70,25 @@ fn trigger(lines: Vec<Value>) -> Value {
     json!({"before": lines, "result": {"resources": []}})
 }
 
+/// Waits until the server received `notifications/cancelled` for the first
+/// listen it was sent (over HTTP the bridge writes it when the stream closes).
+async fn first_listen_cancelled(a: &Attempt, what: &str) {
+    let listen_id = a.received("subscriptions/listen")[0]["id"].clone();
+    eventually(what, || {
+        a.received("notifications/cancelled")
+            .iter()
+            .any(|c| c["params"]["requestId"] == listen_id)
+    })
+    .await;
+}
+
+/// The error a subscribe that must fail fails with.
+async fn refused(client: &Client, interest: Interest) -> smthrs_mcp::Error {
+    guard("subscribe", client.subscribe(interest))
+        .await
+        .expect_err("the subscribe must fail")
+}
+
 async fn next(sub: &mut Subscription) -> Option<ServerEvent> {
     guard("the next event", sub.next()).await
 }
@@ -209,13 +228,7 @@ async fn changes_reach_the_host_as_events(via: Via) {
             // Over stdio: checked below, by order.
             _ if via == Via::Stdio => {}
             _ => {
-                let listen_id = a.received("subscriptions/listen")[0]["id"].clone();
-                eventually("the listen cancelled", || {
-                    a.received("notifications/cancelled")
-                        .iter()
-                        .any(|c| c["params"]["requestId"] == listen_id)
-                })
-                .await;
+                first_listen_cancelled(&a, "the listen cancelled").await;
             }
         }
         // The session goes on. Over stdio the listen's cancellation went out
@@ -316,22 +329,11 @@ async fn an_acknowledgement_must_be_a_timely_subset(via: Via) {
                                                      "promptsListChanged": true}))],
     });
     let a = open(via, Era::Modern, declared(), methods, Limits::default()).await;
-    let error = guard(
-        "subscribe",
-        a.client().subscribe(Interest::new().tools_list()),
-    )
-    .await
-    .unwrap_err();
+    let error = refused(a.client(), Interest::new().tools_list()).await;
     assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error}");
     assert!(error.message().contains("more than was asked"), "{error}");
     // Nothing is left open: the listen was given up.
-    let listen_id = a.received("subscriptions/listen")[0]["id"].clone();
-    eventually("the listen cancelled", || {
-        a.received("notifications/cancelled")
-            .iter()
-            .any(|c| c["params"]["requestId"] == listen_id)
-    })
-    .await;
+    first_listen_cancelled(&a, "the listen cancelled").await;
     a.close().await;
 
     // No acknowledgement at all.
@@ -339,12 +341,7 @@ async fn an_acknowledgement_must_be_a_timely_subset(via: Via) {
     let mut limits = Limits::default();
     limits.handshake_timeout_ms = 1500;
     let a = open(via, Era::Modern, declared(), methods, limits).await;
-    let error = guard(
-        "subscribe",
-        a.client().subscribe(Interest::new().tools_list()),
-    )
-    .await
-    .unwrap_err();
+    let error = refused(a.client(), Interest::new().tools_list()).await;
     assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
     assert!(
         error.message().contains("handshakeTimeoutMs is 1500"),
@@ -354,12 +351,7 @@ async fn an_acknowledgement_must_be_a_timely_subset(via: Via) {
 
     // An answer before any acknowledgement (here: method not found).
     let a = open(via, Era::Modern, declared(), json!({}), Limits::default()).await;
-    let error = guard(
-        "subscribe",
-        a.client().subscribe(Interest::new().tools_list()),
-    )
-    .await
-    .unwrap_err();
+    let error = refused(a.client(), Interest::new().tools_list()).await;
     assert_eq!(error.kind(), ErrorKind::RemoteError, "{error}");
     a.close().await;
 }
@@ -454,9 +446,7 @@ async fn bounds_are_kept_locally_and_by_the_queue(via: Via) {
             .resource("file:///b")
             .resource("file:///c")
             .resource("file:///d");
-        let error = guard("subscribe", client.subscribe(four))
-            .await
-            .unwrap_err();
+        let error = refused(client, four).await;
         assert_eq!(error.kind(), ErrorKind::InvalidConfig, "{error}");
         assert!(
             error
@@ -473,9 +463,7 @@ async fn bounds_are_kept_locally_and_by_the_queue(via: Via) {
             .unwrap();
         // Past maxSubscriptions: refused, nothing sent.
         let before = a.lines().len();
-        let error = guard("subscribe", client.subscribe(Interest::new().tools_list()))
-            .await
-            .unwrap_err();
+        let error = refused(client, Interest::new().tools_list()).await;
         assert_eq!(error.kind(), ErrorKind::InvalidConfig, "{error}");
         assert!(
             error
@@ -496,15 +484,7 @@ async fn bounds_are_kept_locally_and_by_the_queue(via: Via) {
                 .await
             }
             // A lagging listen is given up (what follows it is never read).
-            _ => {
-                let listen_id = a.received("subscriptions/listen")[0]["id"].clone();
-                eventually("the lagging listen cancelled", || {
-                    a.received("notifications/cancelled")
-                        .iter()
-                        .any(|c| c["params"]["requestId"] == listen_id)
-                })
-                .await
-            }
+            _ => first_listen_cancelled(&a, "the lagging listen cancelled").await,
         }
         assert_eq!(next(&mut sub).await, Some(updated("file:///a")), "{era:?}");
         assert_eq!(next(&mut sub).await, Some(updated("file:///b")), "{era:?}");
@@ -580,9 +560,7 @@ async fn nothing_undeclared_is_asked(via: Via) {
         let a = open(via, era, capabilities, json!({}), Limits::default()).await;
         let client = a.client();
         let interest = Interest::every_list().resource("file:///a");
-        let error = guard("subscribe", client.subscribe(interest))
-            .await
-            .unwrap_err();
+        let error = refused(client, interest).await;
         assert_eq!(
             error.kind(),
             ErrorKind::MissingCapability,
@@ -592,12 +570,7 @@ async fn nothing_undeclared_is_asked(via: Via) {
         assert!(a.received("subscriptions/listen").is_empty());
         assert!(a.received("resources/subscribe").is_empty());
         // A caller's bad URI: nothing sent either.
-        let error = guard(
-            "subscribe",
-            client.subscribe(Interest::new().resource("no scheme")),
-        )
-        .await
-        .unwrap_err();
+        let error = refused(client, Interest::new().resource("no scheme")).await;
         assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
         a.close().await;
     }
@@ -610,9 +583,7 @@ async fn a_failed_subscribe_leaves_nothing_subscribed(via: Via) {
     });
     let a = open(via, Era::Legacy, declared(), methods, Limits::default()).await;
     let interest = Interest::new().resource("file:///a").resource("file:///b");
-    let error = guard("subscribe", a.client().subscribe(interest))
-        .await
-        .unwrap_err();
+    let error = refused(a.client(), interest).await;
     assert_eq!(error.kind(), ErrorKind::RemoteError, "{error}");
     // Undone from a task of its own: the caller had its error at once.
     eventually("the rollback", || {
@@ -681,12 +652,7 @@ async fn assumed_capabilities_gate_like_declared_ones(via: Via) {
             .unwrap();
         assert_eq!(sub.honoured(), &Interest::new().tools_list(), "{era:?}");
         // What was neither declared nor assumed is still refused.
-        let error = guard(
-            "subscribe",
-            client.subscribe(Interest::new().prompts_list()),
-        )
-        .await
-        .unwrap_err();
+        let error = refused(client, Interest::new().prompts_list()).await;
         assert_eq!(error.kind(), ErrorKind::MissingCapability, "{error}");
         a.close().await;
     }
@@ -705,7 +671,7 @@ async fn the_session_wide_resource_cap_counts_each_uri_once(via: Via) {
     let first = guard("subscribe", client.subscribe(ab)).await.unwrap();
     // `a` is counted once for both subscriptions; `c` would be the third URI.
     let ac = Interest::new().resource("file:///a").resource("file:///c");
-    let error = guard("subscribe", client.subscribe(ac)).await.unwrap_err();
+    let error = refused(client, ac).await;
     assert_eq!(error.kind(), ErrorKind::InvalidConfig, "{error}");
     assert!(
         error
@@ -731,12 +697,7 @@ async fn the_session_wide_resource_cap_counts_each_uri_once(via: Via) {
 async fn an_answer_before_the_acknowledgement_fails_the_open(via: Via) {
     let methods = json!({"subscriptions/listen": [{"result": {"resultType": "complete"}}]});
     let a = open(via, Era::Modern, declared(), methods, Limits::default()).await;
-    let error = guard(
-        "subscribe",
-        a.client().subscribe(Interest::new().tools_list()),
-    )
-    .await
-    .unwrap_err();
+    let error = refused(a.client(), Interest::new().tools_list()).await;
     assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error}");
     assert!(
         error.message().contains("before acknowledging it"),
@@ -774,13 +735,7 @@ async fn a_subscribe_given_up_holds_nothing(via: Via) {
         match era {
             Era::Legacy => assert_eq!(a.received("resources/subscribe").len(), 2),
             _ => {
-                let listen_id = a.received("subscriptions/listen")[0]["id"].clone();
-                eventually("the given-up listen cancelled", || {
-                    a.received("notifications/cancelled")
-                        .iter()
-                        .any(|c| c["params"]["requestId"] == listen_id)
-                })
-                .await;
+                first_listen_cancelled(&a, "the given-up listen cancelled").await;
             }
         }
         a.close().await;
