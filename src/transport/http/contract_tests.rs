@@ -68,11 +68,12 @@ fn legacy_meta(text: &str) -> FrameMeta {
 }
 
 async fn open(url: &str) -> Connection {
-    open_with(
-        HttpTransport::builder("test", url).build().unwrap(),
-        Limits::default(),
-    )
-    .await
+    open_limited(url, Limits::default()).await
+}
+
+/// A transport to `url` with the default builder, opened under `limits`.
+async fn open_limited(url: &str, limits: Limits) -> Connection {
+    open_with(HttpTransport::builder("test", url).build().unwrap(), limits).await
 }
 
 /// The engine's side of one request: `done` once settled, failures recorded.
@@ -278,14 +279,11 @@ async fn send_returns_before_the_response_and_queue_capacity_bounds_posts_in_fli
         queue_capacity: 1,
         ..Limits::default()
     };
-    let transport = HttpTransport::builder("test", server.url())
-        .build()
-        .unwrap();
     let Connection {
         mut sink,
         mut source,
         ..
-    } = open_with(transport, limits).await;
+    } = open_limited(&server.url(), limits).await;
 
     let first = Pending::new();
     let started = Instant::now();
@@ -359,14 +357,11 @@ async fn a_reply_to_a_server_request_is_sent_while_its_stream_is_open() {
         queue_capacity: 1,
         ..Limits::default()
     };
-    let transport = HttpTransport::builder("test", server.url())
-        .build()
-        .unwrap();
     let Connection {
         mut sink,
         mut source,
         ..
-    } = open_with(transport, limits).await;
+    } = open_limited(&server.url(), limits).await;
     let call = Pending::new();
     sink.send(request(PING, &call)).await.unwrap();
     assert_eq!(
@@ -409,14 +404,11 @@ async fn a_stream_faster_than_the_engine_waits_for_room_and_loses_nothing() {
         queue_capacity: 1,
         ..Limits::default()
     };
-    let transport = HttpTransport::builder("test", server.url())
-        .build()
-        .unwrap();
     let Connection {
         mut sink,
         mut source,
         ..
-    } = open_with(transport, limits).await;
+    } = open_limited(&server.url(), limits).await;
     let call = Pending::new();
     sink.send(request(PING, &call)).await.unwrap();
     for n in 0..EVENTS {
@@ -911,14 +903,11 @@ async fn assert_bounded(content_type: &'static str, prefix: &'static str) {
         async move { endless(content_type, prefix, SIXTY_FOUR_MIB, counter) }
     })
     .await;
-    let transport = HttpTransport::builder("test", server.url())
-        .build()
-        .unwrap();
     let Connection {
         mut sink,
         mut source,
         ..
-    } = open_with(transport, small_frames()).await;
+    } = open_limited(&server.url(), small_frames()).await;
     sink.send(request(PING, &Pending::new())).await.unwrap();
     let error = closed(&mut source).await;
     assert_eq!(error.kind(), ErrorKind::ProtocolError, "{content_type}");
@@ -949,14 +938,11 @@ async fn an_endless_json_body_fails_at_max_frame_bytes() {
 
 /// How the session ends when one request, with `small_frames`, meets `server`.
 async fn session_end_of_one_request(server: &TestServer) -> Error {
-    let transport = HttpTransport::builder("test", server.url())
-        .build()
-        .unwrap();
     let Connection {
         mut sink,
         mut source,
         ..
-    } = open_with(transport, small_frames()).await;
+    } = open_limited(&server.url(), small_frames()).await;
     sink.send(request(PING, &Pending::new())).await.unwrap();
     closed(&mut source).await
 }
@@ -1015,14 +1001,11 @@ async fn a_frame_of_exactly_max_frame_bytes_is_accepted() {
         }
     })
     .await;
-    let transport = HttpTransport::builder("test", server.url())
-        .build()
-        .unwrap();
     let Connection {
         mut sink,
         mut source,
         ..
-    } = open_with(transport, small_frames()).await;
+    } = open_limited(&server.url(), small_frames()).await;
     let first = Pending::new();
     sink.send(request(PING, &first)).await.unwrap();
     assert_eq!(next_frame(&mut source).await.len(), 64 * 1024);
