@@ -14,12 +14,10 @@ use smthrs_mcp::completion::CompletionRef;
 use smthrs_mcp::content::ResourceData;
 use smthrs_mcp::prompts::Prompt;
 use smthrs_mcp::resources::Resource;
-use smthrs_mcp::{Client, Era, ErrorKind, Limits, ProtocolMode};
+use smthrs_mcp::{Client, Era, ErrorKind, Limits};
 
 use eras::*;
 use support::args;
-use support::http_bridge::BridgeOptions;
-use support::inline;
 
 const ERAS: [Era; 2] = [Era::Legacy, Era::Modern];
 
@@ -30,17 +28,8 @@ async fn open(via: Via, era: Era, capabilities: Value, methods: Value, limits: L
 }
 
 /// Connects to a scripted server running `scenario` in `era`.
-async fn open_scenario(via: Via, era: Era, mut scenario: Value, limits: Limits) -> Attempt {
-    let (mode, options, script_era) = match era {
-        Era::Modern => (ProtocolMode::Modern, BridgeOptions::modern(), "modern"),
-        _ => (ProtocolMode::Legacy, BridgeOptions::default(), "legacy"),
-    };
-    scenario["era"] = json!(script_era);
-    let server = inline(scenario);
-    let builder = Client::builder("res").protocol(mode).limits(limits);
-    let attempt = connect(via, builder, server, options).await;
-    assert_eq!(attempt.client().era(), era);
-    attempt
+async fn open_scenario(via: Via, era: Era, scenario: Value, limits: Limits) -> Attempt {
+    connect_in_era(via, era, Client::builder("res").limits(limits), scenario).await
 }
 
 fn all() -> Value {

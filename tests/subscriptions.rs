@@ -12,30 +12,17 @@ mod eras;
 use serde_json::{Value, json};
 use smthrs_mcp::events::{Interest, ServerEvent, SubscriptionEnd};
 use smthrs_mcp::session::Subscription;
-use smthrs_mcp::{Client, Era, ErrorKind, Limits, ProtocolMode};
+use smthrs_mcp::{Client, Era, ErrorKind, Limits};
 
 use eras::*;
-use support::http_bridge::BridgeOptions;
-use support::inline;
 
 const ERAS: [Era; 2] = [Era::Legacy, Era::Modern];
 const TAG: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// Connects to a scripted server in `era` with `capabilities` and `methods`.
 async fn open(via: Via, era: Era, capabilities: Value, methods: Value, limits: Limits) -> Attempt {
-    let (mode, options, script_era) = match era {
-        Era::Modern => (ProtocolMode::Modern, BridgeOptions::modern(), "modern"),
-        _ => (ProtocolMode::Legacy, BridgeOptions::default(), "legacy"),
-    };
-    let server = inline(json!({
-        "era": script_era,
-        "capabilities": capabilities,
-        "methods": methods,
-    }));
-    let builder = Client::builder("subs").protocol(mode).limits(limits);
-    let attempt = connect(via, builder, server, options).await;
-    assert_eq!(attempt.client().era(), era);
-    attempt
+    let scenario = json!({"capabilities": capabilities, "methods": methods});
+    connect_in_era(via, era, Client::builder("subs").limits(limits), scenario).await
 }
 
 /// Declares every list's changes and resource subscriptions.
@@ -625,21 +612,15 @@ async fn a_prompt_list_change_drops_the_held_listing(via: Via) {
 
 async fn assumed_capabilities_gate_like_declared_ones(via: Via) {
     for era in ERAS {
-        let (mode, options, script_era) = match era {
-            Era::Modern => (ProtocolMode::Modern, BridgeOptions::modern(), "modern"),
-            _ => (ProtocolMode::Legacy, BridgeOptions::default(), "legacy"),
-        };
-        let server = inline(json!({
-            "era": script_era,
+        let scenario = json!({
             "capabilities": {"tools": {"listChanged": false}, "prompts": {}},
             "methods": {
                 "subscriptions/listen": [listen_acking(json!({"toolsListChanged": true}))],
             },
-        }));
+        });
         let builder = Client::builder("subs")
-            .protocol(mode)
             .assume_capabilities(json!({"tools": {"listChanged": true}, "logging": {}}));
-        let a = connect(via, builder, server, options).await;
+        let a = connect_in_era(via, era, builder, scenario).await;
         let client = a.client();
         // Merged member by member: declared members kept, assumed ones added.
         assert_eq!(

@@ -167,6 +167,27 @@ pub async fn connect(
     }
 }
 
+/// Connects `builder`, pinned to `era`, to the scripted server running
+/// `scenario` in `era` (its `era` key set here): over stdio, or behind the
+/// bridge serving that era. Asserts the era the session speaks.
+pub async fn connect_in_era(
+    via: Via,
+    era: smthrs_mcp::Era,
+    builder: ClientBuilder,
+    mut scenario: Value,
+) -> Attempt {
+    use smthrs_mcp::{Era, ProtocolMode};
+    let (mode, options, script_era) = match era {
+        Era::Modern => (ProtocolMode::Modern, BridgeOptions::modern(), "modern"),
+        _ => (ProtocolMode::Legacy, BridgeOptions::default(), "legacy"),
+    };
+    scenario["era"] = serde_json::json!(script_era);
+    let server = crate::support::inline(scenario);
+    let attempt = connect(via, builder.protocol(mode), server, options).await;
+    assert_eq!(attempt.client().era(), era);
+    attempt
+}
+
 /// One diagnostic event, with the detail a test matches on (private values
 /// exposed: this is a test).
 #[derive(Clone, Debug, PartialEq, Eq)]
