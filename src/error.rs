@@ -79,6 +79,10 @@ pub enum ErrorKind {
     /// (which goes to the diagnostics observer like any remote error body);
     /// [`Error::remote_code`] gives the code.
     NotFound,
+    /// The caller cancelled the call (its
+    /// [`CallOptions::cancel_on`](crate::CallOptions::cancel_on) token); the
+    /// server was told.
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -104,6 +108,7 @@ impl ErrorKind {
             ErrorKind::CatalogChanged => "catalog_changed",
             ErrorKind::InputRefused => "input_refused",
             ErrorKind::NotFound => "not_found",
+            ErrorKind::Cancelled => "cancelled",
         }
     }
 }

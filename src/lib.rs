@@ -39,8 +39,11 @@ pub use diagnostics::{DiagnosticEvent, DiagnosticObserver};
 pub use error::{Error, ErrorKind, Result};
 pub use limits::Limits;
 pub use session::{
-    Client, ClientBuilder, Era, Listing, Page, ProtocolMode, Subscription, ToolResult,
+    CallEvent, CallOptions, Client, ClientBuilder, Era, Listing, Page, Progress, ProtocolMode,
+    Subscription, TaskMode, ToolResult,
 };
+/// The token [`CallOptions::cancel_on`] takes (tokio-util's).
+pub use tokio_util::sync::CancellationToken;
 pub use transport::Transport;
 pub use transport::duplex::DuplexTransport;
 pub use transport::stdio::StdioCommand;

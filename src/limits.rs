@@ -88,6 +88,18 @@ pub const DEFAULT_MAX_RESOURCE_SUBSCRIPTIONS: u64 = 128;
 pub const DEFAULT_MAX_NOTIFICATIONS_PER_SECOND: u64 = 64;
 /// Default for [`Limits::max_pending_events`].
 pub const DEFAULT_MAX_PENDING_EVENTS: u64 = 64;
+/// Default for [`Limits::max_request_ms`].
+pub const DEFAULT_MAX_REQUEST_MS: u64 = 1_800_000;
+/// Default for [`Limits::task_min_poll_interval_ms`].
+pub const DEFAULT_TASK_MIN_POLL_INTERVAL_MS: u64 = 500;
+/// Default for [`Limits::task_max_poll_interval_ms`].
+pub const DEFAULT_TASK_MAX_POLL_INTERVAL_MS: u64 = 30_000;
+/// Default for [`Limits::max_task_wait_ms`].
+pub const DEFAULT_MAX_TASK_WAIT_MS: u64 = 3_600_000;
+/// Default for [`Limits::max_task_polls`].
+pub const DEFAULT_MAX_TASK_POLLS: u64 = 10_000;
+/// Default for [`Limits::max_task_input_requests`].
+pub const DEFAULT_MAX_TASK_INPUT_REQUESTS: u64 = 32;
 
 /// Room past the base64 of a read's bytes for its envelope, `uri`, `mimeType`
 /// and `_meta`, in the frame a `resources/read` reply may take (see
@@ -211,6 +223,18 @@ pub struct Limits {
     /// Distinct events one subscription holds for the host (equal ones are
     /// coalesced); one more ends the subscription as lagged. Default 64.
     pub max_pending_events: u64,
+    /// The hard cap of one call from its send, however progress restarts its timeout, and the most a call's own timeout may be. Default 1 800 000 (30 minutes).
+    pub max_request_ms: u64,
+    /// The least time between two `tasks/get` polls of one task, combined with the server's `pollIntervalMs` (the larger wins). Default 500.
+    pub task_min_poll_interval_ms: u64,
+    /// The ceiling of the client's own poll backoff when the server gives no interval (a server interval above it is honoured, within `maxTaskWaitMs`). Default 30 000.
+    pub task_max_poll_interval_ms: u64,
+    /// How long one call waits for its task to end; then it fails with `timeout`. Default 3 600 000 (one hour).
+    pub max_task_wait_ms: u64,
+    /// `tasks/get` polls of one task; one more fails the call with `timeout`. Default 10 000.
+    pub max_task_polls: u64,
+    /// Distinct `inputRequests` keys over one task's life; one more fails the call with `invalid_response`. Default 32.
+    pub max_task_input_requests: u64,
 }
 
 impl Default for Limits {
@@ -252,12 +276,18 @@ impl Default for Limits {
             max_resource_subscriptions: DEFAULT_MAX_RESOURCE_SUBSCRIPTIONS,
             max_notifications_per_second: DEFAULT_MAX_NOTIFICATIONS_PER_SECOND,
             max_pending_events: DEFAULT_MAX_PENDING_EVENTS,
+            max_request_ms: DEFAULT_MAX_REQUEST_MS,
+            task_min_poll_interval_ms: DEFAULT_TASK_MIN_POLL_INTERVAL_MS,
+            task_max_poll_interval_ms: DEFAULT_TASK_MAX_POLL_INTERVAL_MS,
+            max_task_wait_ms: DEFAULT_MAX_TASK_WAIT_MS,
+            max_task_polls: DEFAULT_MAX_TASK_POLLS,
+            max_task_input_requests: DEFAULT_MAX_TASK_INPUT_REQUESTS,
         }
     }
 }
 
 /// The (camelCase) option names, the contract's ten in table order first.
-pub const OPTION_NAMES: [&str; 36] = [
+pub const OPTION_NAMES: [&str; 42] = [
     "handshakeTimeoutMs",
     "requestTimeoutMs",
     "queueCapacity",
@@ -294,10 +324,16 @@ pub const OPTION_NAMES: [&str; 36] = [
     "maxResourceSubscriptions",
     "maxNotificationsPerSecond",
     "maxPendingEvents",
+    "maxRequestMs",
+    "taskMinPollIntervalMs",
+    "taskMaxPollIntervalMs",
+    "maxTaskWaitMs",
+    "maxTaskPolls",
+    "maxTaskInputRequests",
 ];
 
 impl Limits {
-    fn fields(&self) -> [u64; 36] {
+    fn fields(&self) -> [u64; 42] {
         [
             self.handshake_timeout_ms,
             self.request_timeout_ms,
@@ -335,6 +371,12 @@ impl Limits {
             self.max_resource_subscriptions,
             self.max_notifications_per_second,
             self.max_pending_events,
+            self.max_request_ms,
+            self.task_min_poll_interval_ms,
+            self.task_max_poll_interval_ms,
+            self.max_task_wait_ms,
+            self.max_task_polls,
+            self.max_task_input_requests,
         ]
     }
 
@@ -376,6 +418,12 @@ impl Limits {
             "maxResourceSubscriptions" => &mut self.max_resource_subscriptions,
             "maxNotificationsPerSecond" => &mut self.max_notifications_per_second,
             "maxPendingEvents" => &mut self.max_pending_events,
+            "maxRequestMs" => &mut self.max_request_ms,
+            "taskMinPollIntervalMs" => &mut self.task_min_poll_interval_ms,
+            "taskMaxPollIntervalMs" => &mut self.task_max_poll_interval_ms,
+            "maxTaskWaitMs" => &mut self.max_task_wait_ms,
+            "maxTaskPolls" => &mut self.max_task_polls,
+            "maxTaskInputRequests" => &mut self.max_task_input_requests,
             _ => return None,
         })
     }

@@ -23,6 +23,7 @@ use crate::content::ReadResult;
 use crate::prompts::{GetPromptResult, Prompt};
 use crate::resources::{Resource, ResourceTemplate};
 
+use super::call_options::CallOptions;
 use crate::catalog::Catalog;
 use crate::diagnostics::{DiagnosticEvent, DiagnosticObserver, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
@@ -670,7 +671,8 @@ impl Client {
             .unwrap_or_else(|| Error::closed(SCOPE_CLOSED))
     }
 
-    /// Calls `name` with `arguments`, bounded by `requestTimeoutMs`.
+    /// Calls `name` with `arguments`, bounded by `requestTimeoutMs`:
+    /// [`Client::call_tool_with`] with `CallOptions::default()`.
     ///
     /// - An unknown name fails with `tool_not_found` before any frame is written.
     /// - Arguments nested deeper than the JSON depth bound (their root is container
@@ -684,9 +686,40 @@ impl Client {
     ///   retried (`session::protocol::modern`'s rules and bounds).
     /// - A result with `isError: true` is `Ok`.
     pub async fn call_tool(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolResult> {
+        self.call_tool_with(name, arguments, &CallOptions::default())
+            .await
+    }
+
+    /// [`Client::call_tool`] with options of this call's own
+    /// ([`CallOptions`]: a timeout, a cancellation token, an event observer,
+    /// `_meta`, whether it may run as a task). Options that break
+    /// [`CallOptions`]' rules fail with `invalid_config` (a `_meta` too deep:
+    /// `protocol_error`) before anything is sent. A cancelled token fails the
+    /// call with `cancelled`, telling the server as dropping the future does.
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        options: &CallOptions,
+    ) -> Result<ToolResult> {
         let span = observe::call_span(self.server(), name);
         let started = observe::Stopwatch::start();
-        let result = span.run(self.call_in(name, arguments)).await;
+        let call = span.run(self.call_in(name, arguments, options));
+        let result = match &options.cancel {
+            None => call.await,
+            // The token first: one already cancelled sends nothing.
+            Some(token) => tokio::select! {
+                biased;
+                () = token.cancelled() => Err(Error::new(
+                    ErrorKind::Cancelled,
+                    format!(
+                        "tools/call {name:?} on server \"{}\" was cancelled by the caller",
+                        self.server()
+                    ),
+                )),
+                result = call => result,
+            },
+        };
         let outcome = match &result {
             Ok(result) if result.is_error => "is_error",
             Ok(_) => "ok",
@@ -696,7 +729,12 @@ impl Client {
         result
     }
 
-    async fn call_in(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolResult> {
+    async fn call_in(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        options: &CallOptions,
+    ) -> Result<ToolResult> {
         let core = &self.inner.link.core;
         if let Some(error) = core.terminal() {
             return Err(error.clone());
@@ -710,7 +748,9 @@ impl Client {
                 ),
             ));
         };
-        let deadline = Instant::now() + core.limits.request_timeout();
+        options.check(&core.server, &core.limits)?;
+        let timeout = options.request_timeout(&core.limits);
+        let deadline = Instant::now() + timeout;
         let arguments = Value::Object(arguments);
         // Envelope (1) and params (2) hold the arguments' root (3).
         if 2 + value_depth(&arguments) > MAX_JSON_DEPTH {
@@ -721,7 +761,8 @@ impl Client {
                 "tool arguments nest deeper than {MAX_JSON_DEPTH} JSON containers"
             )));
         }
-        let result = protocol::call_tool(&self.inner.link, tool, arguments, deadline).await;
+        let result =
+            protocol::call_tool(&self.inner.link, tool, arguments, options, deadline).await;
         result.map_err(|error| {
             // The terminal error is final and reaches every caller unchanged;
             // only this request's own deadline gets the call-specific wording.
@@ -731,7 +772,8 @@ impl Client {
             {
                 Error::timeout(format!(
                     "tools/call {name:?} on server \"{}\" timed out after {} ms",
-                    core.server, core.limits.request_timeout_ms
+                    core.server,
+                    timeout.as_millis()
                 ))
             } else {
                 error

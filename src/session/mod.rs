@@ -40,11 +40,13 @@
 //! malformed tagged envelope. The first event wins, and every pending and later call
 //! fails with that one error.
 
+pub(crate) mod call_options;
 pub(crate) mod client;
 pub(crate) mod engine;
 pub(crate) mod protocol;
 pub(crate) mod subscription;
 
+pub use call_options::{CallEvent, CallOptions, Progress, TaskMode};
 pub use client::{Client, ClientBuilder, LoadedSkill, MAX_SERVER_NAME_BYTES};
 pub use protocol::era::{
     CLIENT_NAME, Era, MODERN_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSIONS, PROPOSED_PROTOCOL_VERSION,

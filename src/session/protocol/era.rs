@@ -212,6 +212,21 @@ impl RequestMeta {
         RequestMeta { json }
     }
 
+    /// This `_meta` with `extra` members added (a call's own, checked by
+    /// [`CallOptions`](crate::CallOptions): none of them is one of ours).
+    pub(crate) fn with_members(
+        &self,
+        extra: &serde_json::Map<String, serde_json::Value>,
+    ) -> RequestMeta {
+        let mut members: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(self.json.get()).expect("our own _meta is an object");
+        for (key, value) in extra {
+            members.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+        let json = serde_json::value::to_raw_value(&members).expect("a JSON value serializes");
+        RequestMeta { json }
+    }
+
     /// The encoded object.
     #[cfg(test)]
     pub(crate) fn raw(&self) -> &RawValue {

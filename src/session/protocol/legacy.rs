@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use super::super::engine::{Core, RequestOptions, notification_meta};
@@ -29,6 +29,9 @@ use crate::transport::Medium;
 /// Legacy `tools/call` parameters (keys in the order a `serde_json::Map` writes them).
 #[derive(Serialize)]
 struct CallParams<'a> {
+    /// The host's own `_meta` members (`CallOptions::meta`), when it gave any.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<&'a Map<String, Value>>,
     arguments: Value,
     name: &'a str,
 }
@@ -39,11 +42,16 @@ pub(crate) async fn call_tool(
     core: &Arc<Core>,
     name: &str,
     arguments: Value,
+    meta: Option<&Map<String, Value>>,
     wire: Wire,
     deadline: Instant,
 ) -> Result<ToolResult> {
     // Serialized as `{"arguments":..,"name":..}` without building a `Value`.
-    let params = CallParams { arguments, name };
+    let params = CallParams {
+        meta,
+        arguments,
+        name,
+    };
     let options = RequestOptions {
         framing: wire.into(),
         cancellable: true,

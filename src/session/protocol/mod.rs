@@ -33,6 +33,7 @@ use secrecy::SecretString;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::call_options::CallOptions;
 use super::engine::{Core, Framing, ProtocolHooks, RequestCtl};
 use crate::catalog::Tool;
 use crate::diagnostics::DiagnosticEvent;
@@ -117,19 +118,21 @@ impl ProtocolHooks for Protocol {
     }
 }
 
-/// Calls `tool` (from the frozen catalog, its `arguments` checked) until
-/// `deadline`, in the era the session speaks.
+/// Calls `tool` (from the frozen catalog, its `arguments` and `options`
+/// checked) until `deadline`, in the era the session speaks.
 pub(crate) async fn call_tool(
     link: &Link,
     tool: &Tool,
     arguments: Value,
+    options: &CallOptions,
     deadline: Instant,
 ) -> Result<ToolResult> {
     let wire = link.protocol.wire.get();
     if wire.is_modern() {
-        modern::call_tool(link, tool, arguments, wire, deadline).await
+        modern::call_tool(link, tool, arguments, options, wire, deadline).await
     } else {
-        legacy::call_tool(&link.core, tool.name(), arguments, wire, deadline).await
+        let meta = options.meta.as_ref();
+        legacy::call_tool(&link.core, tool.name(), arguments, meta, wire, deadline).await
     }
 }
 

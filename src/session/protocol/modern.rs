@@ -37,6 +37,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
+use super::super::call_options::CallOptions;
 use super::super::engine::RequestOptions;
 use super::era::{Era, RequestMeta, Wire};
 use super::link::Link;
@@ -75,6 +76,7 @@ pub(crate) async fn call_tool(
     link: &Link,
     tool: &Tool,
     arguments: Value,
+    options: &CallOptions,
     mut wire: Wire,
     mut deadline: Instant,
 ) -> Result<ToolResult> {
@@ -82,6 +84,12 @@ pub(crate) async fn call_tool(
         core: shared,
         protocol,
     } = link;
+    // The host's own `_meta` members join the session's (rare: built per call).
+    let merged_meta = options
+        .meta
+        .as_ref()
+        .map(|extra| protocol.request_meta.with_members(extra));
+    let request_meta = merged_meta.as_ref().unwrap_or(&protocol.request_meta);
     let server = &shared.server;
     let http = shared.medium == Medium::Exchanges;
     let call_headers = match (&arguments, http) {
@@ -96,7 +104,7 @@ pub(crate) async fn call_tool(
     let mut corrective_used = false;
     loop {
         let params = CallParams {
-            meta: &protocol.request_meta,
+            meta: request_meta,
             arguments: &arguments,
             input_responses: rounds.input_responses.as_ref(),
             name: tool.name(),
