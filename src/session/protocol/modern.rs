@@ -41,6 +41,7 @@ use super::super::call_options::CallOptions;
 use super::super::engine::RequestOptions;
 use super::era::{Era, RequestMeta, Wire};
 use super::link::Link;
+use super::progress::{self, ProgressCall};
 use super::tool_result::{TOOL_CALL_MEMBERS, ToolCallMembers, ToolResult};
 use crate::catalog::Tool;
 use crate::content::ContentBounds;
@@ -71,12 +72,15 @@ struct CallParams<'a> {
     request_state: Option<&'a str>,
 }
 
-/// Calls `tool` in the modern era, answering `input_required` rounds.
+/// Calls `tool` in the modern era, answering `input_required` rounds; with
+/// `progress`, its token on every round (see [`super::progress`]: retire it
+/// when `tools/call` hands back a task).
 pub(crate) async fn call_tool(
     link: &Link,
     tool: &Tool,
     arguments: Value,
     options: &CallOptions,
+    progress: Option<&ProgressCall>,
     mut wire: Wire,
     mut deadline: Instant,
 ) -> Result<ToolResult> {
@@ -84,11 +88,10 @@ pub(crate) async fn call_tool(
         core: shared,
         protocol,
     } = link;
-    // The host's own `_meta` members join the session's (rare: built per call).
-    let merged_meta = options
-        .meta
-        .as_ref()
-        .map(|extra| protocol.request_meta.with_members(extra));
+    // The host's own `_meta` members and the progress token join the
+    // session's (rare: built per call).
+    let merged_meta =
+        progress::modern_meta(&protocol.request_meta, options.meta.as_ref(), progress);
     let request_meta = merged_meta.as_ref().unwrap_or(&protocol.request_meta);
     let server = &shared.server;
     let http = shared.medium == Medium::Exchanges;
@@ -115,6 +118,8 @@ pub(crate) async fn call_tool(
             cancellable: true,
             select: Some(&TOOL_CALL_MEMBERS),
             call: call_headers.clone(),
+            stream_tag: progress.and_then(ProgressCall::stream_tag),
+            later: progress.and_then(ProgressCall::later),
             ..RequestOptions::default()
         };
         let reply = shared
