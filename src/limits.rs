@@ -217,8 +217,8 @@ pub struct Limits {
     /// Default 128.
     pub max_resource_subscriptions: u64,
     /// Change notifications accepted in one second, per session (legacy) or
-    /// per listen stream (2026-07-28); the rest are dropped and counted.
-    /// Default 64.
+    /// per listen stream (2026-07-28), and progress notifications per call (both
+    /// eras); the rest are dropped and counted. Default 64.
     pub max_notifications_per_second: u64,
     /// Distinct events one subscription holds for the host (equal ones are
     /// coalesced); one more ends the subscription as lagged. Default 64.

@@ -33,6 +33,7 @@
 //! and `queueCapacity`, `requestTimeoutMs` and `handshakeTimeoutMs` (HTTP). An error
 //! a bound raises names the option it comes from.
 
+use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -140,7 +141,7 @@ pub(crate) enum InboundEvent {
         /// The frame, as [`InboundEvent::Frame`] holds it.
         frame: Bytes,
         /// The request's tag.
-        tag: u64,
+        tag: NonZeroU64,
     },
     /// The medium ended; the error is the terminal reason (`connection_closed`
     /// "stdout closed", "exited with code N", or `protocol_error` for an over-long
@@ -176,7 +177,7 @@ pub(crate) trait RequestControl: Send + Sync + 'static {
     fn fail(&self, error: Error);
     /// The tag the engine gave the request, if any: the frames of its own
     /// stream are delivered with it ([`InboundEvent::StreamFrame`]).
-    fn stream_tag(&self) -> Option<u64> {
+    fn stream_tag(&self) -> Option<NonZeroU64> {
         None
     }
 }
@@ -218,7 +219,7 @@ impl RequestHandle {
     }
 
     /// The request's tag (see [`RequestControl::stream_tag`]).
-    pub(crate) fn stream_tag(&self) -> Option<u64> {
+    pub(crate) fn stream_tag(&self) -> Option<NonZeroU64> {
         self.control.stream_tag()
     }
 }

@@ -6,6 +6,7 @@
 //! (routing inbound frames and the reader task). This file holds what they
 //! share: the session's state, its terminal transition and frame encoding.
 
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -96,7 +97,13 @@ pub(crate) trait ProtocolHooks: Send + Sync + 'static {
     /// ([`RequestOptions::stream_tag`]), when the medium tells (HTTP: the event
     /// stream answering a tagged request's POST); `None` for everything else
     /// (stdio, the standalone stream, an untagged request's stream).
-    fn notification(&self, core: &Arc<Core>, method: &str, frame: &[u8], stream: Option<u64>);
+    fn notification(
+        &self,
+        core: &Arc<Core>,
+        method: &str,
+        frame: &[u8],
+        stream: Option<NonZeroU64>,
+    );
 
     /// How a frame the core writes on its own (a reply to a server request) is
     /// written now.
@@ -367,7 +374,7 @@ mod tests {
         fn request(self: Arc<Self>, _: &Arc<Core>, _: Id, _: &str, _: &[u8]) -> Option<Value> {
             None
         }
-        fn notification(&self, _: &Arc<Core>, _: &str, _: &[u8], _: Option<u64>) {}
+        fn notification(&self, _: &Arc<Core>, _: &str, _: &[u8], _: Option<NonZeroU64>) {}
         fn framing(&self) -> Framing {
             Framing::default()
         }

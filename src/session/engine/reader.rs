@@ -2,6 +2,7 @@
 //! server requests answered or handed to the host, noise counted), and the
 //! reader task.
 
+use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -25,7 +26,7 @@ impl Core {
     pub(crate) async fn on_frame(
         self: &Arc<Self>,
         frame: &[u8],
-        stream: Option<u64>,
+        stream: Option<NonZeroU64>,
     ) -> Result<()> {
         match self.route_frame(frame, stream)? {
             None => Ok(()),
@@ -43,7 +44,7 @@ impl Core {
     pub(crate) fn route_frame(
         self: &Arc<Self>,
         frame: &[u8],
-        stream: Option<u64>,
+        stream: Option<NonZeroU64>,
     ) -> Result<Option<Value>> {
         // The transport frames up to the larger of `maxFrameBytes` and the
         // longest reply any request may admit; past `maxFrameBytes` a frame must
@@ -244,19 +245,9 @@ pub(crate) async fn run_reader(shared: Arc<Core>, mut source: Box<dyn FrameSourc
                 event = source.next() => event,
             },
         };
-        match event {
-            InboundEvent::Frame(frame) => {
-                if let Err(error) = shared.on_frame(&frame, None).await {
-                    shared.terminate(error);
-                    return;
-                }
-            }
-            InboundEvent::StreamFrame { frame, tag } => {
-                if let Err(error) = shared.on_frame(&frame, Some(tag)).await {
-                    shared.terminate(error);
-                    return;
-                }
-            }
+        let (frame, stream) = match event {
+            InboundEvent::Frame(frame) => (frame, None),
+            InboundEvent::StreamFrame { frame, tag } => (frame, Some(tag)),
             InboundEvent::Closed(error) => {
                 shared.terminate(error);
                 return;
@@ -266,7 +257,12 @@ pub(crate) async fn run_reader(shared: Arc<Core>, mut source: Box<dyn FrameSourc
                     shared.terminate(error);
                     return;
                 }
+                continue;
             }
+        };
+        if let Err(error) = shared.on_frame(&frame, stream).await {
+            shared.terminate(error);
+            return;
         }
     }
 }

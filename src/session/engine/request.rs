@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::future::Future;
+use std::num::NonZeroU64;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -86,7 +87,9 @@ pub(crate) struct RequestCtl {
     pub(super) admits: usize,
     /// The frames of its own stream are routed with this tag
     /// ([`RequestOptions::stream_tag`]).
-    pub(super) stream_tag: Option<u64>,
+    pub(super) stream_tag: Option<NonZeroU64>,
+    /// Where the protocol layer may move its deadline ([`RequestOptions::later`]).
+    pub(super) later: Option<Arc<MovableDeadline>>,
     /// `QUEUED`, `WRITTEN`, `ABANDONED` or `SETTLED`.
     pub(super) state: AtomicU8,
     /// The outcome, stored once by whoever settles the request.
@@ -162,7 +165,7 @@ impl RequestControl for RequestCtl {
         RequestCtl::fail(self, error)
     }
 
-    fn stream_tag(&self) -> Option<u64> {
+    fn stream_tag(&self) -> Option<NonZeroU64> {
         self.stream_tag
     }
 }
@@ -208,19 +211,17 @@ impl MovableDeadline {
     }
 }
 
-/// A request's deadline, moved on by the time the host handler spent answering
-/// legacy server requests meanwhile (a person filling a form is not the server
-/// being slow), and to where the layer above moved its [`MovableDeadline`],
-/// when later.
+/// A request's deadline, moved to where the layer above moved its
+/// [`MovableDeadline`] when that is later, and on by the time the host handler
+/// spent answering legacy server requests meanwhile (a person filling a form
+/// is not the server being slow; a pause after a move extends the moved
+/// deadline too).
 struct ReplyDeadline<'a> {
     clock: &'a PauseClock,
-    /// The deadline given, moved on by the pauses seen so far.
-    own: Instant,
+    at: Instant,
     paused_at_start: Duration,
     extended: Duration,
     later: Option<&'a MovableDeadline>,
-    /// When it passes: the later of `own` and `later`.
-    at: Instant,
 }
 
 impl<'a> ReplyDeadline<'a> {
@@ -228,11 +229,10 @@ impl<'a> ReplyDeadline<'a> {
         let moved = later.and_then(MovableDeadline::get);
         ReplyDeadline {
             clock,
-            own: at,
+            at: moved.map_or(at, |moved| moved.max(at)),
             paused_at_start: clock.total(),
             extended: Duration::ZERO,
             later,
-            at: moved.map_or(at, |moved| moved.max(at)),
         }
     }
 
@@ -245,10 +245,9 @@ impl<'a> ReplyDeadline<'a> {
         }
         let paused = self.clock.total().saturating_sub(self.paused_at_start);
         if paused > self.extended {
-            self.own += paused - self.extended;
+            self.at += paused - self.extended;
             self.extended = paused;
         }
-        self.at = self.own;
         if let Some(moved) = self.later.and_then(MovableDeadline::get) {
             self.at = self.at.max(moved);
         }
@@ -346,7 +345,7 @@ pub(crate) struct RequestOptions {
     /// came on. The core reads nothing of it.
     ///
     /// [`ProtocolHooks::notification`]: super::ProtocolHooks::notification
-    pub(crate) stream_tag: Option<u64>,
+    pub(crate) stream_tag: Option<NonZeroU64>,
     /// A deadline the protocol layer may move past `deadline` while the reply
     /// is awaited.
     pub(crate) later: Option<Arc<MovableDeadline>>,
@@ -434,6 +433,7 @@ impl Core {
             quiet,
             admits: max_reply_bytes.unwrap_or(0),
             stream_tag,
+            later,
             state: AtomicU8::new(QUEUED),
             outcome: Mutex::new(None),
             waker: AtomicWaker::new(),
@@ -479,12 +479,9 @@ impl Core {
                 self.server
             ))),
             Err(error) => Err(error),
-            Ok(None) => {
-                self.wait_reply(&control, method, deadline, later.as_deref())
-                    .await
-            }
+            Ok(None) => self.wait_reply(&control, method, deadline).await,
             Ok(Some(exchange)) => {
-                self.drive_and_wait(exchange, &control, method, deadline, later.as_deref())
+                self.drive_and_wait(exchange, &control, method, deadline)
                     .await
             }
         };
@@ -498,15 +495,15 @@ impl Core {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Waits for a request's reply until `deadline` (or `later`, when it was
-    /// moved past it: [`ReplyDeadline`]).
+    /// Waits for a request's reply until `deadline` (or its movable deadline,
+    /// when that was moved past it: [`ReplyDeadline`]).
     async fn wait_reply(
         &self,
         control: &RequestCtl,
         method: &str,
         deadline: Instant,
-        later: Option<&MovableDeadline>,
     ) -> Result<ResultBody> {
+        let later = control.later.as_deref();
         let mut deadline = ReplyDeadline::new(&self.pauses, deadline, later);
         loop {
             if let Ok(outcome) = tokio::time::timeout_at(deadline.at, Reply(control)).await {
@@ -534,21 +531,19 @@ impl Core {
         control: &RequestCtl,
         method: &str,
         deadline: Instant,
-        later: Option<&MovableDeadline>,
     ) -> Result<ResultBody> {
         enum Step {
             Reply(Result<ResultBody>),
             Frame(Bytes),
             Ended(Option<Bytes>),
         }
-        let reply = self.wait_reply(control, method, deadline, later);
-        let tag = control.stream_tag;
+        let reply = self.wait_reply(control, method, deadline);
         tokio::pin!(reply);
         // The timer in `reply` fires only when the runtime turns its driver, which
         // a server flooding this exchange can put off for as long as it floods:
         // the clock is also read after every frame, and the loop yields once the
         // task's cooperative budget is spent (DOS.md, "A deadline under a flood").
-        let mut late = ReplyDeadline::new(&self.pauses, deadline, later);
+        let mut late = ReplyDeadline::new(&self.pauses, deadline, control.later.as_deref());
         loop {
             let step = std::future::poll_fn(|cx| {
                 if let Poll::Ready(outcome) = reply.as_mut().poll(cx) {
@@ -566,11 +561,11 @@ impl Core {
             .await;
             match step {
                 Step::Reply(outcome) => {
-                    self.finish_at_hand(&mut exchange, tag);
+                    self.finish_at_hand(&mut exchange, control.stream_tag);
                     return outcome;
                 }
                 Step::Frame(frame) => {
-                    self.route_here(frame, tag);
+                    self.route_here(frame, control.stream_tag);
                     if late.passed() {
                         // A reply this frame just settled still wins.
                         let mut cx = Context::from_waker(std::task::Waker::noop());
@@ -583,7 +578,7 @@ impl Core {
                 }
                 Step::Ended(frame) => {
                     if let Some(frame) = frame {
-                        self.route_here(frame, tag);
+                        self.route_here(frame, control.stream_tag);
                     }
                     break;
                 }
@@ -597,7 +592,7 @@ impl Core {
     /// that only an exchange still waiting on the server is detached to a task.
     /// At most [`FRAMES_AT_HAND`] frames: a stream that goes on flooding after
     /// the reply is detached, never drained here. `tag`: the request's.
-    fn finish_at_hand(self: &Arc<Self>, exchange: &mut Exchange, tag: Option<u64>) {
+    fn finish_at_hand(self: &Arc<Self>, exchange: &mut Exchange, tag: Option<NonZeroU64>) {
         for _ in 0..FRAMES_AT_HAND {
             let polled = exchange.poll_run(&mut Context::from_waker(std::task::Waker::noop()));
             match polled {
@@ -617,7 +612,7 @@ impl Core {
     /// goes on in a task of its own, since a caller that stops waiting must not
     /// drop it. Nothing is boxed for a frame that routes at once (a reply, the
     /// usual case).
-    fn route_here(self: &Arc<Self>, frame: Bytes, tag: Option<u64>) {
+    fn route_here(self: &Arc<Self>, frame: Bytes, tag: Option<NonZeroU64>) {
         let reply = match self.route_frame(&frame, tag) {
             Ok(None) => return,
             Ok(Some(reply)) => reply,

@@ -9,6 +9,7 @@
 //! `notifications/initialized`. The catalog walk (step 5) is shared
 //! with the modern era ([`super::negotiate::walk_catalog`]).
 
+use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -32,9 +33,9 @@ use crate::transport::Medium;
 /// Legacy `tools/call` parameters (keys in the order a `serde_json::Map` writes them).
 #[derive(Serialize)]
 struct CallParams<'a> {
-    /// The call's own `_meta`, when it has one.
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    meta: Option<CallMeta<'a>>,
+    /// The call's own `_meta`, when it has members.
+    #[serde(rename = "_meta", skip_serializing_if = "CallMeta::is_empty")]
+    meta: CallMeta<'a>,
     arguments: Value,
     name: &'a str,
 }
@@ -43,8 +44,14 @@ struct CallParams<'a> {
 /// (`CallOptions::meta`, which never name `progressToken`), written as one
 /// object without building it.
 struct CallMeta<'a> {
-    progress_token: Option<u64>,
+    progress_token: Option<NonZeroU64>,
     host: Option<&'a Map<String, Value>>,
+}
+
+impl CallMeta<'_> {
+    fn is_empty(&self) -> bool {
+        self.progress_token.is_none() && self.host.is_none()
+    }
 }
 
 impl Serialize for CallMeta<'_> {
@@ -73,11 +80,10 @@ pub(crate) async fn call_tool(
     wire: Wire,
     deadline: Instant,
 ) -> Result<ToolResult> {
-    let progress_token = progress.map(ProgressCall::token);
-    let meta = (meta.is_some() || progress_token.is_some()).then_some(CallMeta {
-        progress_token,
+    let meta = CallMeta {
+        progress_token: progress.map(ProgressCall::token),
         host: meta,
-    });
+    };
     // Serialized as `{"arguments":..,"name":..}` without building a `Value`.
     let params = CallParams {
         meta,

@@ -28,6 +28,7 @@ pub(crate) mod skills;
 pub(crate) mod subscriptions;
 pub(crate) mod tool_result;
 
+use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use secrecy::SecretString;
@@ -74,7 +75,13 @@ impl ProtocolHooks for Protocol {
         self.inputs.server_request(core, id, method, frame)
     }
 
-    fn notification(&self, core: &Arc<Core>, method: &str, frame: &[u8], stream: Option<u64>) {
+    fn notification(
+        &self,
+        core: &Arc<Core>,
+        method: &str,
+        frame: &[u8],
+        stream: Option<NonZeroU64>,
+    ) {
         let modern = self.wire.get().is_modern();
         if method == progress::PROGRESS {
             // 2026-07-28 over HTTP: only on its own call's stream.

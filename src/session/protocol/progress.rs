@@ -20,7 +20,7 @@
 //! | `progress` not a finite number, `total` not a finite number ≥ 0, `message` not a string | dropped |
 //! | `message` over [`MAX_PROGRESS_MESSAGE_BYTES`] bytes, or breaking the display-text rules (no Cc, Cf, U+2028/2029, lone surrogate) | dropped |
 //! | `progress` not above the last delivered for the token | dropped, and restarts no timer |
-//! | past `maxNotificationsPerSecond` for the token | dropped |
+//! | past `maxNotificationsPerSecond` for the token (per call in both eras, so that one call's flood never starves another's progress) | dropped |
 //! | anything else | delivered: [`CallEvent::Progress`] to the call's observer, and the call's timeout restarted when it asked |
 //!
 //! `total` and `message` may be absent or `null` (read as absent). JSON has no
@@ -56,6 +56,7 @@
 //! [`DiagnosticEvent::NotificationDropped`]: crate::DiagnosticEvent::NotificationDropped
 
 use std::collections::HashMap;
+use std::num::NonZeroU64;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -92,6 +93,10 @@ pub(crate) struct Progresses {
 
 /// What one active token delivers to, and its state.
 struct Watch {
+    token: NonZeroU64,
+    /// Where it is registered (a cycle while it is: retiring the token, which
+    /// dropping its [`ProgressCall`] does, breaks it).
+    routes: Arc<Progresses>,
     observer: Option<Observer>,
     restart: Option<Restart>,
     state: Mutex<WatchState>,
@@ -116,6 +121,7 @@ struct WatchState {
 impl Progresses {
     /// Registers a call made with `options`, when it asks for progress (see
     /// the module docs); `None` otherwise, at no cost.
+    #[inline]
     pub(crate) fn register(
         self: &Arc<Self>,
         options: &CallOptions,
@@ -124,13 +130,21 @@ impl Progresses {
         if options.observer.is_none() && !options.reset_timeout_on_progress {
             return None;
         }
+        Some(self.register_call(options, limits))
+    }
+
+    fn register_call(self: &Arc<Self>, options: &CallOptions, limits: &Limits) -> ProgressCall {
         let restart = options.reset_timeout_on_progress.then(|| Restart {
             timeout: options.request_timeout(limits),
             cap: Instant::now() + Duration::from_millis(limits.max_request_ms),
             deadline: Arc::new(MovableDeadline::new()),
             capped: AtomicBool::new(false),
         });
+        let minted = self.minted.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        let token = NonZeroU64::new(minted).unwrap_or(NonZeroU64::MIN);
         let watch = Arc::new(Watch {
+            token,
+            routes: self.clone(),
             observer: options.observer.clone(),
             restart,
             state: Mutex::new(WatchState {
@@ -138,13 +152,8 @@ impl Progresses {
                 rate: RateWindow::new(limits.max_notifications_per_second),
             }),
         });
-        let token = self.minted.fetch_add(1, Ordering::Relaxed) + 1;
-        lock(&self.active).insert(token, watch.clone());
-        Some(ProgressCall {
-            routes: self.clone(),
-            token,
-            watch,
-        })
+        lock(&self.active).insert(token.get(), watch.clone());
+        ProgressCall { watch }
     }
 
     /// Routes one `notifications/progress` (see the module docs). `stream`:
@@ -155,7 +164,7 @@ impl Progresses {
         &self,
         core: &Core,
         frame: &[u8],
-        stream: Option<u64>,
+        stream: Option<NonZeroU64>,
         own_stream_only: bool,
     ) {
         if lock(&self.active).is_empty() {
@@ -172,7 +181,7 @@ impl Progresses {
         let (Some(token), Some(watch), Some(params)) = (token, watch, params) else {
             return self.drop_one(core, "names no active progress token");
         };
-        if own_stream_only && stream != Some(token) {
+        if own_stream_only && stream.map(NonZeroU64::get) != Some(token) {
             return self.drop_one(core, "came on another request's stream");
         }
         let progress = match read(&params) {
@@ -253,22 +262,21 @@ fn read(params: &Map<String, Value>) -> std::result::Result<Progress, &'static s
     })
 }
 
-/// One call's progress token, active until dropped (or retired).
+/// One call's progress token, active until dropped (or retired). One pointer:
+/// the futures of every call carry room for it.
 pub(crate) struct ProgressCall {
-    routes: Arc<Progresses>,
-    token: u64,
     watch: Arc<Watch>,
 }
 
 impl ProgressCall {
     /// The token sent as `params._meta.progressToken`.
-    pub(crate) fn token(&self) -> u64 {
-        self.token
+    pub(crate) fn token(&self) -> NonZeroU64 {
+        self.watch.token
     }
 
     /// The stream tag of the call's requests (2026-07-28): the token.
-    pub(crate) fn stream_tag(&self) -> Option<u64> {
-        Some(self.token)
+    pub(crate) fn stream_tag(&self) -> Option<NonZeroU64> {
+        Some(self.watch.token)
     }
 
     /// The deadline progress moves, when the call restarts its timeout on
@@ -289,7 +297,8 @@ impl ProgressCall {
     /// Retires the token: later notifications naming it are dropped. Dropping
     /// the call does it too; `tools/call` returning a task does it at once.
     pub(crate) fn retire(&self) {
-        lock(&self.routes.active).remove(&self.token);
+        let watch = &self.watch;
+        lock(&watch.routes.active).remove(&watch.token.get());
     }
 }
 
@@ -312,7 +321,7 @@ pub(crate) fn modern_meta(
         (Some(host), None) => Some(session.with_members(host)),
         (host, Some(progress)) => {
             let mut members = host.cloned().unwrap_or_default();
-            members.insert(PROGRESS_TOKEN_KEY.into(), progress.token().into());
+            members.insert(PROGRESS_TOKEN_KEY.into(), progress.token().get().into());
             Some(session.with_members(&members))
         }
     }

@@ -6,6 +6,7 @@
 #[path = "../../../tests/support/http_server.rs"]
 mod http_server;
 
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -81,7 +82,7 @@ async fn open_limited(url: &str, limits: Limits) -> Connection {
 struct Pending {
     done: CancellationToken,
     failures: Arc<Mutex<Vec<Error>>>,
-    tag: Option<u64>,
+    tag: Option<NonZeroU64>,
 }
 
 impl Pending {
@@ -96,7 +97,7 @@ impl Pending {
     /// A request the engine gave a stream tag.
     fn tagged(tag: u64) -> Self {
         Pending {
-            tag: Some(tag),
+            tag: NonZeroU64::new(tag),
             ..Pending::new()
         }
     }
@@ -135,7 +136,7 @@ impl RequestControl for Pending {
         self.done.cancel();
     }
 
-    fn stream_tag(&self) -> Option<u64> {
+    fn stream_tag(&self) -> Option<NonZeroU64> {
         self.tag
     }
 }
@@ -274,7 +275,7 @@ async fn the_events_of_a_tagged_requests_stream_carry_its_tag() {
     ] {
         match next(&mut source).await {
             InboundEvent::StreamFrame { frame, tag } => {
-                assert_eq!(tag, 7);
+                assert_eq!(tag.get(), 7);
                 assert_eq!(String::from_utf8(frame.to_vec()).unwrap(), expected);
             }
             other => panic!("expected a tagged frame, got {other:?}"),

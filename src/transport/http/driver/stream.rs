@@ -1,6 +1,7 @@
 //! Event streams: reading one within its bounds, resuming a request's stream
 //! with `Last-Event-ID`, the standalone GET stream, and the closing `DELETE`.
 
+use std::num::NonZeroU64;
 use std::sync::{Arc, PoisonError};
 
 use bytes::Bytes;
@@ -30,7 +31,7 @@ impl HttpSession {
         cursor: &mut SseCursor,
         attempts: &mut u32,
         outlet: Option<&Outlet>,
-        tag: Option<u64>,
+        tag: Option<NonZeroU64>,
     ) -> bool {
         let (end, frames) = self.read_events(body, cursor, outlet, tag).await;
         match end {
@@ -60,7 +61,7 @@ impl HttpSession {
         body: ResponseBody,
         cursor: &mut SseCursor,
         outlet: Option<&Outlet>,
-        tag: Option<u64>,
+        tag: Option<NonZeroU64>,
     ) -> (StreamEnd, usize) {
         let limit = self.max_frame.saturating_add(SSE_FRAMING_ALLOWANCE);
         let lines = BoundedSse::new(body.into_data_stream(), limit, std::mem::take(cursor));
