@@ -6,7 +6,7 @@
 //! resources, resource template, prompts and completions
 //! ([`interop::offers_besides_tools`]), and change events ([`interop::change_events`]:
 //! `subscriptions/listen` on both transports, and `resources/subscribe` in a legacy
-//! stdio session).
+//! stdio session), and the progress its `steps` tool reports.
 //!
 //! The peer is dual-era (it answers `server/discover` with `supportedVersions:
 //! ["2026-07-28"]` and still serves `initialize`, see `interop/servers/PROBES.md`), so
@@ -20,11 +20,13 @@ mod interop;
 mod peer_process;
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use interop::{Era, Refusal, Refusals, SlowUnit};
 use peer_process::HttpPeer;
-use smthrs_mcp::{Client, ProtocolMode, StdioCommand};
+use serde_json::json;
+use smthrs_mcp::{CallEvent, CallOptions, Client, ProtocolMode, StdioCommand};
 
 const PEER: &str = "typescript";
 const SLOW: SlowUnit = SlowUnit::Millis;
@@ -76,7 +78,32 @@ async fn stdio_tools_and_calls() {
     .expect("connect to the TypeScript SDK server over stdio");
     interop::expect_era(&client, Era::Modern);
     interop::tools_and_calls(&client, SLOW).await;
+    steps_report_progress(&client).await;
     client.close().await;
+}
+
+/// `steps` reports each step with `notifications/progress` naming the call's
+/// token (the SDK's `notify`, on HTTP on the request's own response stream, as
+/// 2026-07-28 requires): the observer gets every step, in order.
+async fn steps_report_progress(client: &Client) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let observer = seen.clone();
+    let options = CallOptions::new().on_event(move |event| {
+        if let CallEvent::Progress(p) = event {
+            observer
+                .lock()
+                .unwrap()
+                .push((p.progress, p.total, p.message));
+        }
+    });
+    let arguments = json!({"count": 3, "ms": 20}).as_object().cloned().unwrap();
+    let done = client
+        .call_tool_with("steps", arguments, &options)
+        .await
+        .unwrap();
+    assert!(!done.is_error, "{done:?}");
+    let step = |i: u32| (f64::from(i), Some(3.0), Some(format!("step {i}")));
+    assert_eq!(*seen.lock().unwrap(), [step(1), step(2), step(3)]);
 }
 
 #[tokio::test]
@@ -122,6 +149,7 @@ async fn http_tools_and_calls() {
     .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
     interop::expect_era(&client, Era::Modern);
     interop::tools_and_calls(&client, SLOW).await;
+    steps_report_progress(&client).await;
     client.close().await;
 }
 

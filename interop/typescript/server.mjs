@@ -14,6 +14,10 @@
 //   echo {text}      -> the text
 //   add {a, b}       -> "a + b = sum", plus structured content {sum}
 //   slow {ms}        -> sleeps ms milliseconds (stops early when the call is cancelled)
+//   steps {count, ms} -> `count` steps `ms` apart, each reported with
+//                       notifications/progress (progress i, total count, "step i") when
+//                       the call carries a progress token, through the handler's
+//                       `notify` (on HTTP: the request's own response stream)
 //
 // Resources, a template, prompts and completions, as in interop/python/server.py and
 // server_legacy.py (the shared checks are in tests/support/interop.rs):
@@ -114,6 +118,26 @@ function makeServer(notifier, era) {
         });
       });
       return { content: [{ type: 'text', text: `slept ${ms} ms` }] };
+    },
+  );
+  server.registerTool(
+    'steps',
+    {
+      description: 'Runs `count` steps `ms` apart, reporting progress after each',
+      inputSchema: z.object({ count: z.number().int().min(0), ms: z.number().int().min(0) }),
+    },
+    async ({ count, ms }, ctx) => {
+      const progressToken = ctx?.mcpReq?._meta?.progressToken;
+      for (let i = 1; i <= count; i++) {
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        if (progressToken !== undefined) {
+          await ctx.mcpReq.notify({
+            method: 'notifications/progress',
+            params: { progressToken, progress: i, total: count, message: `step ${i}` },
+          });
+        }
+      }
+      return { content: [{ type: 'text', text: `did ${count} steps` }] };
     },
   );
   server.registerTool(
