@@ -26,6 +26,7 @@ pub(crate) mod redact;
 pub mod resources;
 pub mod session;
 pub mod skills;
+pub mod supervisor;
 pub(crate) mod text;
 pub mod transport;
 pub(crate) mod uri;
@@ -41,6 +42,7 @@ pub use limits::Limits;
 pub use session::{
     Client, ClientBuilder, Era, Listing, Page, ProtocolMode, Subscription, ToolResult,
 };
+pub use supervisor::{ReconnectPolicy, Supervisor};
 pub use transport::Transport;
 pub use transport::duplex::DuplexTransport;
 pub use transport::stdio::StdioCommand;
