@@ -671,7 +671,9 @@ impl Task {
         }
         // Closed: the scope is cancelled, so the session is closing; wait
         // for its teardown.
-        self.shared.state.send_replace(State::Stopped(closed_error()));
+        self.shared
+            .state
+            .send_replace(State::Stopped(closed_error()));
         client.close().await;
     }
 
@@ -783,10 +785,7 @@ impl Task {
                 "ReconnectPolicy::give_up_after ({} ms) passed",
                 after.as_millis()
             ),
-            _ => format!(
-                "ReconnectPolicy::max_attempts is {}",
-                policy.max_attempts
-            ),
+            _ => format!("ReconnectPolicy::max_attempts is {}", policy.max_attempts),
         };
         Run::Stop(Error::closed(format!(
             "the supervisor gave up reconnecting to server \"{}\" after {attempts} attempts (the last ended with {last}); {bound}",

@@ -6,10 +6,10 @@
 //! process appends what it received to one record file, so a call sent
 //! twice, to any process, would show.
 
-mod support;
 #[allow(unused_macros)] // `both_transports`: these rules vary the era and the transport by hand
 #[path = "support/eras.rs"]
 mod eras;
+mod support;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -303,6 +303,11 @@ async fn in_flight_calls_fail_once_then_a_new_child_serves(mode: ProtocolMode) {
 
     guard("close", supervisor.close()).await;
     assert!(!alive(pids[1]), "the second child outlived close");
+    // A handle the host still holds is of the closed session.
+    assert_eq!(
+        client.terminal_error().map(|e| e.kind()),
+        Some(ErrorKind::ConnectionClosed)
+    );
     let closed = supervisor.client().unwrap_err();
     assert_eq!(closed.kind(), ErrorKind::ConnectionClosed);
 }
@@ -358,7 +363,10 @@ async fn a_changed_catalog_is_never_published(mode: ProtocolMode) {
         .await
         .unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::CatalogChanged);
-    assert_eq!(supervisor.client().unwrap_err().kind(), ErrorKind::CatalogChanged);
+    assert_eq!(
+        supervisor.client().unwrap_err().kind(),
+        ErrorKind::CatalogChanged
+    );
     assert_eq!(supervisor.pin(), &pin);
     let events = heard.all();
     assert!(
@@ -397,12 +405,18 @@ async fn stdio_modern_a_changed_catalog_is_never_published() {
 #[tokio::test]
 async fn the_hosts_pin_is_checked_by_the_first_connect() {
     let scripted = Arc::new(Scripted::new(json!({})));
-    let other = CatalogPin::from_parts("sha256:00", [("echo".to_string(), "sha256:11".to_string())]);
+    let other =
+        CatalogPin::from_parts("sha256:00", [("echo".to_string(), "sha256:11".to_string())]);
     let factory = {
         let scripted = scripted.clone();
         move || {
             let command = scripted.command();
-            async move { Ok((Client::builder(SERVER).protocol(ProtocolMode::Legacy), command)) }
+            async move {
+                Ok((
+                    Client::builder(SERVER).protocol(ProtocolMode::Legacy),
+                    command,
+                ))
+            }
         }
     };
     let error = guard(
@@ -426,16 +440,24 @@ async fn it_gives_up_after_max_attempts() {
     let scripted = Arc::new(Scripted::new(json!({})));
     let heard = Arc::new(Heard::default());
     let policy = fast(3);
-    let supervisor = over_stdio(&scripted, ProtocolMode::Legacy, Limits::default(), policy, &heard)
-        .await
-        .unwrap();
+    let supervisor = over_stdio(
+        &scripted,
+        ProtocolMode::Legacy,
+        Limits::default(),
+        policy,
+        &heard,
+    )
+    .await
+    .unwrap();
     scripted.set(json!({"initialize": "exit"}));
     let _ = guard("exit", supervisor.call_tool("exit", args(json!({})))).await;
     let error = guard("giving up", supervisor.ready()).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ConnectionClosed, "{error:?}");
     assert!(
         error.message().contains("after 3 attempts")
-            && error.message().contains("ReconnectPolicy::max_attempts is 3"),
+            && error
+                .message()
+                .contains("ReconnectPolicy::max_attempts is 3"),
         "{error}"
     );
     let events = heard.all();
@@ -479,9 +501,15 @@ async fn a_flapping_server_is_given_up_on() {
     let heard = Arc::new(Heard::default());
     let mut policy = fast(3);
     policy.reset_after = Duration::from_secs(3600);
-    let supervisor = over_stdio(&scripted, ProtocolMode::Legacy, Limits::default(), policy, &heard)
-        .await
-        .unwrap();
+    let supervisor = over_stdio(
+        &scripted,
+        ProtocolMode::Legacy,
+        Limits::default(),
+        policy,
+        &heard,
+    )
+    .await
+    .unwrap();
     scripted.set(json!({"exit_after_initialized": 4}));
     let _ = guard("exit", supervisor.call_tool("exit", args(json!({})))).await;
     // Each new session is published, alive for a moment: `ready` may return
@@ -521,7 +549,12 @@ async fn a_nonsense_policy_is_invalid_config_and_starts_nothing() {
         let called = called.clone();
         move || {
             *called.lock().unwrap() += 1;
-            async { Ok((Client::builder(SERVER), StdioCommand::new(scripted_server()))) }
+            async {
+                Ok((
+                    Client::builder(SERVER),
+                    StdioCommand::new(scripted_server()),
+                ))
+            }
         }
     };
     let mut policy = ReconnectPolicy::default();
@@ -571,9 +604,15 @@ async fn close_during_the_delay() {
     policy.initial_delay = Duration::from_secs(3600);
     policy.max_delay = Duration::from_secs(3600);
     policy.jitter = Jitter::Equal; // at least half an hour
-    let supervisor = over_stdio(&scripted, ProtocolMode::Legacy, Limits::default(), policy, &heard)
-        .await
-        .unwrap();
+    let supervisor = over_stdio(
+        &scripted,
+        ProtocolMode::Legacy,
+        Limits::default(),
+        policy,
+        &heard,
+    )
+    .await
+    .unwrap();
     let _ = guard("exit", supervisor.call_tool("exit", args(json!({})))).await;
     eventually("the first attempt is waiting", || {
         heard.count(|e| matches!(e, SupervisorEvent::Attempt { .. })) == 1
@@ -586,9 +625,15 @@ async fn close_during_the_delay() {
         "{waiting}"
     );
     guard("close", supervisor.close()).await;
-    assert_eq!(supervisor.client().unwrap_err().kind(), ErrorKind::ConnectionClosed);
     assert_eq!(
-        guard("ready after close", supervisor.ready()).await.unwrap_err().kind(),
+        supervisor.client().unwrap_err().kind(),
+        ErrorKind::ConnectionClosed
+    );
+    assert_eq!(
+        guard("ready after close", supervisor.ready())
+            .await
+            .unwrap_err()
+            .kind(),
         ErrorKind::ConnectionClosed
     );
     assert_eq!(scripted.pids().len(), 1, "no attempt was made");
@@ -623,7 +668,10 @@ async fn close_during_a_connect_ends_its_child() {
     guard("close", supervisor.close()).await;
     assert!(!alive(pid), "the connecting child outlived close");
     assert_eq!(
-        heard.count(|e| matches!(e, SupervisorEvent::AttemptFailed { .. } | SupervisorEvent::Reconnected { .. })),
+        heard.count(|e| matches!(
+            e,
+            SupervisorEvent::AttemptFailed { .. } | SupervisorEvent::Reconnected { .. }
+        )),
         0,
         "{:?}",
         heard.all()
@@ -635,9 +683,15 @@ async fn close_during_a_connect_ends_its_child() {
 async fn dropping_the_last_handle_ends_the_child() {
     let scripted = Arc::new(Scripted::new(json!({})));
     let heard = Arc::new(Heard::default());
-    let supervisor = over_stdio(&scripted, ProtocolMode::Legacy, Limits::default(), fast(5), &heard)
-        .await
-        .unwrap();
+    let supervisor = over_stdio(
+        &scripted,
+        ProtocolMode::Legacy,
+        Limits::default(),
+        fast(5),
+        &heard,
+    )
+    .await
+    .unwrap();
     let pid = scripted.pids()[0];
     assert!(alive(pid));
     drop(supervisor);
@@ -677,7 +731,11 @@ async fn http_session_lost_and_reinitialise_refused() {
     let client = guard("the reconnect", supervisor.ready()).await.unwrap();
     assert_eq!(guard("add", add(&client)).await.unwrap(), "5");
     assert_eq!(scripted.calls("exit").len(), 1, "sent once");
-    assert_eq!(scripted.calls("add").len(), 1, "only the call after the reconnect");
+    assert_eq!(
+        scripted.calls("add").len(),
+        1,
+        "only the call after the reconnect"
+    );
     let events = heard.all();
     assert_eq!(
         events.first(),
@@ -743,7 +801,15 @@ async fn http_server_restarted_on_the_same_port(options: BridgeOptions, mode: Pr
         .unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::ConnectionClosed, "{refused:?}");
     eventually("attempts fail while the server is down", || {
-        heard.count(|e| matches!(e, SupervisorEvent::AttemptFailed { kind: ErrorKind::ConnectionClosed, .. })) >= 2
+        heard.count(|e| {
+            matches!(
+                e,
+                SupervisorEvent::AttemptFailed {
+                    kind: ErrorKind::ConnectionClosed,
+                    ..
+                }
+            )
+        }) >= 2
     })
     .await;
     let _bridge = Bridge::start_at(addr, scripted_server(), scripted.args(), options).await;
@@ -781,11 +847,17 @@ async fn give_up_after_bounds_the_run() {
     policy.give_up_after = Some(Duration::from_millis(500));
     let supervisor = over_http(bridge.url(), ProtocolMode::Modern, policy, &heard).await;
     drop(bridge);
-    let _ = guard("a call to the stopped server", supervisor.call_tool("add", args(json!({"a": 1, "b": 2})))).await;
+    let _ = guard(
+        "a call to the stopped server",
+        supervisor.call_tool("add", args(json!({"a": 1, "b": 2}))),
+    )
+    .await;
     let error = guard("giving up", supervisor.ready()).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ConnectionClosed, "{error:?}");
     assert!(
-        error.message().contains("ReconnectPolicy::give_up_after (500 ms) passed"),
+        error
+            .message()
+            .contains("ReconnectPolicy::give_up_after (500 ms) passed"),
         "{error}"
     );
     let attempts = heard.count(|e| matches!(e, SupervisorEvent::Attempt { .. }));

@@ -62,14 +62,20 @@ fn seeded_delays_are_bounded_and_spread() {
             let mut distinct = draws.clone();
             distinct.sort();
             distinct.dedup();
-            assert!(distinct.len() > 32, "attempt {attempt}: not jittered: {draws:?}");
+            assert!(
+                distinct.len() > 32,
+                "attempt {attempt}: not jittered: {draws:?}"
+            );
         }
     }
     // The same seed draws the same delays: the function is pure.
     let policy = policy(Jitter::Full);
     let (mut a, mut b) = (Rng(7), Rng(7));
     for attempt in 1..=5 {
-        assert_eq!(policy.delay(attempt, a.next()), policy.delay(attempt, b.next()));
+        assert_eq!(
+            policy.delay(attempt, a.next()),
+            policy.delay(attempt, b.next())
+        );
     }
 }
 
