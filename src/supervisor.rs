@@ -304,7 +304,8 @@ pub enum SupervisorEvent {
 }
 
 /// Hears a supervisor's events ([`SupervisorEvent`]), from its task, with the
-/// server's name: keep it fast, and bound what it keeps. Any
+/// server's name: keep it fast, and bound what it keeps (a panic in it stops
+/// the supervisor, as [`Supervisor::close`] would). Any
 /// `Fn(&str, SupervisorEvent) + Send + Sync` closure is one.
 pub trait SupervisorObserver: Send + Sync + 'static {
     /// Called once per event, in order.
@@ -456,6 +457,9 @@ impl Shared {
 
     /// The published session, or why there is none.
     fn current(&self, state: &State) -> Option<Result<Client>> {
+        if let State::Stopped(error) = state {
+            return Some(Err(error.clone()));
+        }
         if self.cancel.is_cancelled() {
             return Some(Err(closed_error()));
         }
@@ -583,7 +587,8 @@ impl Supervisor {
                         return Err(closed_error());
                     }
                 }
-                () = self.shared.cancel.cancelled() => return Err(closed_error()),
+                // Stopped or closed: the next look says which.
+                () = self.shared.cancel.cancelled() => {}
             }
         }
     }
@@ -631,6 +636,7 @@ impl Task {
     }
 
     async fn run(mut self, first: Client, _done: tokio_util::sync::DropGuard) {
+        let _finish = Finish(self.shared.clone());
         let cancel = self.shared.cancel.clone();
         let mut client = first;
         let mut published = Instant::now();
@@ -805,6 +811,23 @@ impl Task {
         self.emit(SupervisorEvent::CatalogChanged);
         let error = self.changed_error(error);
         self.shared.state.send_replace(State::Stopped(error));
+    }
+}
+
+/// However the task ends (an observer that panicked included), the
+/// supervisor is stopped and every session it made is closed.
+struct Finish(Arc<Shared>);
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        self.0.cancel.cancel();
+        self.0.state.send_if_modified(|state| {
+            if matches!(state, State::Stopped(_)) {
+                return false;
+            }
+            *state = State::Stopped(closed_error());
+            true
+        });
     }
 }
 

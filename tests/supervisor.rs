@@ -868,3 +868,43 @@ async fn give_up_after_bounds_the_run() {
     ));
     guard("close", supervisor.close()).await;
 }
+
+/// An observer that panics stops the supervisor (as `close` would) instead
+/// of leaving it half-way: waiters learn it, nothing is left running.
+#[tokio::test]
+async fn a_panicking_observer_stops_the_supervisor() {
+    let scripted = Arc::new(Scripted::new(json!({})));
+    let factory = {
+        let scripted = scripted.clone();
+        move || {
+            let command = scripted.command();
+            async move {
+                Ok((
+                    Client::builder(SERVER).protocol(ProtocolMode::Legacy),
+                    command,
+                ))
+            }
+        }
+    };
+    let observer: Arc<dyn SupervisorObserver> = Arc::new(|_: &str, event: SupervisorEvent| {
+        if matches!(event, SupervisorEvent::Attempt { .. }) {
+            panic!("the host's observer failed");
+        }
+    });
+    let supervisor = guard(
+        "connect",
+        Supervisor::builder(factory)
+            .policy(fast(5))
+            .observer(observer)
+            .connect(),
+    )
+    .await
+    .unwrap();
+    let _ = guard("exit", supervisor.call_tool("exit", args(json!({})))).await;
+    let error = guard("the supervisor stops", supervisor.ready())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ConnectionClosed, "{error:?}");
+    assert_eq!(scripted.pids().len(), 1, "no attempt was made");
+    guard("close", supervisor.close()).await;
+}
