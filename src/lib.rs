@@ -26,6 +26,7 @@ pub(crate) mod redact;
 pub mod resources;
 pub mod session;
 pub mod skills;
+pub mod supervisor;
 pub(crate) mod text;
 pub mod transport;
 pub(crate) mod uri;
@@ -42,6 +43,7 @@ pub use session::{
     CallEvent, CallOptions, Client, ClientBuilder, Era, Listing, Page, Progress, ProtocolMode,
     Subscription, TaskMode, ToolResult,
 };
+pub use supervisor::{ReconnectPolicy, Supervisor};
 /// The token [`CallOptions::cancel_on`] takes (tokio-util's).
 pub use tokio_util::sync::CancellationToken;
 pub use transport::Transport;

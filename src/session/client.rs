@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::engine::{self, Core, SCOPE_CLOSED};
 use super::protocol::era::{Era, ProtocolMode};
@@ -48,6 +49,9 @@ pub struct ClientBuilder {
     handler: Option<Arc<dyn HostHandler>>,
     pin: Option<CatalogPin>,
     assumed: Option<Value>,
+    /// Set by the supervisor: the session (connecting or connected) closes
+    /// its scope when this is cancelled.
+    scope: Option<CancellationToken>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -127,6 +131,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Ends the session when `scope` is cancelled, as [`Client::close`] would,
+    /// whether it is still connecting (the connect then fails with
+    /// `connection_closed` once torn down) or connected. For the supervisor,
+    /// whose `close` must end an attempt in progress without dropping it.
+    pub(crate) fn scope(mut self, scope: CancellationToken) -> Self {
+        self.scope = Some(scope);
+        self
+    }
+
     /// Chooses which protocol revisions may be spoken (default:
     /// [`ProtocolMode::Auto`]: probe, then speak 2026-07-28 or fall back).
     pub fn protocol(mut self, mode: ProtocolMode) -> Self {
@@ -174,16 +187,21 @@ impl ClientBuilder {
             ));
         }
         let server: Arc<str> = Arc::from(self.server.as_str());
-        let open = || {
+        // The transport is borrowed only to start each open, never across an
+        // await (`dyn Transport` is not `Sync`): the connect future stays
+        // `Send`, so a host may spawn it.
+        let open = |transport: &dyn Transport| {
             Opened::open(
-                &*transport,
+                transport,
                 server.clone(),
                 self.limits,
                 self.diagnostics.clone(),
                 self.handler.clone(),
+                self.scope.clone(),
             )
         };
-        let mut session = open().await?;
+        let opening = open(&*transport);
+        let mut session = opening.await?;
         span.transport(match session.link.core.medium {
             crate::transport::Medium::Stream => "stdio",
             crate::transport::Medium::Exchanges => "http",
@@ -194,7 +212,8 @@ impl ClientBuilder {
                 // The child exited during the probe: a legacy server that stops
                 // when the first request is not `initialize`. Start it again.
                 session.abandon().await;
-                session = open().await?;
+                let opening = open(&*transport);
+                session = opening.await?;
                 match legacy::initialize(&session.link).await {
                     Ok(facts) => (facts, Some(why)),
                     Err(error) => return Err(session.fail(error).await),
@@ -261,19 +280,33 @@ struct Opened {
 }
 
 impl Opened {
-    async fn open(
+    /// Starts opening `transport` (the borrow ends here) and returns the rest.
+    fn open(
         transport: &dyn Transport,
         server: Arc<str>,
         limits: Limits,
         diagnostics: Diagnostics,
         handler: Option<Arc<dyn HostHandler>>,
-    ) -> Result<Opened> {
+        scope: Option<CancellationToken>,
+    ) -> impl Future<Output = Result<Opened>> + Send + use<> {
         let ctx = TransportContext {
             server: server.clone(),
             bounds: limits.into(),
             diagnostics: diagnostics.clone(),
         };
-        let connection = transport.open(ctx).await?;
+        let connecting = transport.open(ctx);
+        Opened::start(connecting, server, limits, diagnostics, handler, scope)
+    }
+
+    async fn start(
+        connecting: futures_util::future::BoxFuture<'static, Result<crate::transport::Connection>>,
+        server: Arc<str>,
+        limits: Limits,
+        diagnostics: Diagnostics,
+        handler: Option<Arc<dyn HostHandler>>,
+        scope: Option<CancellationToken>,
+    ) -> Result<Opened> {
+        let connection = connecting.await?;
         let protocol = Arc::new(Protocol::new(handler));
         let (core, queue) = Core::new(
             server,
@@ -288,6 +321,15 @@ impl Opened {
         let teardown_core = core.clone();
         let (torn_down_tx, torn_down) = watch::channel(false);
         tokio::spawn(async move {
+            match scope {
+                Some(scope) => tokio::select! {
+                    () = teardown_core.ended.cancelled() => {}
+                    () = scope.cancelled() => teardown_core.close_scope(),
+                },
+                None => teardown_core.ended.cancelled().await,
+            }
+            // `close_scope` ends the session unless another end won the race,
+            // which ends it too.
             teardown_core.ended.cancelled().await;
             // Both loops watch `ended`; wait for them so the sink (stdin) is dropped
             // before the transport is torn down.
@@ -411,6 +453,7 @@ impl Client {
             handler: None,
             pin: None,
             assumed: None,
+            scope: None,
         }
     }
 
@@ -644,6 +687,18 @@ impl Client {
     /// The limits this session enforces.
     pub fn limits(&self) -> &Limits {
         &self.inner.link.core.limits
+    }
+
+    /// The pin this session's catalog is held to: the one it connected
+    /// under, else its own catalog's, pinned from now on (a legacy HTTP
+    /// re-initialise then fails with `catalog_changed` on another catalog).
+    /// For the supervisor, whose first connect takes its pin this way.
+    pub(crate) fn pin_own_catalog(&self) -> CatalogPin {
+        let protocol = &self.inner.link.protocol;
+        protocol
+            .pin
+            .get_or_init(|| CatalogPin::of(&self.inner.catalog))
+            .clone()
     }
 
     /// The terminal error, once the session has ended.

@@ -292,6 +292,42 @@ impl Bridge {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("http bridge: bind 127.0.0.1:0");
+        Bridge::serve_on(listener, program, args, options)
+    }
+
+    /// [`Bridge::start`] on `addr`: a server restarted on the port of one
+    /// stopped (dropped) a moment ago. The bind is tried again for a few
+    /// seconds while the old listener is still being released.
+    ///
+    /// # Panics
+    ///
+    /// When `addr` cannot be bound within that time.
+    pub async fn start_at(
+        addr: SocketAddr,
+        program: impl Into<OsString>,
+        args: Vec<OsString>,
+        options: BridgeOptions,
+    ) -> Bridge {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let listener = loop {
+            match TcpListener::bind(addr).await {
+                Ok(listener) => break listener,
+                Err(error) if tokio::time::Instant::now() < deadline => {
+                    let _ = error;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(error) => panic!("http bridge: bind {addr}: {error}"),
+            }
+        };
+        Bridge::serve_on(listener, program, args, options)
+    }
+
+    fn serve_on(
+        listener: TcpListener,
+        program: impl Into<OsString>,
+        args: Vec<OsString>,
+        options: BridgeOptions,
+    ) -> Bridge {
         let addr = listener.local_addr().expect("http bridge: local address");
         let inner = Arc::new(Inner {
             program: program.into(),
