@@ -64,8 +64,9 @@
 //!   refuse it with `-32022`): `MCP-Protocol-Version` missing, or different from
 //!   `params._meta["io.modelcontextprotocol/protocolVersion"]`; `Mcp-Method`
 //!   missing or different from `method`; `Mcp-Name` missing or different from
-//!   `params.name` (`tools/call`, `prompts/get`) or `params.uri`
-//!   (`resources/read`); and `Mcp-Param-{Name}` for `tools/call`, checked against
+//!   `params.name` (`tools/call`, `prompts/get`), `params.uri`
+//!   (`resources/read`) or `params.taskId` (`tasks/get`, `tasks/update`,
+//!   `tasks/cancel`); and `Mcp-Param-{Name}` for `tools/call`, checked against
 //!   the `x-mcp-header` annotations of the tool as learnt from the `tools/list`
 //!   answers that went through the bridge (a tool never listed is not checked): an
 //!   annotated argument that is present needs its header with the value (string

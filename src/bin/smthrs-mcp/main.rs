@@ -717,6 +717,9 @@ impl DiagnosticObserver for PrintDiagnostics {
                 method,
                 reason,
             } => format!("server \"{server}\": dropped a notification ({method}): {reason}"),
+            DiagnosticEvent::TaskNotice { server, reason } => {
+                format!("server \"{server}\": {reason}")
+            }
             DiagnosticEvent::OAuthStep {
                 server,
                 step,

@@ -384,6 +384,7 @@ fn check_headers(
         let expected = match method {
             "tools/call" | "prompts/get" => member("name"),
             "resources/read" => member("uri"),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => member("taskId"),
             _ => None,
         };
         if let Some(expected) = expected {

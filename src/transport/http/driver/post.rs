@@ -257,7 +257,16 @@ impl HttpSession {
                 }
                 _ => {
                     if let Some(handle) = &frame.request {
-                        handle.fail(self.status_error(status));
+                        let error = self.status_error(status);
+                        // 429/503 with `Retry-After`: the wait, for the callers
+                        // that retry (a task's polls).
+                        let error = match retry_after(status, response.headers()) {
+                            Some(after) => {
+                                error.with_detail(Detail::Throttled(status.as_u16(), after))
+                            }
+                            None => error,
+                        };
+                        handle.fail(error);
                     }
                 }
             }
@@ -350,4 +359,23 @@ impl<F: Future> Future for InRuntime<F> {
         let _entered = this.runtime.enter();
         this.inner.poll(cx)
     }
+}
+
+/// The wait a `429` or `503` asks for in `Retry-After`, when it is
+/// delta-seconds (an HTTP date is not read), at most
+/// [`MAX_RETRY_AFTER`](crate::error::MAX_RETRY_AFTER).
+fn retry_after(status: StatusCode, headers: &http::HeaderMap) -> Option<std::time::Duration> {
+    if status != StatusCode::TOO_MANY_REQUESTS && status != StatusCode::SERVICE_UNAVAILABLE {
+        return None;
+    }
+    let value = headers
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if value.is_empty() || value.len() > 10 || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let seconds: u64 = value.parse().ok()?;
+    Some(std::time::Duration::from_secs(seconds).min(crate::error::MAX_RETRY_AFTER))
 }
