@@ -654,8 +654,10 @@ mod tests {
 
     #[test]
     fn the_task_poll_bounds_must_be_ordered() {
-        let mut limits = Limits::default();
-        limits.task_min_poll_interval_ms = 30_001;
+        let mut limits = Limits {
+            task_min_poll_interval_ms: 30_001,
+            ..Limits::default()
+        };
         let error = limits.validate().unwrap_err();
         assert_eq!(error.kind(), crate::ErrorKind::ProtocolError);
         assert!(error.message().contains("taskMinPollIntervalMs"), "{error}");

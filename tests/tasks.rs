@@ -1065,3 +1065,35 @@ async fn a_legacy_session_never_runs_tasks() {
     assert_eq!(error.kind(), ErrorKind::MissingCapability);
     a.close().await;
 }
+
+/// HTTP `503` with `Retry-After: 1` and `429` without one answering a poll:
+/// transient, polled again no sooner than asked (1 s), or after twice the
+/// last wait; the status reaches no error.
+#[tokio::test]
+async fn throttled_polls_wait_as_asked() {
+    let throttled = |status: u16, retry: Option<&str>| {
+        let mut data = json!({"http-bridge/status": status});
+        if let Some(after) = retry {
+            data["http-bridge/retryAfter"] = json!(after);
+        }
+        json!({"error": {"code": -32000, "message": "slow down", "data": data}})
+    };
+    let gets = vec![
+        throttled(503, Some("1")),
+        throttled(429, None),
+        done(ID, "after the throttling"),
+    ];
+    let a = open(Via::Http, limits(|_| {}), server(Some(100), gets)).await;
+    let result = call(a.client(), &CallOptions::new()).await.expect("ok");
+    assert_eq!(text_of(&result), "after the throttling");
+    let gaps = gaps_ms(&a);
+    assert_eq!(gaps.len(), 3, "{gaps:?}");
+    assert!(gaps[1] + SLACK_MS >= 1000, "Retry-After honoured: {gaps:?}");
+    assert!(gaps[2] + SLACK_MS >= 2000, "twice the last wait: {gaps:?}");
+    let statuses: Vec<_> = a.requests().iter().filter_map(|r| r.status).collect();
+    assert!(
+        statuses.contains(&503) && statuses.contains(&429),
+        "{statuses:?}"
+    );
+    a.close().await;
+}

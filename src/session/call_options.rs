@@ -206,7 +206,10 @@ pub struct Progress {
 
 /// Whether a `tools/call` may run as a task (the 2026-07-28 Tasks extension,
 /// `io.modelcontextprotocol/tasks`, SEP-2663; the 2025-11-25 design is not
-/// supported).
+/// supported). A call that became a task waits under the task's own bounds
+/// (`maxTaskWaitMs`, `maxTaskPolls`, the TTL backstop; then [`TaskPolicy`]),
+/// not its timeout; the polls follow the server's `pollIntervalMs`, never
+/// faster (the README's "Tasks" section has the rules).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TaskMode {

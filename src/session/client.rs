@@ -687,7 +687,9 @@ impl Client {
     ///   writer sends one best-effort `notifications/cancelled` (2026-07-28 over
     ///   HTTP: the request's exchange is cut instead).
     /// - 2026-07-28: `input_required` results are answered by the host handler and
-    ///   retried (`session::protocol::modern`'s rules and bounds).
+    ///   retried (`session::protocol::modern`'s rules and bounds); where the server
+    ///   offers the Tasks extension, a call it runs as a task is polled to its
+    ///   result (`session::protocol::tasks`' rules and bounds; [`TaskMode`](crate::TaskMode)).
     /// - A result with `isError: true` is `Ok`.
     pub async fn call_tool(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolResult> {
         self.call_tool_with(name, arguments, &CallOptions::default())

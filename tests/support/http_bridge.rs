@@ -78,7 +78,10 @@
 //! * The answer's JSON-RPC error code picks the status
 //!   ([`ModernOptions::map_error_status`]): `-32022`, `-32021`, `-32020`, `-32602`
 //!   → `400`, `-32601` → `404`, each with the JSON-RPC answer as an
-//!   `application/json` body; anything else is `200`. In SSE mode the bridge waits
+//!   `application/json` body; anything else is `200`. An error whose
+//!   `data["http-bridge/status"]` is a status code gets that status instead
+//!   (`429`, `503`: a throttled request), and `data["http-bridge/retryAfter"]`
+//!   (a string) becomes its `Retry-After` (SSE mode). In SSE mode the bridge waits
 //!   up to [`ModernOptions::status_wait`] for the child's first line for that
 //!   request: an answer within it is mapped, otherwise the SSE stream starts (`200`)
 //!   and a later error travels in-band. In JSON mode the answer is always mapped.

@@ -379,3 +379,42 @@ fn retry_after(status: StatusCode, headers: &http::HeaderMap) -> Option<std::tim
     let seconds: u64 = value.parse().ok()?;
     Some(std::time::Duration::from_secs(seconds).min(crate::error::MAX_RETRY_AFTER))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn headers(value: &str) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::RETRY_AFTER, value.parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn retry_after_is_read_as_delta_seconds_on_429_and_503_only() {
+        let limited = StatusCode::TOO_MANY_REQUESTS;
+        assert_eq!(
+            retry_after(limited, &headers("2")),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            retry_after(StatusCode::SERVICE_UNAVAILABLE, &headers(" 0 ")),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after(StatusCode::BAD_GATEWAY, &headers("2")), None);
+        assert_eq!(
+            retry_after(limited, &headers("Wed, 21 Oct 2026 07:28:00 GMT")),
+            None,
+            "an HTTP date is not read"
+        );
+        assert_eq!(retry_after(limited, &headers("-1")), None);
+        assert_eq!(retry_after(limited, &headers("99999999999")), None);
+        assert_eq!(
+            retry_after(limited, &headers("86400")),
+            Some(crate::error::MAX_RETRY_AFTER),
+            "capped"
+        );
+        assert_eq!(retry_after(limited, &http::HeaderMap::new()), None);
+    }
+}
