@@ -711,8 +711,10 @@ impl Client {
         let span = observe::call_span(self.server(), name);
         let started = observe::Stopwatch::start();
         let call = span.run(self.call_in(name, arguments, options));
-        let what = format!("tools/call {name:?}");
-        let result = self.unless_cancelled(options, &what, call).await;
+        let call = std::pin::pin!(call);
+        let result = self
+            .unless_cancelled(options, || format!("tools/call {name:?}"), call)
+            .await;
         let outcome = match &result {
             Ok(result) if result.is_error => "is_error",
             Ok(_) => "ok",
@@ -723,13 +725,14 @@ impl Client {
     }
 
     /// `call`, unless the options' token is cancelled first (then the call's
-    /// future is dropped, which tells the server, and the result is
-    /// `cancelled`). A token already cancelled sends nothing.
+    /// future is dropped by the caller, which tells the server, and the result
+    /// is `cancelled`). A token already cancelled sends nothing. The call is
+    /// pinned by the caller: held here by reference, it is not stored twice.
     async fn unless_cancelled<T>(
         &self,
         options: &CallOptions,
-        what: &str,
-        call: impl std::future::Future<Output = Result<T>>,
+        what: impl FnOnce() -> String,
+        call: std::pin::Pin<&mut impl std::future::Future<Output = Result<T>>>,
     ) -> Result<T> {
         match &options.cancel {
             None => call.await,
@@ -738,7 +741,8 @@ impl Client {
                 () = token.cancelled() => Err(Error::new(
                     ErrorKind::Cancelled,
                     format!(
-                        "{what} on server \"{}\" was cancelled by the caller",
+                        "{} on server \"{}\" was cancelled by the caller",
+                        what(),
                         self.server()
                     ),
                 )),
@@ -771,8 +775,8 @@ impl Client {
             return Err(error.clone());
         }
         options.check(&link.core.server, &link.core.limits)?;
-        let resume = protocol::tasks::resume(link, task, options);
-        self.unless_cancelled(options, "resuming a task", resume)
+        let resume = std::pin::pin!(protocol::tasks::resume(link, task, options));
+        self.unless_cancelled(options, || "resuming a task".to_owned(), resume)
             .await
     }
 
