@@ -531,12 +531,28 @@ async fn a_task_that_never_ends_times_out(via: Via) {
         .await
         .expect_err("never ends");
     assert_eq!(error.kind(), ErrorKind::Timeout, "{error:?}");
+    assert!(error.message().contains("maxTaskWaitMs (700 ms"), "{error}");
+    // Given up once the next poll would come past the wait: within one
+    // interval (and its jitter) of it.
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(580), "{waited:?}");
+    assert_eq!(a.received("tasks/cancel").len(), 1);
+    a.close().await;
+
+    // An interval longer than the whole wait: given up at once, not after it.
+    let far = vec![polled(ID, "working", Some(100_000_000_000), json!({}))];
+    let a = open(via, limits(|_| {}), server(Some(100), far)).await;
+    let started = tokio::time::Instant::now();
+    let error = call(a.client(), &CallOptions::new())
+        .await
+        .expect_err("too far");
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{error:?}");
     assert!(
-        error.message().contains("maxTaskWaitMs (700 ms)"),
+        error.message().contains("maxTaskWaitMs (3600000 ms"),
         "{error}"
     );
-    assert!(started.elapsed() >= Duration::from_millis(650));
-    assert_eq!(a.received("tasks/cancel").len(), 1);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(a.received("tasks/get").len(), 1);
     a.close().await;
 }
 
@@ -1003,7 +1019,35 @@ async fn an_update_for_a_forgotten_task_is_not_found(via: Via) {
     a.close().await;
 }
 
+/// The extension's other error codes answering a poll: `-32603` (internal)
+/// and `-32601` (no `tasks/get`) are remote errors with their code, `-32021`
+/// is `missing_capability`; each leaves the task to a best-effort cancel.
+async fn other_error_codes_on_a_poll_end_the_call(via: Via) {
+    let error = |code: i64| json!({"error": {"code": code, "message": "no"}});
+    let gets = vec![error(-32603), error(-32601), error(-32021)];
+    let a = open(via, limits(|_| {}), server(Some(100), gets)).await;
+    for (code, kind) in [
+        (-32603, ErrorKind::RemoteError),
+        (-32601, ErrorKind::RemoteError),
+        (-32021, ErrorKind::MissingCapability),
+    ] {
+        let before = a.received("tasks/cancel").len();
+        let error = call(a.client(), &CallOptions::new())
+            .await
+            .expect_err("an error");
+        assert_eq!(error.kind(), kind, "{code}: {error:?}");
+        assert_eq!(error.remote_code(), Some(code));
+        eventually("its tasks/cancel", || {
+            a.received("tasks/cancel").len() > before
+        })
+        .await;
+    }
+    check_task_requests(&a, via);
+    a.close().await;
+}
+
 both_transports!(tasks:
+    other_error_codes_on_a_poll_end_the_call,
     a_task_runs_to_its_result,
     the_cadence_follows_the_server_and_the_floor,
     without_an_interval_the_client_backs_off,

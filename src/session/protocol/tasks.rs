@@ -37,7 +37,9 @@
 //! `invalid_response`); `cancelled` → `task_cancelled`. Nothing is polled after
 //! a terminal status.
 //!
-//! **Giving up.** At `maxTaskWaitMs` from the `CreateTaskResult`, after
+//! **Giving up.** At `maxTaskWaitMs` from the `CreateTaskResult` (as soon as
+//! the next poll the interval allows would come later: a server asking for
+//! polls further apart than the wait left is given up on at once), after
 //! `maxTaskPolls` polls, or at the TTL backstop (the task's `ttlMs` after the
 //! local time its current status was first seen, with no change since: the
 //! server's clock is never read) the call fails with `timeout`, after a
@@ -571,9 +573,9 @@ impl<'a> Driver<'a> {
             let now = Instant::now();
             let at = now.checked_add(wait).unwrap_or(self.wait_deadline);
             if at > self.wait_deadline {
-                tokio::time::sleep_until(self.wait_deadline).await;
+                // No poll can come within the wait: waiting on is pointless.
                 return Err(Ok(Stop::GaveUp(format!(
-                    "its task did not end within maxTaskWaitMs ({} ms)",
+                    "its task did not end within maxTaskWaitMs ({} ms; the next poll the server's interval allows would come later)",
                     limits.max_task_wait_ms
                 ))));
             }
