@@ -25,6 +25,10 @@ use crate::prompts::{GetPromptResult, Prompt};
 use crate::resources::{Resource, ResourceTemplate};
 
 use super::call_options::CallOptions;
+
+/// How long [`Client::close`] waits for the best-effort `tasks/cancel` of
+/// dropped calls still being sent (at most `requestTimeoutMs`).
+const TASK_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 use crate::catalog::Catalog;
 use crate::diagnostics::{DiagnosticEvent, DiagnosticObserver, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
@@ -738,7 +742,9 @@ impl Client {
     ///   writer sends one best-effort `notifications/cancelled` (2026-07-28 over
     ///   HTTP: the request's exchange is cut instead).
     /// - 2026-07-28: `input_required` results are answered by the host handler and
-    ///   retried (`session::protocol::modern`'s rules and bounds).
+    ///   retried (`session::protocol::modern`'s rules and bounds); where the server
+    ///   offers the Tasks extension, a call it runs as a task is polled to its
+    ///   result (`session::protocol::tasks`' rules and bounds; [`TaskMode`](crate::TaskMode)).
     /// - A result with `isError: true` is `Ok`.
     pub async fn call_tool(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolResult> {
         self.call_tool_with(name, arguments, &CallOptions::default())
@@ -760,21 +766,10 @@ impl Client {
         let span = observe::call_span(self.server(), name);
         let started = observe::Stopwatch::start();
         let call = span.run(self.call_in(name, arguments, options));
-        let result = match &options.cancel {
-            None => call.await,
-            // The token first: one already cancelled sends nothing.
-            Some(token) => tokio::select! {
-                biased;
-                () = token.cancelled() => Err(Error::new(
-                    ErrorKind::Cancelled,
-                    format!(
-                        "tools/call {name:?} on server \"{}\" was cancelled by the caller",
-                        self.server()
-                    ),
-                )),
-                result = call => result,
-            },
-        };
+        let call = std::pin::pin!(call);
+        let result = self
+            .unless_cancelled(options, || format!("tools/call {name:?}"), call)
+            .await;
         let outcome = match &result {
             Ok(result) if result.is_error => "is_error",
             Ok(_) => "ok",
@@ -782,6 +777,62 @@ impl Client {
         };
         span.outcome(outcome, started);
         result
+    }
+
+    /// `call`, unless the options' token is cancelled first (then the call's
+    /// future is dropped by the caller, which tells the server, and the result
+    /// is `cancelled`). A token already cancelled sends nothing. The call is
+    /// pinned by the caller: held here by reference, it is not stored twice.
+    async fn unless_cancelled<T>(
+        &self,
+        options: &CallOptions,
+        what: impl FnOnce() -> String,
+        call: std::pin::Pin<&mut impl std::future::Future<Output = Result<T>>>,
+    ) -> Result<T> {
+        match &options.cancel {
+            None => call.await,
+            Some(token) => tokio::select! {
+                biased;
+                () = token.cancelled() => Err(Error::new(
+                    ErrorKind::Cancelled,
+                    format!(
+                        "{} on server \"{}\" was cancelled by the caller",
+                        what(),
+                        self.server()
+                    ),
+                )),
+                result = call => result,
+            },
+        }
+    }
+
+    /// Waits again for a task a call stopped waiting on and left running
+    /// ([`TaskPolicy::Detach`](crate::TaskPolicy::Detach): the error's
+    /// [`detached_task`](Error::detached_task)), or one a host stored: polls
+    /// it (the first `tasks/get` at once) under the rules and bounds of a
+    /// call's task (`maxTaskWaitMs` counted from now) until its result, which
+    /// is read as a `tools/call` result. `options` give the token, the
+    /// observer ([`CallEvent::Task`](crate::CallEvent::Task)) and the policy at
+    /// the bounds; their timeout and `_meta` have no use here.
+    ///
+    /// A task of another server is refused (`invalid_config`: a task id is
+    /// used only with the server that made it), and so is an id that breaks
+    /// the task id rules; a server that does not offer the Tasks extension
+    /// (2026-07-28) is `missing_capability`; one that no longer knows the
+    /// task is `not_found`. Nothing is sent in the refused cases.
+    pub async fn resume_task(
+        &self,
+        task: &crate::tasks::TaskHandle,
+        options: &CallOptions,
+    ) -> Result<ToolResult> {
+        let link = &self.inner.link;
+        if let Some(error) = link.core.terminal() {
+            return Err(error.clone());
+        }
+        options.check(&link.core.server, &link.core.limits)?;
+        let resume = std::pin::pin!(protocol::tasks::resume(link, task, options));
+        self.unless_cancelled(options, || "resuming a task".to_owned(), resume)
+            .await
     }
 
     async fn call_in(
@@ -823,7 +874,10 @@ impl Client {
             // only this request's own deadline gets the call-specific wording.
             if error.kind() == ErrorKind::Timeout
                 && core.terminal().is_none()
-                && !matches!(error.detail(), Some(crate::error::Detail::HostTimeout))
+                && !matches!(
+                    error.detail(),
+                    Some(crate::error::Detail::HostTimeout | crate::error::Detail::TaskGaveUp(_))
+                )
             {
                 Error::timeout(format!(
                     "tools/call {name:?} on server \"{}\" timed out after {} ms",
@@ -836,13 +890,18 @@ impl Client {
         })
     }
 
-    /// Closes the session: records "connection scope closed" as the terminal reason
+    /// Closes the session: gives the best-effort `tasks/cancel` of dropped
+    /// calls still being sent a moment (at most 2 s), records "connection scope closed" as the terminal reason
     /// (so teardown does not report "stdin closed"), fails pending calls with it,
     /// writes the `notifications/cancelled` owed (for calls that timed out or were
     /// dropped, and for calls written and still unanswered now) within half a
     /// second, and tears the transport down (closes stdin, waits briefly, ends
     /// the child's process group; or sends `DELETE`, bounded by 2 s).
     pub async fn close(&self) {
+        // A dropped call's best-effort `tasks/cancel` gets a moment first.
+        let link = &self.inner.link;
+        let bound = TASK_CANCEL_GRACE.min(link.core.limits.request_timeout());
+        link.protocol.task_cancels.settle(bound).await;
         self.inner.link.core.close_scope();
         self.inner.wait_teardown().await;
     }

@@ -64,8 +64,9 @@
 //!   refuse it with `-32022`): `MCP-Protocol-Version` missing, or different from
 //!   `params._meta["io.modelcontextprotocol/protocolVersion"]`; `Mcp-Method`
 //!   missing or different from `method`; `Mcp-Name` missing or different from
-//!   `params.name` (`tools/call`, `prompts/get`) or `params.uri`
-//!   (`resources/read`); and `Mcp-Param-{Name}` for `tools/call`, checked against
+//!   `params.name` (`tools/call`, `prompts/get`), `params.uri`
+//!   (`resources/read`) or `params.taskId` (`tasks/get`, `tasks/update`,
+//!   `tasks/cancel`); and `Mcp-Param-{Name}` for `tools/call`, checked against
 //!   the `x-mcp-header` annotations of the tool as learnt from the `tools/list`
 //!   answers that went through the bridge (a tool never listed is not checked): an
 //!   annotated argument that is present needs its header with the value (string
@@ -77,7 +78,10 @@
 //! * The answer's JSON-RPC error code picks the status
 //!   ([`ModernOptions::map_error_status`]): `-32022`, `-32021`, `-32020`, `-32602`
 //!   → `400`, `-32601` → `404`, each with the JSON-RPC answer as an
-//!   `application/json` body; anything else is `200`. In SSE mode the bridge waits
+//!   `application/json` body; anything else is `200`. An error whose
+//!   `data["http-bridge/status"]` is a status code gets that status instead
+//!   (`429`, `503`: a throttled request), and `data["http-bridge/retryAfter"]`
+//!   (a string) becomes its `Retry-After` (SSE mode). In SSE mode the bridge waits
 //!   up to [`ModernOptions::status_wait`] for the child's first line for that
 //!   request: an answer within it is mapped, otherwise the SSE stream starts (`200`)
 //!   and a later error travels in-band. In JSON mode the answer is always mapped.

@@ -498,6 +498,9 @@ struct Scenario {
     record: Option<String>,
     /// Append `{"started_pid": <pid>}` to the record file at startup.
     record_pid: bool,
+    /// Before each received line, append `{"received_us": <µs since the Unix
+    /// epoch>}` to the record file.
+    record_times: bool,
     /// Serve the `env` tool.
     print_env: bool,
     /// Do not answer a call after `notifications/cancelled` named it.
@@ -559,6 +562,7 @@ impl Scenario {
             "ready_on",
             "record",
             "record_pid",
+            "record_times",
             "print_env",
             "honor_cancel",
             "ignore_stdin_eof",
@@ -698,6 +702,7 @@ impl Scenario {
                 Some(v) => Some(as_string("record", v)?),
             },
             record_pid: get_bool("record_pid")?,
+            record_times: get_bool("record_times")?,
             print_env,
             honor_cancel: get_bool("honor_cancel")?,
             ignore_stdin_eof: get_bool("ignore_stdin_eof")?,
@@ -1112,6 +1117,12 @@ impl Server {
                 line = rest;
             }
             if let Some(file) = &mut self.record {
+                if self.scenario.record_times {
+                    let micros = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_micros());
+                    let _ = writeln!(file, "{}", json!({"received_us": micros as u64}));
+                }
                 let mut entry = Vec::with_capacity(line.len() + 1);
                 entry.extend_from_slice(line);
                 entry.push(b'\n');
@@ -1474,6 +1485,13 @@ impl Server {
         if let Some(mrtr) = script.as_ref().and_then(|s| s.input_required.clone()) {
             let meta = Value::Object(params);
             self.start_mrtr(id, name, arguments, mrtr, modern.then_some(&meta));
+            return Flow::Continue;
+        }
+        if modern
+            && let Some(result) = script.as_ref().and_then(|s| s.result.as_ref())
+            && let Some(error) = self.undeclared_task(result, &params)
+        {
+            self.shared.reply_error(id, error);
             return Flow::Continue;
         }
         let decorate = modern.then(|| {

@@ -25,6 +25,7 @@ pub(crate) mod resources;
 pub(crate) mod send;
 pub(crate) mod skills;
 pub(crate) mod subscriptions;
+pub(crate) mod tasks;
 pub(crate) mod tool_result;
 
 use std::sync::Arc;
@@ -131,6 +132,8 @@ pub(crate) async fn call_tool(
     if wire.is_modern() {
         modern::call_tool(link, tool, arguments, options, wire, deadline).await
     } else {
+        // 2025-11-25 tasks (SEP-1686) are not supported: `Require` cannot hold.
+        tasks::declares(link, options.task)?;
         let meta = options.meta.as_ref();
         legacy::call_tool(&link.core, tool.name(), arguments, meta, wire, deadline).await
     }
@@ -189,5 +192,9 @@ pub(crate) async fn connect_era(link: &Link, mode: ProtocolMode) -> Result<Conne
 
 fn modern_connected(link: &Link, facts: ServerFacts) -> Result<Connected> {
     link.protocol.wire.set(Wire::Modern(facts.version));
+    let tasks = tasks::offered_in(&facts.capabilities);
+    link.protocol
+        .tasks_offered
+        .store(tasks, std::sync::atomic::Ordering::Release);
     Ok(Connected::Done(facts, None))
 }
