@@ -274,7 +274,9 @@ pub enum ConfigErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
     kind: ConfigErrorKind,
-    path: Option<PathBuf>,
+    // Boxed: a `PathBuf` is a word larger on Windows, which took the error past
+    // clippy's `result_large_err` there.
+    path: Option<Box<Path>>,
     entry: Option<usize>,
     server: Option<String>,
     field: Option<String>,
@@ -294,7 +296,7 @@ impl ConfigError {
     }
 
     fn with_path(mut self, path: &Path) -> Self {
-        self.path = Some(path.to_path_buf());
+        self.path = Some(path.into());
         self
     }
 

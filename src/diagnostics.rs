@@ -98,12 +98,22 @@ pub enum DiagnosticEvent {
         /// Which rule (crate-authored).
         reason: &'static str,
     },
+    /// A server's task answer deviated from the Tasks extension in a way the
+    /// client tolerates (a `tasks/get` answered with `resultType: "task"`, as
+    /// the extension's own examples show), or a best-effort `tasks/cancel`
+    /// could not be sent. Never the task id.
+    TaskNotice {
+        /// The configured server name.
+        server: Arc<str>,
+        /// What happened (crate-authored).
+        reason: &'static str,
+    },
 }
 
 impl DiagnosticEvent {
     /// A short stable name for the event (`stderr-tail`, `remote-error`,
     /// `server-request-dropped`, `tool-dropped`, `oauth-step`, `legacy-fallback`,
-    /// `notification-dropped`).
+    /// `notification-dropped`, `task-notice`).
     pub fn name(&self) -> &'static str {
         match self {
             DiagnosticEvent::StderrTail { .. } => "stderr-tail",
@@ -113,6 +123,7 @@ impl DiagnosticEvent {
             DiagnosticEvent::OAuthStep { .. } => "oauth-step",
             DiagnosticEvent::LegacyFallback { .. } => "legacy-fallback",
             DiagnosticEvent::NotificationDropped { .. } => "notification-dropped",
+            DiagnosticEvent::TaskNotice { .. } => "task-notice",
         }
     }
 }
@@ -172,6 +183,11 @@ impl fmt::Debug for DiagnosticEvent {
                 .debug_struct("NotificationDropped")
                 .field("server", server)
                 .field("method", method)
+                .field("reason", reason)
+                .finish(),
+            DiagnosticEvent::TaskNotice { server, reason } => f
+                .debug_struct("TaskNotice")
+                .field("server", server)
                 .field("reason", reason)
                 .finish(),
         }

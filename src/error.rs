@@ -11,6 +11,9 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
+
+use crate::tasks::TaskHandle;
 
 /// What went wrong, as a stable, matchable category.
 ///
@@ -83,6 +86,10 @@ pub enum ErrorKind {
     /// [`CallOptions::cancel_on`](crate::CallOptions::cancel_on) token); the
     /// server was told.
     Cancelled,
+    /// The server ended the call's task as `cancelled` (the Tasks extension:
+    /// someone cancelled it before it completed). Distinct from
+    /// [`ErrorKind::Cancelled`], which is this caller's own cancellation.
+    TaskCancelled,
 }
 
 impl ErrorKind {
@@ -109,6 +116,7 @@ impl ErrorKind {
             ErrorKind::InputRefused => "input_refused",
             ErrorKind::NotFound => "not_found",
             ErrorKind::Cancelled => "cancelled",
+            ErrorKind::TaskCancelled => "task_cancelled",
         }
     }
 }
@@ -142,10 +150,20 @@ pub(crate) enum Detail {
     Remote { code: i64, supported: Vec<String> },
     /// The HTTP status that refused the request.
     Status(u16),
+    /// The HTTP status that refused the request (429 or 503), with the wait its
+    /// `Retry-After` asked for (delta-seconds; at most [`MAX_RETRY_AFTER`]).
+    Throttled(u16, Duration),
+    /// The call stopped waiting on its task (a task bound: `maxTaskWaitMs`,
+    /// `maxTaskPolls`, the TTL backstop); the task, when the policy left it
+    /// running ([`TaskPolicy::Detach`](crate::TaskPolicy::Detach)).
+    TaskGaveUp(Option<TaskHandle>),
     /// The host handler did not answer within `inputTimeoutMs` (not the call's
     /// own deadline).
     HostTimeout,
 }
+
+/// The longest `Retry-After` honoured.
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
 /// The most entries of a -32022 `data.supported` list kept.
 pub(crate) const MAX_SUPPORTED_VERSIONS: usize = 16;
@@ -188,7 +206,26 @@ impl Error {
     /// `http_status`, `unauthorized`).
     pub fn http_status(&self) -> Option<u16> {
         match self.detail() {
-            Some(Detail::Status(status)) => Some(*status),
+            Some(Detail::Status(status) | Detail::Throttled(status, _)) => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The wait a `429`/`503` asked for with `Retry-After`, when it did.
+    pub(crate) fn retry_after(&self) -> Option<Duration> {
+        match self.detail() {
+            Some(Detail::Throttled(_, after)) => Some(*after),
+            _ => None,
+        }
+    }
+
+    /// The task a call stopped waiting on and left running (kind `timeout`,
+    /// under [`TaskPolicy::Detach`](crate::TaskPolicy::Detach)): hand it to
+    /// [`Client::resume_task`](crate::Client::resume_task) to wait again. The
+    /// message never holds its id.
+    pub fn detached_task(&self) -> Option<&TaskHandle> {
+        match self.detail() {
+            Some(Detail::TaskGaveUp(task)) => task.as_ref(),
             _ => None,
         }
     }

@@ -26,6 +26,8 @@ pub(crate) mod redact;
 pub mod resources;
 pub mod session;
 pub mod skills;
+pub mod supervisor;
+pub mod tasks;
 pub(crate) mod text;
 pub mod transport;
 pub(crate) mod uri;
@@ -40,8 +42,10 @@ pub use error::{Error, ErrorKind, Result};
 pub use limits::Limits;
 pub use session::{
     CallEvent, CallOptions, Client, ClientBuilder, Era, Listing, Page, Progress, ProtocolMode,
-    Subscription, TaskMode, ToolResult,
+    Subscription, TaskMode, TaskPolicy, ToolResult,
 };
+pub use supervisor::{ReconnectPolicy, Supervisor};
+pub use tasks::{TaskHandle, TaskStatus, TaskUpdate};
 /// The token [`CallOptions::cancel_on`] takes (tokio-util's).
 pub use tokio_util::sync::CancellationToken;
 pub use transport::Transport;

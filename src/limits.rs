@@ -458,6 +458,18 @@ impl Limits {
                 )));
             }
         }
+        // The task poll floor under its own backoff's ceiling; one poll's wait
+        // within the whole wait.
+        if self.task_min_poll_interval_ms > self.task_max_poll_interval_ms {
+            return Err(Error::protocol(
+                "option taskMinPollIntervalMs must be at most taskMaxPollIntervalMs",
+            ));
+        }
+        if self.task_min_poll_interval_ms > self.max_task_wait_ms {
+            return Err(Error::protocol(
+                "option taskMinPollIntervalMs must be at most maxTaskWaitMs",
+            ));
+        }
         Ok(())
     }
 
@@ -638,6 +650,25 @@ mod tests {
         );
         limits.max_skill_bytes = 64 * 1024 * 1024;
         assert!(limits.validate().is_ok(), "more than the floor is fine");
+    }
+
+    #[test]
+    fn the_task_poll_bounds_must_be_ordered() {
+        let mut limits = Limits {
+            task_min_poll_interval_ms: 30_001,
+            ..Limits::default()
+        };
+        let error = limits.validate().unwrap_err();
+        assert_eq!(error.kind(), crate::ErrorKind::ProtocolError);
+        assert!(error.message().contains("taskMinPollIntervalMs"), "{error}");
+        assert!(error.message().contains("taskMaxPollIntervalMs"), "{error}");
+        limits.task_min_poll_interval_ms = 30_000;
+        limits.validate().expect("equal bounds are fine");
+        limits.task_min_poll_interval_ms = 100;
+        limits.task_max_poll_interval_ms = 200;
+        limits.max_task_wait_ms = 99;
+        let error = limits.validate().unwrap_err();
+        assert!(error.message().contains("maxTaskWaitMs"), "{error}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The shape rules, checked on the source text: no import cycle between the
 //! top-level modules of `src/`, none between the modules of `src/session/`,
-//! and the session's three layers (core `engine`, `protocol`, `client`)
-//! importing only downward.
+//! the session's three layers (core `engine`, `protocol`, `client`)
+//! importing only downward, and the supervisor above the session.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -195,6 +195,27 @@ fn no_import_cycle_between_top_level_modules() {
     assert!(
         found.is_empty(),
         "import cycles between top-level modules: {found:?}"
+    );
+}
+
+#[test]
+fn the_supervisor_sits_above_the_session() {
+    // The supervisor (issue 33) holds clients and reconnects them; no module
+    // it builds on may know it, so a session never depends on being supervised.
+    let graph = module_graph(&src());
+    assert!(
+        graph["supervisor"].contains("session"),
+        "the scan sees the supervisor's imports: {:?}",
+        graph["supervisor"]
+    );
+    let importers: Vec<&String> = graph
+        .iter()
+        .filter(|(module, targets)| *module != "supervisor" && targets.contains("supervisor"))
+        .map(|(module, _)| module)
+        .collect();
+    assert!(
+        importers.is_empty(),
+        "modules importing the supervisor: {importers:?}"
     );
 }
 

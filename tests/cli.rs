@@ -101,11 +101,16 @@ impl Run {
     }
 }
 
+/// What decides when a run is interrupted.
+type Trigger = Box<dyn Fn() -> bool + Send>;
+
 /// One CLI invocation: arguments, extra environment, optional stdin.
 struct Invocation {
     args: Vec<String>,
     env: Vec<(String, String)>,
     stdin: Option<Vec<u8>>,
+    /// Send SIGINT once this holds (unix).
+    interrupt: Option<Trigger>,
 }
 
 fn cli<S: AsRef<str>>(args: &[S]) -> Invocation {
@@ -113,6 +118,7 @@ fn cli<S: AsRef<str>>(args: &[S]) -> Invocation {
         args: args.iter().map(|a| a.as_ref().to_owned()).collect(),
         env: Vec::new(),
         stdin: None,
+        interrupt: None,
     }
 }
 
@@ -124,6 +130,12 @@ impl Invocation {
 
     fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
         self.stdin = Some(bytes.into());
+        self
+    }
+
+    /// Interrupts the CLI (SIGINT, as a terminal's Ctrl-C) once `when` holds.
+    fn interrupt_when(mut self, when: impl Fn() -> bool + Send + 'static) -> Self {
+        self.interrupt = Some(Box::new(when));
         self
     }
 
@@ -172,7 +184,17 @@ impl Invocation {
             let _ = stderr.read_to_end(&mut bytes);
             let _ = tx.send((false, bytes));
         });
+        let mut interrupt = self.interrupt;
         let status = loop {
+            if interrupt.as_ref().is_some_and(|when| when()) {
+                interrupt = None;
+                #[cfg(unix)]
+                rustix::process::kill_process(
+                    rustix::process::Pid::from_child(&child),
+                    rustix::process::Signal::INT,
+                )
+                .expect("SIGINT to the CLI");
+            }
             match child.try_wait().expect("try_wait") {
                 Some(status) => break status,
                 None if start.elapsed() > DEADLINE => {
@@ -2043,4 +2065,194 @@ fn skill_writes_every_verified_file_and_nothing_on_a_failed_check() {
     ])
     .run();
     run.expect_session_error("not_found");
+}
+
+// ----- call: tasks -----
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// A modern scripted server offering the Tasks extension whose tool `long`
+/// becomes task `cli-task`, and the `tasks/get` answers.
+fn task_server(record: &Path, gets: Value, extensions: bool) -> Value {
+    let task = |status: &str, extra: Value| {
+        let mut result = json!({
+            "resultType": "complete", "taskId": "cli-task", "status": status,
+            "createdAt": "2026-07-28T10:30:00Z", "lastUpdatedAt": "2026-07-28T10:30:01Z",
+            "ttlMs": null, "pollIntervalMs": 100,
+        });
+        for (key, value) in extra.as_object().unwrap() {
+            result[key] = value.clone();
+        }
+        result
+    };
+    let gets: Vec<Value> = gets
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| json!({"result": task(g[0].as_str().unwrap(), g[1].clone())}))
+        .collect();
+    let capabilities = if extensions {
+        json!({"tools": {}, "extensions": {TASKS: {}}})
+    } else {
+        json!({"tools": {}})
+    };
+    let scenario = json!({
+        "era": "modern",
+        "capabilities": capabilities,
+        "tools": [{"name": "long", "inputSchema": {"type": "object"}}],
+        "on_call": {"long": {"result": {
+            "resultType": "task", "taskId": "cli-task", "status": "working",
+            "statusMessage": "queued", "createdAt": "2026-07-28T10:30:00Z",
+            "lastUpdatedAt": "2026-07-28T10:30:00Z", "ttlMs": null, "pollIntervalMs": 100,
+        }}},
+        "methods": {
+            "tasks/get": gets,
+            "tasks/cancel": [{"result": {"resultType": "complete"}}],
+        },
+    });
+    with(
+        scripted("s", &[&scenario.to_string(), "--record", path_str(record)]),
+        json!({"taskMinPollIntervalMs": 50}),
+    )
+}
+
+fn task_frames(record: &Path, method: &str) -> Vec<Value> {
+    recorded_frames(&recorded(record).unwrap_or_default(), method)
+}
+
+#[test]
+fn call_runs_a_tool_as_a_task_with_status_on_stderr() {
+    let dir = tempdir();
+    let record = dir.path().join("record.jsonl");
+    let long = format!("step {}", "é".repeat(150));
+    let gets = json!([
+        ["working", {"statusMessage": long}],
+        ["working", {"statusMessage": long}],
+        ["completed", {"result": {"content": [{"type": "text", "text": "done"}]}}],
+    ]);
+    let config = server_file(
+        dir.path(),
+        "servers.json",
+        json!([task_server(&record, gets, true)]),
+    );
+    let run = cli(&["--mcp-config", path_str(&config), "call", "mcp/s/long"]).run();
+    run.expect_code(0);
+    assert_eq!(run.json()["content"][0]["text"], "done", "{}", run.show());
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("task: "))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        3,
+        "a line per change, not per poll\n{}",
+        run.show()
+    );
+    assert_eq!(lines[0], "task: working (poll 0); the server says: queued");
+    assert!(lines[1].starts_with("task: working (poll 1); the server says: step éé"));
+    assert!(lines[1].ends_with("..."), "cut: {}", lines[1]);
+    assert!(lines[1].len() <= "task: working (poll 1); the server says: ".len() + 200 + 3);
+    assert_eq!(lines[2], "task: completed (poll 3)");
+    let call = &task_frames(&record, "tools/call")[0];
+    assert!(
+        call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"][TASKS]
+            .is_object(),
+        "{call}"
+    );
+    assert_eq!(task_frames(&record, "tasks/get").len(), 3);
+}
+
+#[test]
+fn call_task_flags_force_or_forbid_the_extension() {
+    let dir = tempdir();
+    let record = dir.path().join("record.jsonl");
+    let plain = server_file(
+        dir.path(),
+        "plain.json",
+        json!([task_server(
+            &record,
+            json!([["completed", {"result": {}}]]),
+            false
+        )]),
+    );
+    let run = cli(&[
+        "--mcp-config",
+        path_str(&plain),
+        "call",
+        "mcp/s/long",
+        "--task",
+    ])
+    .run();
+    let message = run.expect_session_error("missing_capability");
+    assert!(message.contains(TASKS), "{message}");
+    assert!(
+        task_frames(&record, "tools/call").is_empty(),
+        "nothing sent"
+    );
+
+    // --no-task: the extension is not declared; the server, which runs the
+    // tool only as a task, answers -32021.
+    let record = dir.path().join("record2.jsonl");
+    let offered = server_file(
+        dir.path(),
+        "offered.json",
+        json!([task_server(
+            &record,
+            json!([["completed", {"result": {}}]]),
+            true
+        )]),
+    );
+    let run = cli(&[
+        "--mcp-config",
+        path_str(&offered),
+        "call",
+        "mcp/s/long",
+        "--no-task",
+    ])
+    .run();
+    run.expect_session_error("missing_capability");
+    let call = &task_frames(&record, "tools/call")[0];
+    assert!(
+        call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+            .get("extensions")
+            .is_none(),
+        "{call}"
+    );
+
+    let run = cli(&[
+        "--mcp-config",
+        path_str(&offered),
+        "call",
+        "mcp/s/long",
+        "--task",
+        "--no-task",
+    ])
+    .run();
+    run.expect_code(2);
+}
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_call_cancels_its_task() {
+    let dir = tempdir();
+    let record = dir.path().join("record.jsonl");
+    let config = server_file(
+        dir.path(),
+        "servers.json",
+        json!([task_server(&record, json!([["working", {}]]), true)]),
+    );
+    let polled = record.clone();
+    let run = cli(&["--mcp-config", path_str(&config), "call", "mcp/s/long"])
+        .interrupt_when(move || !task_frames(&polled, "tasks/get").is_empty())
+        .run();
+    run.expect_session_error("cancelled");
+    let cancels = task_frames(&record, "tasks/cancel");
+    assert_eq!(cancels.len(), 1, "{}", run.show());
+    assert_eq!(cancels[0]["params"]["taskId"], "cli-task");
+    assert!(
+        cancels[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+            [TASKS]
+            .is_object()
+    );
 }

@@ -6,7 +6,11 @@
 //!   2026-07-28 included): the default mode's target is modern;
 //! - `--legacy-only` (versions up to 2025-11-25; it answers `server/discover` with
 //!   -32022 naming only legacy versions, `interop/servers/PROBES.md`): always legacy.
-//!   The tests of this mode have `legacy_only` in their names.
+//!   The tests of this mode have `legacy_only` in their names;
+//! - `--tasks` (dual-era, plus the Tasks extension served by rmcp's `TaskManager`):
+//!   the `job` tool runs as a task, driven by this client's task driver against
+//!   rmcp's own `tasks/get`, `tasks/update` and `tasks/cancel` (and, over HTTP, its
+//!   `Mcp-Name` checks). The tests of this mode have `task` in their names.
 //!
 //! `cargo test` builds examples, so the binary sits at
 //! `<target>/debug/examples/rmcp_server` when the tests run. Run alone
@@ -19,19 +23,27 @@ mod interop;
 mod peer_process;
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use interop::{Era, SlowUnit};
 use peer_process::HttpPeer;
-use smthrs_mcp::{Client, StdioCommand};
+use serde_json::{Map, Value, json};
+use smthrs_mcp::handler::{ElicitAnswer, ElicitRequest, HostCapabilities, HostHandler};
+use smthrs_mcp::{
+    CallEvent, CallOptions, CancellationToken, Client, ErrorKind, Limits, StdioCommand, TaskPolicy,
+    TaskStatus, TaskUpdate,
+};
 
 const SLOW: SlowUnit = SlowUnit::Millis;
 
-/// The two modes of the example server.
+/// The modes of the example server.
 #[derive(Clone, Copy)]
 enum Mode {
     DualEra,
     LegacyOnly,
+    Tasks,
 }
 
 impl Mode {
@@ -39,12 +51,13 @@ impl Mode {
         match self {
             Mode::DualEra => "rmcp",
             Mode::LegacyOnly => "rmcp-legacy",
+            Mode::Tasks => "rmcp-tasks",
         }
     }
 
     fn era(self) -> Era {
         match self {
-            Mode::DualEra => Era::Modern,
+            Mode::DualEra | Mode::Tasks => Era::Modern,
             Mode::LegacyOnly => Era::Legacy,
         }
     }
@@ -53,6 +66,7 @@ impl Mode {
         match self {
             Mode::DualEra => &[],
             Mode::LegacyOnly => &["--legacy-only"],
+            Mode::Tasks => &["--tasks"],
         }
     }
 }
@@ -241,4 +255,165 @@ async fn http_legacy_only_tools_and_calls() {
 #[tokio::test]
 async fn http_legacy_only_timeout_then_cancel() {
     http_timeout_then_cancel_in(Mode::LegacyOnly).await;
+}
+
+/// A host that accepts every form (rmcp's `job` asks "Go on with the job?").
+#[derive(Default)]
+struct Accept(Mutex<Vec<String>>);
+
+impl HostHandler for Accept {
+    fn capabilities(&self) -> HostCapabilities {
+        HostCapabilities::default().with_elicitation_form()
+    }
+
+    fn elicit(&self, request: ElicitRequest) -> BoxFuture<'_, ElicitAnswer> {
+        if let ElicitRequest::Form(form) = request {
+            self.0.lock().unwrap().push(form.message);
+        }
+        Box::pin(async { ElicitAnswer::Accept(Map::new()) })
+    }
+}
+
+fn job(ms: u64, ask: bool) -> Map<String, Value> {
+    json!({"ms": ms, "ask": ask}).as_object().cloned().unwrap()
+}
+
+/// The task updates of calls made with [`Seen::options`].
+#[derive(Clone, Default)]
+struct Seen(Arc<Mutex<Vec<TaskUpdate>>>);
+
+impl Seen {
+    fn options(&self) -> CallOptions {
+        let seen = self.0.clone();
+        CallOptions::new().on_event(move |event| {
+            if let CallEvent::Task(update) = event {
+                seen.lock().unwrap().push(update);
+            }
+        })
+    }
+
+    fn all(&self) -> Vec<TaskUpdate> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// rmcp's `job` as a task: to its result (polled at rmcp's 100 ms), with an
+/// elicitation during the task answered through `tasks/update`, cancelled by
+/// the caller's token (`tasks/cancel`: rmcp ends it `cancelled`), and detached
+/// at `maxTaskWaitMs`, then resumed to its result.
+async fn tasks_against_rmcp(client: &Client, host: &Accept) {
+    interop::expect_modern(client);
+    let seen = Seen::default();
+    let result = client
+        .call_tool_with("job", job(300, false), &seen.options())
+        .await
+        .expect("the task's result");
+    assert_eq!(interop::text(&result), "job done after 300 ms");
+    let updates = seen.all();
+    assert_eq!(updates[0].status, TaskStatus::Working, "{updates:?}");
+    assert_eq!(updates[0].polls, 0);
+    assert_eq!(updates[0].poll_interval, Some(Duration::from_millis(100)));
+    assert_eq!(updates.last().unwrap().status, TaskStatus::Completed);
+    assert!(updates.len() >= 3, "polled while it ran: {updates:?}");
+
+    let asked = client
+        .call_tool_with("job", job(100, true), &CallOptions::new())
+        .await
+        .expect("the task after its elicitation");
+    assert_eq!(interop::text(&asked), "job done after 100 ms");
+    assert_eq!(*host.0.lock().unwrap(), ["Go on with the job?"]);
+
+    // The caller gives up: tasks/cancel; rmcp's job stops as `cancelled`,
+    // which resuming the task then reports.
+    let token = CancellationToken::new();
+    let seen = Seen::default();
+    let options = seen.options().cancel_on(token.clone());
+    let call = client.call_tool_with("job", job(60_000, false), &options);
+    let cancel = async {
+        while seen.all().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        token.cancel();
+    };
+    let (result, ()) = tokio::join!(call, cancel);
+    assert_eq!(result.expect_err("cancelled").kind(), ErrorKind::Cancelled);
+    let task = seen.all()[0].task.clone();
+    let ended = tokio::time::timeout(
+        Duration::from_secs(20),
+        client.resume_task(&task, &CallOptions::new()),
+    )
+    .await
+    .expect("the cancelled task ends")
+    .expect_err("cancelled by tasks/cancel");
+    assert_eq!(ended.kind(), ErrorKind::TaskCancelled, "{ended:?}");
+}
+
+/// `Detach` at `maxTaskWaitMs`, then `resume_task` to the result.
+async fn detach_and_resume_against_rmcp(client: &Client) {
+    let options = CallOptions::new().task_policy(TaskPolicy::Detach);
+    let error = client
+        .call_tool_with("job", job(600, false), &options)
+        .await
+        .expect_err("detached at maxTaskWaitMs");
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{error:?}");
+    let task = error.detached_task().expect("the task").clone();
+    let result = client
+        .resume_task(&task, &options)
+        .await
+        .expect("the resumed task's result");
+    assert_eq!(interop::text(&result), "job done after 600 ms");
+}
+
+fn task_limits(wait_ms: u64) -> Limits {
+    let mut limits = Limits::default();
+    limits.task_min_poll_interval_ms = 50;
+    limits.max_task_wait_ms = wait_ms;
+    limits
+}
+
+#[tokio::test]
+async fn stdio_tasks() {
+    let Some(server) = rmcp_server() else {
+        return;
+    };
+    let host = Arc::new(Accept::default());
+    let client = Client::builder("rmcp-tasks")
+        .limits(task_limits(60_000))
+        .host_handler(host.clone())
+        .connect(stdio(&server, Mode::Tasks))
+        .await
+        .unwrap();
+    tasks_against_rmcp(&client, &host).await;
+    client.close().await;
+    let client = Client::builder("rmcp-tasks")
+        .limits(task_limits(400))
+        .connect(stdio(&server, Mode::Tasks))
+        .await
+        .unwrap();
+    detach_and_resume_against_rmcp(&client).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_tasks() {
+    let Some(server) = rmcp_server() else {
+        return;
+    };
+    let peer = http(&server, Mode::Tasks).await;
+    let host = Arc::new(Accept::default());
+    let client = Client::builder("rmcp-tasks")
+        .limits(task_limits(60_000))
+        .host_handler(host.clone())
+        .connect(peer.transport("rmcp-tasks"))
+        .await
+        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", peer.log()));
+    tasks_against_rmcp(&client, &host).await;
+    client.close().await;
+    let client = Client::builder("rmcp-tasks")
+        .limits(task_limits(400))
+        .connect(peer.transport("rmcp-tasks"))
+        .await
+        .unwrap();
+    detach_and_resume_against_rmcp(&client).await;
+    client.close().await;
 }

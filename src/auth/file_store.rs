@@ -224,7 +224,7 @@ mod tests {
     use super::*;
     use crate::auth::store::StoredTokens;
     use crate::auth::token::TokenSet;
-    use secrecy::{ExposeSecret, SecretString};
+    use secrecy::SecretString;
 
     fn tokens(access: &str) -> StoredAuth {
         StoredAuth {
@@ -247,6 +247,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn the_file_and_its_directory_are_owner_only_and_written_atomically() {
+        use secrecy::ExposeSecret;
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{Error, Result};
 use crate::json_bounds::value_depth;
 use crate::limits::{Limits, MAX_JSON_DEPTH};
+use crate::tasks::TaskUpdate;
 
 /// The `_meta` key prefix the protocol reserves for itself.
 const RESERVED_META_PREFIX: &str = "io.modelcontextprotocol/";
@@ -56,6 +57,7 @@ pub struct CallOptions {
     pub(crate) reset_timeout_on_progress: bool,
     pub(crate) meta: Option<Map<String, Value>>,
     pub(crate) task: TaskMode,
+    pub(crate) task_policy: TaskPolicy,
 }
 
 impl fmt::Debug for CallOptions {
@@ -72,6 +74,7 @@ impl fmt::Debug for CallOptions {
             .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
             .field("meta_keys", &meta_keys)
             .field("task", &self.task)
+            .field("task_policy", &self.task_policy)
             .finish()
     }
 }
@@ -109,7 +112,8 @@ impl CallOptions {
     /// (`params._meta.progressToken`, a number unique in the session) so that
     /// the server may report progress; the notifications that name it are
     /// checked (see [`Progress`]) and delivered in order as
-    /// [`CallEvent::Progress`] until the call returns. What breaks a rule is
+    /// [`CallEvent::Progress`] until the call returns (or its `tools/call`
+    /// returns a task, which carries no progress). What breaks a rule is
     /// dropped and reported to the diagnostics observer, never fatal. A call
     /// without an observer sends no token.
     pub fn on_event(mut self, observer: impl Fn(CallEvent) + Send + Sync + 'static) -> Self {
@@ -137,6 +141,14 @@ impl CallOptions {
     /// Whether the call may run as a task (default [`TaskMode::Auto`]).
     pub fn task(mut self, mode: TaskMode) -> Self {
         self.task = mode;
+        self
+    }
+
+    /// What happens to the call's task when the call stops waiting on it at a
+    /// task bound (`maxTaskWaitMs`, `maxTaskPolls`, the TTL backstop): default
+    /// [`TaskPolicy::Cancel`].
+    pub fn task_policy(mut self, policy: TaskPolicy) -> Self {
+        self.task_policy = policy;
         self
     }
 
@@ -183,6 +195,10 @@ pub enum CallEvent {
     /// The server reported progress (`notifications/progress`, accepted by the
     /// rules of [`Progress`]).
     Progress(Progress),
+    /// The call runs as a task: reported when the server created it and after
+    /// every `tasks/get` (its status, the server's status message, the polls so
+    /// far).
+    Task(TaskUpdate),
 }
 
 /// One accepted `notifications/progress`: it names the call's own token
@@ -205,7 +221,10 @@ pub struct Progress {
 
 /// Whether a `tools/call` may run as a task (the 2026-07-28 Tasks extension,
 /// `io.modelcontextprotocol/tasks`, SEP-2663; the 2025-11-25 design is not
-/// supported).
+/// supported). A call that became a task waits under the task's own bounds
+/// (`maxTaskWaitMs`, `maxTaskPolls`, the TTL backstop; then [`TaskPolicy`]),
+/// not its timeout; the polls follow the server's `pollIntervalMs`, never
+/// faster (the README's "Tasks" section has the rules).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TaskMode {
@@ -219,4 +238,20 @@ pub enum TaskMode {
     /// Never declare the extension: a server that runs the tool only as a task
     /// answers `missing_capability`.
     Never,
+}
+
+/// What a call does with its task when it stops waiting on it at a task bound
+/// (`maxTaskWaitMs`, `maxTaskPolls`, or the TTL backstop); either way the call
+/// fails with `timeout`. A caller's cancellation (its token, or dropping the
+/// call) always cancels the task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskPolicy {
+    /// Send a best-effort `tasks/cancel` (the server may still finish it).
+    #[default]
+    Cancel,
+    /// Leave the task running: the error's
+    /// [`detached_task`](crate::Error::detached_task) names it, for
+    /// [`Client::resume_task`](super::Client::resume_task).
+    Detach,
 }

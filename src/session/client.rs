@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::engine::{self, Core, SCOPE_CLOSED};
 use super::protocol::era::{Era, ProtocolMode};
@@ -25,6 +26,10 @@ use crate::prompts::{GetPromptResult, Prompt};
 use crate::resources::{Resource, ResourceTemplate};
 
 use super::call_options::CallOptions;
+
+/// How long [`Client::close`] waits for the best-effort `tasks/cancel` of
+/// dropped calls still being sent (at most `requestTimeoutMs`).
+const TASK_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 use crate::catalog::Catalog;
 use crate::diagnostics::{DiagnosticEvent, DiagnosticObserver, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
@@ -49,6 +54,9 @@ pub struct ClientBuilder {
     handler: Option<Arc<dyn HostHandler>>,
     pin: Option<CatalogPin>,
     assumed: Option<Value>,
+    /// Set by the supervisor: the session (connecting or connected) closes
+    /// its scope when this is cancelled.
+    scope: Option<CancellationToken>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -128,6 +136,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Ends the session when `scope` is cancelled, as [`Client::close`] would,
+    /// whether it is still connecting (the connect then fails with
+    /// `connection_closed` once torn down) or connected. For the supervisor,
+    /// whose `close` must end an attempt in progress without dropping it.
+    pub(crate) fn scope(mut self, scope: CancellationToken) -> Self {
+        self.scope = Some(scope);
+        self
+    }
+
     /// Chooses which protocol revisions may be spoken (default:
     /// [`ProtocolMode::Auto`]: probe, then speak 2026-07-28 or fall back).
     pub fn protocol(mut self, mode: ProtocolMode) -> Self {
@@ -175,16 +192,21 @@ impl ClientBuilder {
             ));
         }
         let server: Arc<str> = Arc::from(self.server.as_str());
-        let open = || {
+        // The transport is borrowed only to start each open, never across an
+        // await (`dyn Transport` is not `Sync`): the connect future stays
+        // `Send`, so a host may spawn it.
+        let open = |transport: &dyn Transport| {
             Opened::open(
-                &*transport,
+                transport,
                 server.clone(),
                 self.limits,
                 self.diagnostics.clone(),
                 self.handler.clone(),
+                self.scope.clone(),
             )
         };
-        let mut session = open().await?;
+        let opening = open(&*transport);
+        let mut session = opening.await?;
         span.transport(match session.link.core.medium {
             crate::transport::Medium::Stream => "stdio",
             crate::transport::Medium::Exchanges => "http",
@@ -195,7 +217,8 @@ impl ClientBuilder {
                 // The child exited during the probe: a legacy server that stops
                 // when the first request is not `initialize`. Start it again.
                 session.abandon().await;
-                session = open().await?;
+                let opening = open(&*transport);
+                session = opening.await?;
                 match legacy::initialize(&session.link).await {
                     Ok(facts) => (facts, Some(why)),
                     Err(error) => return Err(session.fail(error).await),
@@ -262,19 +285,33 @@ struct Opened {
 }
 
 impl Opened {
-    async fn open(
+    /// Starts opening `transport` (the borrow ends here) and returns the rest.
+    fn open(
         transport: &dyn Transport,
         server: Arc<str>,
         limits: Limits,
         diagnostics: Diagnostics,
         handler: Option<Arc<dyn HostHandler>>,
-    ) -> Result<Opened> {
+        scope: Option<CancellationToken>,
+    ) -> impl Future<Output = Result<Opened>> + Send + use<> {
         let ctx = TransportContext {
             server: server.clone(),
             bounds: limits.into(),
             diagnostics: diagnostics.clone(),
         };
-        let connection = transport.open(ctx).await?;
+        let connecting = transport.open(ctx);
+        Opened::start(connecting, server, limits, diagnostics, handler, scope)
+    }
+
+    async fn start(
+        connecting: futures_util::future::BoxFuture<'static, Result<crate::transport::Connection>>,
+        server: Arc<str>,
+        limits: Limits,
+        diagnostics: Diagnostics,
+        handler: Option<Arc<dyn HostHandler>>,
+        scope: Option<CancellationToken>,
+    ) -> Result<Opened> {
+        let connection = connecting.await?;
         let protocol = Arc::new(Protocol::new(handler));
         let (core, queue) = Core::new(
             server,
@@ -289,6 +326,15 @@ impl Opened {
         let teardown_core = core.clone();
         let (torn_down_tx, torn_down) = watch::channel(false);
         tokio::spawn(async move {
+            match scope {
+                Some(scope) => tokio::select! {
+                    () = teardown_core.ended.cancelled() => {}
+                    () = scope.cancelled() => teardown_core.close_scope(),
+                },
+                None => teardown_core.ended.cancelled().await,
+            }
+            // `close_scope` ends the session unless another end won the race,
+            // which ends it too.
             teardown_core.ended.cancelled().await;
             // Both loops watch `ended`; wait for them so the sink (stdin) is dropped
             // before the transport is torn down.
@@ -412,6 +458,7 @@ impl Client {
             handler: None,
             pin: None,
             assumed: None,
+            scope: None,
         }
     }
 
@@ -647,6 +694,18 @@ impl Client {
         &self.inner.link.core.limits
     }
 
+    /// The pin this session's catalog is held to: the one it connected
+    /// under, else its own catalog's, pinned from now on (a legacy HTTP
+    /// re-initialise then fails with `catalog_changed` on another catalog).
+    /// For the supervisor, whose first connect takes its pin this way.
+    pub(crate) fn pin_own_catalog(&self) -> CatalogPin {
+        let protocol = &self.inner.link.protocol;
+        protocol
+            .pin
+            .get_or_init(|| CatalogPin::of(&self.inner.catalog))
+            .clone()
+    }
+
     /// The terminal error, once the session has ended.
     pub fn terminal_error(&self) -> Option<Error> {
         self.inner.link.core.terminal().cloned()
@@ -684,7 +743,9 @@ impl Client {
     ///   writer sends one best-effort `notifications/cancelled` (2026-07-28 over
     ///   HTTP: the request's exchange is cut instead).
     /// - 2026-07-28: `input_required` results are answered by the host handler and
-    ///   retried (`session::protocol::modern`'s rules and bounds).
+    ///   retried (`session::protocol::modern`'s rules and bounds); where the server
+    ///   offers the Tasks extension, a call it runs as a task is polled to its
+    ///   result (`session::protocol::tasks`' rules and bounds; [`TaskMode`](crate::TaskMode)).
     /// - A result with `isError: true` is `Ok`.
     pub async fn call_tool(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolResult> {
         self.call_tool_with(name, arguments, &CallOptions::default())
@@ -706,21 +767,10 @@ impl Client {
         let span = observe::call_span(self.server(), name);
         let started = observe::Stopwatch::start();
         let call = span.run(self.call_in(name, arguments, options));
-        let result = match &options.cancel {
-            None => call.await,
-            // The token first: one already cancelled sends nothing.
-            Some(token) => tokio::select! {
-                biased;
-                () = token.cancelled() => Err(Error::new(
-                    ErrorKind::Cancelled,
-                    format!(
-                        "tools/call {name:?} on server \"{}\" was cancelled by the caller",
-                        self.server()
-                    ),
-                )),
-                result = call => result,
-            },
-        };
+        let call = std::pin::pin!(call);
+        let result = self
+            .unless_cancelled(options, || format!("tools/call {name:?}"), call)
+            .await;
         let outcome = match &result {
             Ok(result) if result.is_error => "is_error",
             Ok(_) => "ok",
@@ -728,6 +778,62 @@ impl Client {
         };
         span.outcome(outcome, started);
         result
+    }
+
+    /// `call`, unless the options' token is cancelled first (then the call's
+    /// future is dropped by the caller, which tells the server, and the result
+    /// is `cancelled`). A token already cancelled sends nothing. The call is
+    /// pinned by the caller: held here by reference, it is not stored twice.
+    async fn unless_cancelled<T>(
+        &self,
+        options: &CallOptions,
+        what: impl FnOnce() -> String,
+        call: std::pin::Pin<&mut impl std::future::Future<Output = Result<T>>>,
+    ) -> Result<T> {
+        match &options.cancel {
+            None => call.await,
+            Some(token) => tokio::select! {
+                biased;
+                () = token.cancelled() => Err(Error::new(
+                    ErrorKind::Cancelled,
+                    format!(
+                        "{} on server \"{}\" was cancelled by the caller",
+                        what(),
+                        self.server()
+                    ),
+                )),
+                result = call => result,
+            },
+        }
+    }
+
+    /// Waits again for a task a call stopped waiting on and left running
+    /// ([`TaskPolicy::Detach`](crate::TaskPolicy::Detach): the error's
+    /// [`detached_task`](Error::detached_task)), or one a host stored: polls
+    /// it (the first `tasks/get` at once) under the rules and bounds of a
+    /// call's task (`maxTaskWaitMs` counted from now) until its result, which
+    /// is read as a `tools/call` result. `options` give the token, the
+    /// observer ([`CallEvent::Task`](crate::CallEvent::Task)) and the policy at
+    /// the bounds; their timeout and `_meta` have no use here.
+    ///
+    /// A task of another server is refused (`invalid_config`: a task id is
+    /// used only with the server that made it), and so is an id that breaks
+    /// the task id rules; a server that does not offer the Tasks extension
+    /// (2026-07-28) is `missing_capability`; one that no longer knows the
+    /// task is `not_found`. Nothing is sent in the refused cases.
+    pub async fn resume_task(
+        &self,
+        task: &crate::tasks::TaskHandle,
+        options: &CallOptions,
+    ) -> Result<ToolResult> {
+        let link = &self.inner.link;
+        if let Some(error) = link.core.terminal() {
+            return Err(error.clone());
+        }
+        options.check(&link.core.server, &link.core.limits)?;
+        let resume = std::pin::pin!(protocol::tasks::resume(link, task, options));
+        self.unless_cancelled(options, || "resuming a task".to_owned(), resume)
+            .await
     }
 
     async fn call_in(
@@ -775,7 +881,10 @@ impl Client {
             // only this request's own deadline gets the call-specific wording.
             if error.kind() == ErrorKind::Timeout
                 && core.terminal().is_none()
-                && !matches!(error.detail(), Some(crate::error::Detail::HostTimeout))
+                && !matches!(
+                    error.detail(),
+                    Some(crate::error::Detail::HostTimeout | crate::error::Detail::TaskGaveUp(_))
+                )
             {
                 Error::timeout(if capped {
                     format!(
@@ -797,13 +906,18 @@ impl Client {
         })
     }
 
-    /// Closes the session: records "connection scope closed" as the terminal reason
+    /// Closes the session: gives the best-effort `tasks/cancel` of dropped
+    /// calls still being sent a moment (at most 2 s), records "connection scope closed" as the terminal reason
     /// (so teardown does not report "stdin closed"), fails pending calls with it,
     /// writes the `notifications/cancelled` owed (for calls that timed out or were
     /// dropped, and for calls written and still unanswered now) within half a
     /// second, and tears the transport down (closes stdin, waits briefly, ends
     /// the child's process group; or sends `DELETE`, bounded by 2 s).
     pub async fn close(&self) {
+        // A dropped call's best-effort `tasks/cancel` gets a moment first.
+        let link = &self.inner.link;
+        let bound = TASK_CANCEL_GRACE.min(link.core.limits.request_timeout());
+        link.protocol.task_cancels.settle(bound).await;
         self.inner.link.core.close_scope();
         self.inner.wait_teardown().await;
     }

@@ -46,7 +46,7 @@ pub(crate) mod engine;
 pub(crate) mod protocol;
 pub(crate) mod subscription;
 
-pub use call_options::{CallEvent, CallOptions, Progress, TaskMode};
+pub use call_options::{CallEvent, CallOptions, Progress, TaskMode, TaskPolicy};
 pub use client::{Client, ClientBuilder, LoadedSkill, MAX_SERVER_NAME_BYTES};
 pub use protocol::era::{
     CLIENT_NAME, Era, MODERN_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSIONS, PROPOSED_PROTOCOL_VERSION,

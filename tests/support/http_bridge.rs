@@ -64,8 +64,9 @@
 //!   refuse it with `-32022`): `MCP-Protocol-Version` missing, or different from
 //!   `params._meta["io.modelcontextprotocol/protocolVersion"]`; `Mcp-Method`
 //!   missing or different from `method`; `Mcp-Name` missing or different from
-//!   `params.name` (`tools/call`, `prompts/get`) or `params.uri`
-//!   (`resources/read`); and `Mcp-Param-{Name}` for `tools/call`, checked against
+//!   `params.name` (`tools/call`, `prompts/get`), `params.uri`
+//!   (`resources/read`) or `params.taskId` (`tasks/get`, `tasks/update`,
+//!   `tasks/cancel`); and `Mcp-Param-{Name}` for `tools/call`, checked against
 //!   the `x-mcp-header` annotations of the tool as learnt from the `tools/list`
 //!   answers that went through the bridge (a tool never listed is not checked): an
 //!   annotated argument that is present needs its header with the value (string
@@ -77,7 +78,10 @@
 //! * The answer's JSON-RPC error code picks the status
 //!   ([`ModernOptions::map_error_status`]): `-32022`, `-32021`, `-32020`, `-32602`
 //!   → `400`, `-32601` → `404`, each with the JSON-RPC answer as an
-//!   `application/json` body; anything else is `200`. In SSE mode the bridge waits
+//!   `application/json` body; anything else is `200`. An error whose
+//!   `data["http-bridge/status"]` is a status code gets that status instead
+//!   (`429`, `503`: a throttled request), and `data["http-bridge/retryAfter"]`
+//!   (a string) becomes its `Retry-After` (SSE mode). In SSE mode the bridge waits
 //!   up to [`ModernOptions::status_wait`] for the child's first line for that
 //!   request: an answer within it is mapped, otherwise the SSE stream starts (`200`)
 //!   and a later error travels in-band. In JSON mode the answer is always mapped.
@@ -292,6 +296,42 @@ impl Bridge {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("http bridge: bind 127.0.0.1:0");
+        Bridge::serve_on(listener, program, args, options)
+    }
+
+    /// [`Bridge::start`] on `addr`: a server restarted on the port of one
+    /// stopped (dropped) a moment ago. The bind is tried again for a few
+    /// seconds while the old listener is still being released.
+    ///
+    /// # Panics
+    ///
+    /// When `addr` cannot be bound within that time.
+    pub async fn start_at(
+        addr: SocketAddr,
+        program: impl Into<OsString>,
+        args: Vec<OsString>,
+        options: BridgeOptions,
+    ) -> Bridge {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let listener = loop {
+            match TcpListener::bind(addr).await {
+                Ok(listener) => break listener,
+                Err(error) if tokio::time::Instant::now() < deadline => {
+                    let _ = error;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(error) => panic!("http bridge: bind {addr}: {error}"),
+            }
+        };
+        Bridge::serve_on(listener, program, args, options)
+    }
+
+    fn serve_on(
+        listener: TcpListener,
+        program: impl Into<OsString>,
+        args: Vec<OsString>,
+        options: BridgeOptions,
+    ) -> Bridge {
         let addr = listener.local_addr().expect("http bridge: local address");
         let inner = Arc::new(Inner {
             program: program.into(),

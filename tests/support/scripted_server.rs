@@ -97,6 +97,7 @@ fn main() {
         first_request_seen: false,
         method_calls: HashMap::new(),
         last_listen: None,
+        last_progress_token: Value::Null,
         modern: modern::State::default(),
     };
     server.run();
@@ -518,6 +519,9 @@ struct Scenario {
     record: Option<String>,
     /// Append `{"started_pid": <pid>}` to the record file at startup.
     record_pid: bool,
+    /// Before each received line, append `{"received_us": <µs since the Unix
+    /// epoch>}` to the record file.
+    record_times: bool,
     /// Serve the `env` tool.
     print_env: bool,
     /// Do not answer a call after `notifications/cancelled` named it.
@@ -579,6 +583,7 @@ impl Scenario {
             "ready_on",
             "record",
             "record_pid",
+            "record_times",
             "print_env",
             "emit_tool",
             "honor_cancel",
@@ -720,6 +725,7 @@ impl Scenario {
                 Some(v) => Some(as_string("record", v)?),
             },
             record_pid: get_bool("record_pid")?,
+            record_times: get_bool("record_times")?,
             print_env,
             honor_cancel: get_bool("honor_cancel")?,
             ignore_stdin_eof: get_bool("ignore_stdin_eof")?,
@@ -1119,6 +1125,9 @@ struct Server {
     /// The id of the last `subscriptions/listen` received (`$LISTEN` in a
     /// `methods` entry's `before` lines).
     last_listen: Option<Value>,
+    /// The progress token of the last `tools/call` received (`null`: none;
+    /// `$PROGRESS_TOKEN` in a `methods` entry's `before` lines).
+    last_progress_token: Value,
     /// Modern-era state (request count, MRTR flows, dual-era lock).
     modern: modern::State,
 }
@@ -1145,6 +1154,12 @@ impl Server {
                 line = rest;
             }
             if let Some(file) = &mut self.record {
+                if self.scenario.record_times {
+                    let micros = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_micros());
+                    let _ = writeln!(file, "{}", json!({"received_us": micros as u64}));
+                }
                 let mut entry = Vec::with_capacity(line.len() + 1);
                 entry.extend_from_slice(line);
                 entry.push(b'\n');
@@ -1279,6 +1294,7 @@ impl Server {
         }
         if let Some(Value::Array(lines)) = entry.get("before") {
             let listen = self.last_listen.clone().unwrap_or(Value::Null);
+            let token = self.last_progress_token.to_string();
             let rendered: Vec<String> = lines
                 .iter()
                 .map(|line| {
@@ -1288,6 +1304,7 @@ impl Server {
                     };
                     text.replace("\"$ID\"", &id.to_string())
                         .replace("\"$LISTEN\"", &listen.to_string())
+                        .replace("\"$PROGRESS_TOKEN\"", &token)
                 })
                 .collect();
             self.shared
@@ -1493,6 +1510,7 @@ impl Server {
             .and_then(|meta| meta.get("progressToken"))
             .cloned()
             .unwrap_or(Value::Null);
+        self.last_progress_token = progress_token.clone();
         let script = self.scenario.on_call.get(&name).map(|scripts| {
             let count = self.call_counts.entry(name.clone()).or_insert(0);
             let script = Arc::clone(&scripts[(*count).min(scripts.len() - 1)]);
@@ -1512,6 +1530,13 @@ impl Server {
         if let Some(mrtr) = script.as_ref().and_then(|s| s.input_required.clone()) {
             let meta = Value::Object(params);
             self.start_mrtr(id, name, arguments, mrtr, modern.then_some(&meta));
+            return Flow::Continue;
+        }
+        if modern
+            && let Some(result) = script.as_ref().and_then(|s| s.result.as_ref())
+            && let Some(error) = self.undeclared_task(result, &params)
+        {
+            self.shared.reply_error(id, error);
             return Flow::Continue;
         }
         let decorate = modern.then(|| {

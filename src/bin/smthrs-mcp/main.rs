@@ -28,7 +28,10 @@ use serde_json::{Map, Value};
 use smthrs_mcp::config::{self, EntryTransport, ServerEntry};
 use smthrs_mcp::flows::{self, FlowCatalog};
 use smthrs_mcp::transport::http::HttpTransport;
-use smthrs_mcp::{Client, DiagnosticEvent, DiagnosticObserver, Error, StdioCommand, Transport};
+use smthrs_mcp::{
+    CallEvent, CallOptions, CancellationToken, Client, DiagnosticEvent, DiagnosticObserver, Error,
+    StdioCommand, TaskMode, TaskStatus, Transport,
+};
 
 #[derive(Parser, Debug)]
 #[command(name = "smthrs-mcp", version, about = "A strict, bounded MCP client")]
@@ -67,6 +70,14 @@ enum Command {
         /// (the default without a terminal on stdin).
         #[arg(long)]
         no_input: bool,
+        /// The call must be able to run as a task: fail with
+        /// `missing_capability` where the server does not offer the Tasks
+        /// extension (by default a call runs as a task where it does).
+        #[arg(long, conflicts_with = "no_task")]
+        task: bool,
+        /// Never run the call as a task (do not declare the Tasks extension).
+        #[arg(long)]
+        no_task: bool,
         #[command(flatten)]
         lock: Locking,
     },
@@ -285,6 +296,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             flow,
             args,
             no_input,
+            task,
+            no_task,
             lock,
         } => {
             let arguments: Map<String, Value> = match serde_json::from_str(&args) {
@@ -304,7 +317,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 pins.as_ref(),
             )
             .await?;
-            let outcome = call(&clients, &catalog, &flow, arguments).await;
+            let mode = match (task, no_task) {
+                (true, _) => TaskMode::Require,
+                (_, true) => TaskMode::Never,
+                _ => TaskMode::Auto,
+            };
+            let outcome = call(&clients, &catalog, &flow, arguments, mode).await;
             close_all(&clients).await;
             let result = outcome?;
             let printed = serde_json::to_string_pretty(&result)
@@ -484,6 +502,7 @@ async fn call(
     catalog: &FlowCatalog,
     flow: &str,
     arguments: Map<String, Value>,
+    mode: TaskMode,
 ) -> Result<smthrs_mcp::ToolResult, Failure> {
     let Some(found) = catalog.get(flow) else {
         // The catalog's own refusal: tool_not_found, nothing invoked.
@@ -498,11 +517,68 @@ async fn call(
         .find(|c| c.server() == declaration.server)
         .ok_or_else(|| Failure::Usage(format!("no server for flow {flow:?}")))?;
     // Call the client directly rather than through the flow invoker so the exit line
-    // carries the session's own kind (timeout, connection_closed, ...).
-    client
-        .call_tool(&declaration.tool, arguments)
+    // carries the session's own kind (timeout, connection_closed, ...). An
+    // interrupt (SIGINT) cancels the call: a task gets `tasks/cancel` before the
+    // sessions close.
+    let interrupted = CancellationToken::new();
+    let listener = {
+        let interrupted = interrupted.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupted.cancel();
+            }
+        })
+    };
+    let options = CallOptions::new()
+        .task(mode)
+        .cancel_on(interrupted)
+        .on_event(TaskLines::default().observer());
+    let result = client
+        .call_tool_with(&declaration.tool, arguments, &options)
         .await
-        .map_err(|e| Failure::Session(named(&declaration.server, e)))
+        .map_err(|e| Failure::Session(named(&declaration.server, e)));
+    listener.abort();
+    result
+}
+
+/// The longest server status message printed, in bytes (cut on a character).
+const STATUS_LINE_BYTES: usize = 200;
+
+/// Prints a task's status to stderr when it changes: `task: <status> (poll
+/// N)`, and the server's message marked as its words (control and invisible
+/// characters escaped, cut to [`STATUS_LINE_BYTES`]).
+#[derive(Default)]
+struct TaskLines(std::sync::Mutex<Option<(TaskStatus, Option<String>)>>);
+
+impl TaskLines {
+    fn observer(self) -> impl Fn(CallEvent) + Send + Sync + 'static {
+        move |event| {
+            let CallEvent::Task(update) = event else {
+                return;
+            };
+            let now = (update.status, update.status_message.clone());
+            let mut last = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last.as_ref() == Some(&now) {
+                return;
+            }
+            *last = Some(now);
+            let said = match &update.status_message {
+                Some(text) => {
+                    let mut end = text.len().min(STATUS_LINE_BYTES);
+                    while !text.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    let cut = if end < text.len() { "..." } else { "" };
+                    format!("; the server says: {}{cut}", one_line(&text[..end]))
+                }
+                None => String::new(),
+            };
+            eprintln!("task: {} (poll {}){said}", update.status, update.polls);
+        }
+    }
 }
 
 /// Connects every entry in parallel; any failure takes the run down, naming the server.
@@ -717,6 +793,9 @@ impl DiagnosticObserver for PrintDiagnostics {
                 method,
                 reason,
             } => format!("server \"{server}\": dropped a notification ({method}): {reason}"),
+            DiagnosticEvent::TaskNotice { server, reason } => {
+                format!("server \"{server}\": {reason}")
+            }
             DiagnosticEvent::OAuthStep {
                 server,
                 step,

@@ -193,6 +193,26 @@ impl WireCell {
     }
 }
 
+/// `capabilities` (the client's, an object) with `extensions[id]: {}` added:
+/// what a request that declares an extension (the Tasks extension on
+/// `tools/call` and `tasks/*`) states in `_meta`.
+pub(crate) fn with_extension(capabilities: &Value, id: &str) -> Value {
+    let mut capabilities = match capabilities {
+        Value::Object(map) => map.clone(),
+        _ => serde_json::Map::new(),
+    };
+    let extensions = capabilities
+        .entry("extensions")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if !extensions.is_object() {
+        *extensions = Value::Object(serde_json::Map::new());
+    }
+    if let Value::Object(extensions) = extensions {
+        extensions.insert(id.to_owned(), Value::Object(serde_json::Map::new()));
+    }
+    Value::Object(capabilities)
+}
+
 /// The `params._meta` every modern request carries, encoded once per session:
 /// `io.modelcontextprotocol/protocolVersion`, `io.modelcontextprotocol/clientCapabilities`
 /// (what the installed host handler answers; `{}` without one) and
@@ -277,6 +297,18 @@ mod tests {
             cell.set(wire);
             assert_eq!(cell.get(), wire);
         }
+    }
+
+    #[test]
+    fn an_extension_joins_the_capabilities() {
+        let caps = serde_json::json!({"roots": {}, "extensions": {"x/y": {"a": 1}}});
+        let with = with_extension(&caps, "io.modelcontextprotocol/tasks");
+        assert_eq!(
+            with,
+            serde_json::json!({"roots": {}, "extensions": {"x/y": {"a": 1}, "io.modelcontextprotocol/tasks": {}}})
+        );
+        let bare = with_extension(&serde_json::json!({}), "e");
+        assert_eq!(bare, serde_json::json!({"extensions": {"e": {}}}));
     }
 
     #[test]

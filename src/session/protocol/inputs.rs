@@ -16,6 +16,10 @@ use crate::error::{Detail, Error, ErrorKind, Result};
 use crate::handler::{self, HostCapabilities, HostHandler, MAX_CONCURRENT_INPUTS, Refusal};
 use crate::jsonrpc::{self, Id};
 
+/// The most `inputRequests` entries one `input_required` result (or one
+/// task's poll, of keys not seen before) may carry.
+pub const MAX_INPUT_REQUESTS: usize = 16;
+
 /// The methods a server may ask the client to answer.
 pub(crate) const INPUT_METHODS: [&str; 3] =
     ["elicitation/create", "roots/list", "sampling/createMessage"];

@@ -26,6 +26,7 @@ pub(crate) mod resources;
 pub(crate) mod send;
 pub(crate) mod skills;
 pub(crate) mod subscriptions;
+pub(crate) mod tasks;
 pub(crate) mod tool_result;
 
 use std::num::NonZeroU64;
@@ -147,6 +148,8 @@ pub(crate) async fn call_tool(
     if wire.is_modern() {
         modern::call_tool(link, tool, arguments, options, progress, wire, deadline).await
     } else {
+        // 2025-11-25 tasks (SEP-1686) are not supported: `Require` cannot hold.
+        tasks::declares(link, options.task)?;
         let meta = options.meta.as_ref();
         let name = tool.name();
         legacy::call_tool(&link.core, name, arguments, meta, progress, wire, deadline).await
@@ -206,5 +209,9 @@ pub(crate) async fn connect_era(link: &Link, mode: ProtocolMode) -> Result<Conne
 
 fn modern_connected(link: &Link, facts: ServerFacts) -> Result<Connected> {
     link.protocol.wire.set(Wire::Modern(facts.version));
+    let tasks = tasks::offered_in(&facts.capabilities);
+    link.protocol
+        .tasks_offered
+        .store(tasks, std::sync::atomic::Ordering::Release);
     Ok(Connected::Done(facts, None))
 }

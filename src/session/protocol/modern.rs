@@ -3,8 +3,10 @@
 //! SEP-2322).
 //!
 //! A call's result has a `resultType`: absent or `complete` is the tool result;
-//! `input_required` asks for another round, and anything else is
-//! `invalid_response` (never read as complete). An `input_required` result:
+//! `input_required` asks for another round; `task` (the Tasks extension) is a
+//! task the [`tasks`](super::tasks) driver runs to its end when the call
+//! declared the extension, and `invalid_response` when it did not; anything else
+//! is `invalid_response` (never read as complete). An `input_required` result:
 //!
 //! - carries `inputRequests` (a map of keys to `{method, params}`), `requestState`
 //!   (an opaque string), or both; neither is `invalid_response`;
@@ -40,6 +42,7 @@ use tokio::time::Instant;
 use super::super::call_options::CallOptions;
 use super::super::engine::RequestOptions;
 use super::era::{Era, RequestMeta, Wire};
+use super::inputs::MAX_INPUT_REQUESTS;
 use super::link::Link;
 use super::progress::{self, ProgressCall};
 use super::tool_result::{TOOL_CALL_MEMBERS, ToolCallMembers, ToolResult};
@@ -49,9 +52,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::ResultBody;
 use crate::param_headers;
 use crate::transport::{CallHeaders, Medium};
-
-/// The most `inputRequests` entries one `input_required` result may carry.
-pub const MAX_INPUT_REQUESTS: usize = 16;
 
 /// The first backoff before retrying a `requestState`-only result.
 const SHED_BACKOFF_FIRST: Duration = Duration::from_millis(50);
@@ -88,11 +88,18 @@ pub(crate) async fn call_tool(
         core: shared,
         protocol,
     } = link;
+    // A call that may become a task declares the Tasks extension.
+    let declaring = super::tasks::declares(link, options.task)?;
+    let call_options = options;
+    let base_meta = if declaring {
+        &protocol.task_meta
+    } else {
+        &protocol.request_meta
+    };
     // The host's own `_meta` members and the progress token join the
     // session's (rare: built per call).
-    let merged_meta =
-        progress::modern_meta(&protocol.request_meta, options.meta.as_ref(), progress);
-    let request_meta = merged_meta.as_ref().unwrap_or(&protocol.request_meta);
+    let merged_meta = progress::modern_meta(base_meta, options.meta.as_ref(), progress);
+    let request_meta = merged_meta.as_ref().unwrap_or(base_meta);
     let server = &shared.server;
     let http = shared.medium == Medium::Exchanges;
     let call_headers = match (&arguments, http) {
@@ -116,7 +123,8 @@ pub(crate) async fn call_tool(
         let options = RequestOptions {
             framing: wire.into(),
             cancellable: true,
-            select: Some(&TOOL_CALL_MEMBERS),
+            // A task's members are more than a selection holds: whole.
+            select: (!declaring).then_some(&TOOL_CALL_MEMBERS),
             call: call_headers.clone(),
             stream_tag: progress.and_then(ProgressCall::stream_tag),
             later: progress.and_then(ProgressCall::later),
@@ -154,7 +162,17 @@ pub(crate) async fn call_tool(
         };
         let members = match reply {
             ResultBody::Selected(members) => ToolCallMembers::from_selected(members),
-            ResultBody::Value(Value::Object(object)) => ToolCallMembers::from_object(object),
+            ResultBody::Value(Value::Object(object)) => {
+                if declaring && object.get("resultType").and_then(Value::as_str) == Some("task") {
+                    // A task carries no progress: the token is retired now.
+                    if let Some(progress) = progress {
+                        progress.retire();
+                    }
+                    return Box::pin(super::tasks::run(link, tool.name(), &object, call_options))
+                        .await;
+                }
+                ToolCallMembers::from_object(object)
+            }
             ResultBody::Value(_) => {
                 return Err(Error::invalid_response(
                     "tools/call result is not an object",
@@ -168,6 +186,11 @@ pub(crate) async fn call_tool(
                 return ToolResult::from_members(members, Era::Modern, &bounds());
             }
             Some(Value::String(kind)) if kind == "input_required" => {}
+            Some(Value::String(kind)) if kind == "task" => {
+                return Err(Error::invalid_response(format!(
+                    "server \"{server}\" answered tools/call with a task, though the call did not declare the tasks extension"
+                )));
+            }
             Some(_) => {
                 return Err(Error::invalid_response(format!(
                     "server \"{server}\" answered tools/call with an unknown resultType"

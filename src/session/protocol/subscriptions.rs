@@ -19,8 +19,10 @@
 //!
 //! Where this differs from beyond-tools.md §1.7 and §8, on purpose:
 //! - no re-listen with backoff: a subscription that ends says why
-//!   ([`SubscriptionEnd`]) and the host opens another (reconnecting belongs
-//!   to the supervisor of issue 33, which also re-discovers);
+//!   ([`SubscriptionEnd`]) and the host opens another. The supervisor
+//!   (`crate::supervisor`) reconnects a session and re-discovers, but does
+//!   not reopen subscriptions either: the host does, on its `Reconnected`
+//!   event, and refetches (its module docs say why);
 //! - `maxSubscriptions` counts legacy subscriptions too, not only listen
 //!   streams (one bound for what the host holds open);
 //! - a listen's result without `_meta` or `resultType` (servers before the

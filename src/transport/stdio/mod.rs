@@ -19,7 +19,7 @@
 //! Servers are very often started through wrappers (`npx`, `uvx`, `sh -c`, `node`
 //! spawning workers), and killing only the direct child would orphan the real server
 //! and everything it started. So on Unix the child is started as the leader of a
-//! new **process group** (`setpgid(0, 0)`, through [`Command::process_group`]); the
+//! new **process group** (`setpgid(0, 0)`, through `Command::process_group`); the
 //! processes it starts join that group unless they leave it themselves, and
 //! teardown ends the group, not just the child. Closing the session tears the
 //! process down:
@@ -67,16 +67,40 @@
 //! - Because the server leads its own group, a terminal's Ctrl-C (SIGINT to the
 //!   foreground group) reaches the host but not the server: the host's teardown
 //!   ends the server.
-//! - **Windows** has no process groups of this kind; only the direct child is
-//!   killed there. Ending the tree would need a Job Object created with
-//!   `JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`, the child assigned to it (ideally
-//!   started suspended, so it cannot spawn before it is assigned), and the job
-//!   handle closed at teardown (see `SECURITY.md`).
+//!
+//! # Windows (compile-checked in CI, never run there)
+//!
+//! - The command is resolved as cmd.exe resolves it, on the child's `PATH` with its
+//!   `PATHEXT`, so `npx` finds `npx.cmd`. A `.cmd`/`.bat` shim is started as
+//!   `cmd.exe /d /e:ON /v:OFF /s /c "..."`, every argument quoted for cmd and then
+//!   for the C runtime behind the shim; an argument that cannot be carried
+//!   unchanged (a line break or another control character) is refused with
+//!   `invalid_config`, naming its index. The rules, and why `%` is safe, are in the
+//!   `windows_cmd` module's docs, and `SECURITY.md`.
+//! - There are no process groups; the child runs in a **Job Object** with
+//!   `JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE` instead. It is created suspended,
+//!   assigned to the job and only then resumed (process-wrap), so everything it
+//!   starts is in the job. Teardown closes stdin, waits up to the same 250 ms for
+//!   the direct child to exit, then terminates the job (`TerminateJobObject`;
+//!   there is no SIGTERM to send first), whether or not the child exited by itself,
+//!   because only the direct child is watched, not the rest of the job; then it
+//!   gives the child up to 250 ms more to be reaped. Dropping the client (or its
+//!   runtime) drops the job's handle, which ends the job; so does the host's exit,
+//!   even a killed host's, since the system closes its handles: unlike on Unix, a
+//!   killed host leaves none of the tree behind.
+//! - Variable names ignore case there: the allow-list matches the parent's `Path`.
 
 // This file: `StdioCommand` (the env allow-list, the pipes, the process group) and
-// the spawn that wires the parts together; `pipes` and `teardown` hold the parts.
+// the spawn that wires the parts together; `pipes` and `teardown` hold the parts,
+// `windows` and `windows_cmd` what differs on Windows.
 mod pipes;
 mod teardown;
+#[cfg(windows)]
+mod windows;
+// The quoting and the `PATHEXT` lookup are pure: compiled (and tested) everywhere,
+// used on Windows only.
+#[cfg_attr(not(windows), allow(dead_code))]
+mod windows_cmd;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -95,8 +119,16 @@ use crate::error::{Error, Result};
 use crate::redact::{Redactor, StderrCollector};
 use pipes::{StdinSink, StdoutSource, drain_stderr};
 use teardown::{GroupKiller, ProcessGroup, StdioShutdown, supervise};
+#[cfg(not(windows))]
+use tokio::process::Child as ServerChild;
+#[cfg(not(windows))]
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
+#[cfg(windows)]
+use windows::{ServerChild, spawn, take_pipes};
 
 /// Parent variables a child inherits (when set). `LC_*` variables are inherited too.
+/// On Windows, where variable names ignore case, they are matched ignoring ASCII
+/// case (the parent's `PATH` is usually spelled `Path` there).
 ///
 /// POSIX: `PATH HOME USER LOGNAME SHELL TERM LANG TMPDIR TZ`. Windows equivalents:
 /// `SystemRoot SystemDrive windir ComSpec PATHEXT TEMP TMP USERPROFILE USERNAME
@@ -203,12 +235,14 @@ impl StdioCommand {
         self
     }
 
-    fn build(&self) -> Command {
-        let mut command = Command::new(&self.program);
-        command.args(&self.args).env_clear();
+    /// The command that starts the server: the program and its arguments
+    /// ([`Self::launcher`]), the environment, the pipes, the process group.
+    fn build(&self, server: &str) -> Result<Command> {
+        let mut command = self.launcher(server)?;
+        command.env_clear();
         for (key, value) in std::env::vars_os() {
             let Some(name) = key.to_str() else { continue };
-            if INHERITED_ENV_VARS.contains(&name) || name.starts_with("LC_") {
+            if is_inherited(name) {
                 command.env(&key, value);
             }
         }
@@ -227,7 +261,65 @@ impl StdioCommand {
         // the processes it starts join: teardown signals the whole group.
         #[cfg(unix)]
         command.process_group(0);
-        command
+        Ok(command)
+    }
+
+    /// The program with its arguments, as given.
+    #[cfg(not(windows))]
+    fn launcher(&self, _server: &str) -> Result<Command> {
+        let mut command = Command::new(&self.program);
+        command.args(&self.args);
+        Ok(command)
+    }
+
+    /// The program as cmd.exe would resolve it on the child's `PATH`, a `.cmd`/`.bat`
+    /// shim (`npx`) through cmd.exe (the `windows` module).
+    #[cfg(windows)]
+    fn launcher(&self, server: &str) -> Result<Command> {
+        windows::command(&self.program, &self.args, server, |name| {
+            self.child_var(name)
+        })
+    }
+
+    /// The value variable `name` will have in the child (names ignore case on
+    /// Windows): the entry's own (the last one set), else the parent's when it is
+    /// inherited.
+    #[cfg(windows)]
+    fn child_var(&self, name: &str) -> Option<OsString> {
+        if let Some((_, value)) = self
+            .env
+            .iter()
+            .rev()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+        {
+            return Some(OsString::from(value.expose_secret()));
+        }
+        std::env::vars_os()
+            .find(|(key, _)| {
+                key.to_str()
+                    .is_some_and(|key| key.eq_ignore_ascii_case(name) && is_inherited(key))
+            })
+            .map(|(_, value)| value)
+    }
+}
+
+/// Whether the parent's variable `name` reaches the child. Names ignore case on
+/// Windows (the parent's `PATH` is usually spelled `Path` there), so the allow-list
+/// is matched ignoring ASCII case there.
+fn is_inherited(name: &str) -> bool {
+    is_inherited_by(name, cfg!(windows))
+}
+
+fn is_inherited_by(name: &str, ignore_case: bool) -> bool {
+    if ignore_case {
+        INHERITED_ENV_VARS
+            .iter()
+            .any(|known| known.eq_ignore_ascii_case(name))
+            || name
+                .get(..3)
+                .is_some_and(|prefix| prefix.eq_ignore_ascii_case("LC_"))
+    } else {
+        INHERITED_ENV_VARS.contains(&name) || name.starts_with("LC_")
     }
 }
 
@@ -254,7 +346,7 @@ impl StdioCommand {
 }
 
 fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection> {
-    let mut child = command.build().spawn().map_err(|e| {
+    let mut child = spawn(command.build(&ctx.server)?).map_err(|e| {
         // The io::ErrorKind is generic ("not found", "permission denied"); the
         // program path and arguments are process details and stay out.
         Error::spawn_failed(format!(
@@ -263,9 +355,7 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
             e.kind()
         ))
     })?;
-    let (Some(stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
+    let Some((stdin, stdout, stderr)) = take_pipes(&mut child) else {
         return Err(Error::spawn_failed(format!(
             "server \"{}\" could not be started (pipes unavailable)",
             ctx.server
@@ -306,4 +396,42 @@ fn open_stdio(command: StdioCommand, ctx: TransportContext) -> Result<Connection
             group,
         }),
     })
+}
+
+/// Starts the server process.
+#[cfg(not(windows))]
+fn spawn(mut command: Command) -> std::io::Result<ServerChild> {
+    command.spawn()
+}
+
+/// The child's three pipes, if it has them.
+#[cfg(not(windows))]
+fn take_pipes(child: &mut ServerChild) -> Option<(ChildStdin, ChildStdout, ChildStderr)> {
+    match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+        (Some(stdin), Some(stdout), Some(stderr)) => Some((stdin, stdout, stderr)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_allow_list_ignores_case_only_on_windows() {
+        for name in ["PATH", "SystemRoot", "PATHEXT", "LC_ALL", "LC_"] {
+            assert!(is_inherited_by(name, false), "{name}");
+            assert!(is_inherited_by(name, true), "{name}");
+        }
+        // Windows spells the parent's PATH `Path`; case matters elsewhere.
+        for name in ["Path", "path", "SYSTEMROOT", "Pathext", "lc_all"] {
+            assert!(!is_inherited_by(name, false), "{name}");
+            assert!(is_inherited_by(name, true), "{name}");
+        }
+        for name in ["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "PATHX", "L", ""] {
+            assert!(!is_inherited_by(name, false), "{name}");
+            assert!(!is_inherited_by(name, true), "{name}");
+        }
+        assert_eq!(is_inherited("Path"), cfg!(windows));
+    }
 }

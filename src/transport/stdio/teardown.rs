@@ -4,6 +4,10 @@
 //! SIGTERM to the group, waits [`TERM_GRACE`] and sends SIGKILL; and
 //! [`StdioShutdown`], which starts that, hands on the stderr tail, and on the
 //! synchronous drop path (no teardown run) kills the group itself.
+//!
+//! On Windows there is no group: the child's `start_kill` terminates its whole Job
+//! Object, which teardown does after [`SHUTDOWN_GRACE`] and once more at its end,
+//! and dropping the child closes the job (the parent module's "Windows" section).
 
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
@@ -12,9 +16,9 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use secrecy::SecretString;
-use tokio::process::Child;
 use tokio::sync::watch;
 
+use super::ServerChild;
 use super::pipes::lock;
 use crate::diagnostics::{DiagnosticEvent, Diagnostics};
 use crate::redact::StderrCollector;
@@ -24,8 +28,8 @@ use crate::transport::Shutdown;
 /// process of its group) gets to exit before SIGTERM is sent to the group.
 pub(super) const SHUTDOWN_GRACE: Duration = Duration::from_millis(250);
 /// After SIGTERM to the server's process group, how long the group gets to exit
-/// before SIGKILL is sent to it (Unix; elsewhere the child is killed after
-/// [`SHUTDOWN_GRACE`]). Teardown takes at most `SHUTDOWN_GRACE + TERM_GRACE` plus
+/// before SIGKILL is sent to it (Unix; on Windows the job is terminated after
+/// [`SHUTDOWN_GRACE`], and this is how long the child then gets to be reaped). Teardown takes at most `SHUTDOWN_GRACE + TERM_GRACE` plus
 /// SIGKILL's delivery.
 pub(super) const TERM_GRACE: Duration = Duration::from_millis(250);
 /// How often teardown checks whether the server's process group is empty.
@@ -53,7 +57,7 @@ impl ProcessGroup {
     /// The group `child` leads (it was spawned with `process_group(0)`), if its
     /// pid is known (it is until the child is reaped).
     #[cfg(unix)]
-    pub(super) fn of(child: &Child) -> Option<Self> {
+    pub(super) fn of(child: &ServerChild) -> Option<Self> {
         let pid = i32::try_from(child.id()?).ok()?;
         Some(ProcessGroup {
             id: rustix::process::Pid::from_raw(pid)?,
@@ -61,7 +65,7 @@ impl ProcessGroup {
     }
 
     #[cfg(not(unix))]
-    pub(super) fn of(_child: &Child) -> Option<Self> {
+    pub(super) fn of(_child: &ServerChild) -> Option<Self> {
         None
     }
 
@@ -114,8 +118,9 @@ impl GroupKiller {
         }
     }
 
-    /// SIGTERM to the group, or to the child alone where there is no group.
-    fn terminate(&self, child: &mut Child) {
+    /// SIGTERM to the group; where there is no group, the child's `start_kill`
+    /// (on Windows, that terminates the child's whole Job Object).
+    fn terminate(&self, child: &mut ServerChild) {
         match self.group {
             Some(group) => group.signal(GroupSignal::Term),
             // Without a group, the old behaviour: the child is killed.
@@ -126,7 +131,7 @@ impl GroupKiller {
     }
 
     /// SIGKILL to the group and to the child.
-    fn kill(&self, child: &mut Child) {
+    fn kill(&self, child: &mut ServerChild) {
         if let Some(group) = self.group {
             group.signal(GroupSignal::Kill);
         }
@@ -163,14 +168,14 @@ impl Drop for GroupKiller {
 /// Waits until the child has exited (reaping it into `status`) and its group is
 /// empty, or `deadline` passes. True when everything ended.
 async fn wait_for_the_group(
-    child: &mut Child,
+    child: &mut ServerChild,
     status: &mut Option<Option<ExitStatus>>,
     group: &GroupKiller,
     deadline: tokio::time::Instant,
 ) -> bool {
     loop {
         if status.is_none() {
-            // `Child::wait` is cancel safe.
+            // `wait` is cancel safe (tokio's `Child::wait`, on Windows too).
             tokio::select! {
                 exited = child.wait() => *status = Some(exited.ok()),
                 _ = tokio::time::sleep(GROUP_POLL) => {}
@@ -194,7 +199,7 @@ async fn wait_for_the_group(
 /// child and the group to exit after stdin closed, SIGTERM to the group, a
 /// second grace, SIGKILL to the group (see the [module docs](self)).
 pub(super) async fn supervise(
-    mut child: Child,
+    mut child: ServerChild,
     group: GroupKiller,
     exit_tx: watch::Sender<Option<ExitStatus>>,
     mut kill_rx: tokio::sync::oneshot::Receiver<()>,
@@ -224,6 +229,10 @@ pub(super) async fn supervise(
             }
         }
     }
+    // Windows: only the direct child is watched, not the rest of its job; what is
+    // left of the tree ends with the job now.
+    #[cfg(windows)]
+    let _ = child.start_kill();
     group.finish();
     if let Some(exited) = status
         && exit_tx.borrow().is_none()
@@ -270,7 +279,8 @@ impl Drop for StdioShutdown {
         // Without a runtime to run the teardown (or with it cut short): SIGKILL to
         // the process group now, synchronously (`group`'s own `Drop`, a no-op once
         // teardown has finished with the group). The supervisor owns the child with
-        // `kill_on_drop`; aborting it drops the child, which kills it too.
+        // `kill_on_drop`; aborting it drops the child, which kills it too (on
+        // Windows, dropping it closes the child's Job Object, which ends the tree).
         if self.kill.is_some() {
             self.supervisor.abort();
         }

@@ -157,11 +157,29 @@ pub(super) fn status_of(line: &str) -> StatusCode {
         .and_then(|answer| answer.get("error"))
         .and_then(|error| error.get("code"))
         .and_then(Value::as_i64);
+    let scripted = parse_json(line.as_bytes())
+        .as_ref()
+        .and_then(|answer| answer.pointer("/error/data/http-bridge~1status"))
+        .and_then(Value::as_u64)
+        .and_then(|status| StatusCode::from_u16(u16::try_from(status).ok()?).ok());
+    if let Some(status) = scripted {
+        return status;
+    }
     match code {
         Some(-32022 | -32021 | -32020 | -32602) => StatusCode::BAD_REQUEST,
         Some(-32601) => StatusCode::NOT_FOUND,
         _ => StatusCode::OK,
     }
+}
+
+/// The `Retry-After` an error answer scripts (`data["http-bridge/retryAfter"]`,
+/// a string sent as is).
+fn retry_after_of(line: &str) -> Option<HeaderValue> {
+    let answer = parse_json(line.as_bytes())?;
+    let value = answer
+        .pointer("/error/data/http-bridge~1retryAfter")?
+        .as_str()?;
+    HeaderValue::from_str(value).ok()
 }
 
 /// Learns the valid `x-mcp-header` annotations of every tool in a `tools/list`
@@ -314,6 +332,7 @@ fn with_session_id(inner: &Inner, mut response: Response<Body>) -> Response<Body
 
 /// A response with an `application/json` body.
 fn json_body(code: StatusCode, body: String) -> Response<Body> {
+    let retry_after = retry_after_of(&body);
     let mut response = Response::new(
         Full::new(Bytes::from(body))
             .map_err(|never| match never {})
@@ -323,6 +342,11 @@ fn json_body(code: StatusCode, body: String) -> Response<Body> {
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(value) = retry_after {
+        response
+            .headers_mut()
+            .insert(hyper::header::RETRY_AFTER, value);
+    }
     response
 }
 
@@ -384,6 +408,7 @@ fn check_headers(
         let expected = match method {
             "tools/call" | "prompts/get" => member("name"),
             "resources/read" => member("uri"),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => member("taskId"),
             _ => None,
         };
         if let Some(expected) = expected {

@@ -442,6 +442,25 @@ fn missing_capabilities(requests: Option<&Value>, params: &Value) -> Option<Valu
     (!required.is_empty()).then_some(Value::Object(required))
 }
 
+/// The Tasks extension's identifier.
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// Whether the request's `_meta.clientCapabilities` declares the Tasks extension.
+fn declares_tasks(params: &Value) -> bool {
+    params
+        .get("_meta")
+        .and_then(|meta| meta.get(CLIENT_CAPABILITIES_KEY))
+        .and_then(|caps| caps.get("extensions"))
+        .and_then(|extensions| extensions.get(TASKS_EXTENSION))
+        .is_some_and(Value::is_object)
+}
+
+/// The `-32021` a compliant server answers a request that needed the Tasks
+/// extension declared.
+fn tasks_capability_error() -> Value {
+    capability_error(json!({"extensions": {TASKS_EXTENSION: {}}}))
+}
+
 /// The `-32021` error for missing capabilities.
 fn capability_error(required: Value) -> Value {
     json!({
@@ -460,6 +479,23 @@ fn state_len(state: &Value) -> usize {
 }
 
 impl Server {
+    /// With `check_capabilities`: a scripted `tools/call` result that is a task
+    /// (`resultType: "task"`) answering a request that did not declare the
+    /// Tasks extension gets `-32021` instead (a compliant server never sends a
+    /// task to such a client).
+    pub(super) fn undeclared_task(
+        &self,
+        result: &Value,
+        params: &Map<String, Value>,
+    ) -> Option<Value> {
+        let task = result.get("resultType").and_then(Value::as_str) == Some("task");
+        let declared = params
+            .get("_meta")
+            .map(|meta| declares_tasks(&json!({"_meta": meta})))
+            .unwrap_or(false);
+        (self.scenario.modern.check_capabilities && task && !declared).then(tasks_capability_error)
+    }
+
     /// Whether requests are handled by the modern code right now.
     pub(super) fn serves_modern(&self) -> bool {
         self.scenario.modern.era != Era::Legacy && !self.modern.legacy_locked
@@ -564,6 +600,12 @@ impl Server {
                 Flow::Continue
             }
             "tools/list" => self.tools_list(id, true),
+            "tasks/get" | "tasks/update" | "tasks/cancel"
+                if config.check_capabilities && !declares_tasks(&params) =>
+            {
+                self.shared.reply_error(id, tasks_capability_error());
+                Flow::Continue
+            }
             _ if scenario.methods.contains_key(method) => {
                 self.scripted_method(id, method);
                 Flow::Continue

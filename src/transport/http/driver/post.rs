@@ -257,7 +257,16 @@ impl HttpSession {
                 }
                 _ => {
                     if let Some(handle) = &frame.request {
-                        handle.fail(self.status_error(status));
+                        let error = self.status_error(status);
+                        // 429/503 with `Retry-After`: the wait, for the callers
+                        // that retry (a task's polls).
+                        let error = match retry_after(status, response.headers()) {
+                            Some(after) => {
+                                error.with_detail(Detail::Throttled(status.as_u16(), after))
+                            }
+                            None => error,
+                        };
+                        handle.fail(error);
                     }
                 }
             }
@@ -349,5 +358,63 @@ impl<F: Future> Future for InRuntime<F> {
         let this = self.project();
         let _entered = this.runtime.enter();
         this.inner.poll(cx)
+    }
+}
+
+/// The wait a `429` or `503` asks for in `Retry-After`, when it is
+/// delta-seconds (an HTTP date is not read), at most
+/// [`MAX_RETRY_AFTER`](crate::error::MAX_RETRY_AFTER).
+fn retry_after(status: StatusCode, headers: &http::HeaderMap) -> Option<std::time::Duration> {
+    if status != StatusCode::TOO_MANY_REQUESTS && status != StatusCode::SERVICE_UNAVAILABLE {
+        return None;
+    }
+    let value = headers
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if value.is_empty() || value.len() > 10 || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let seconds: u64 = value.parse().ok()?;
+    Some(std::time::Duration::from_secs(seconds).min(crate::error::MAX_RETRY_AFTER))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn headers(value: &str) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::RETRY_AFTER, value.parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn retry_after_is_read_as_delta_seconds_on_429_and_503_only() {
+        let limited = StatusCode::TOO_MANY_REQUESTS;
+        assert_eq!(
+            retry_after(limited, &headers("2")),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            retry_after(StatusCode::SERVICE_UNAVAILABLE, &headers(" 0 ")),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after(StatusCode::BAD_GATEWAY, &headers("2")), None);
+        assert_eq!(
+            retry_after(limited, &headers("Wed, 21 Oct 2026 07:28:00 GMT")),
+            None,
+            "an HTTP date is not read"
+        );
+        assert_eq!(retry_after(limited, &headers("-1")), None);
+        assert_eq!(retry_after(limited, &headers("99999999999")), None);
+        assert_eq!(
+            retry_after(limited, &headers("86400")),
+            Some(crate::error::MAX_RETRY_AFTER),
+            "capped"
+        );
+        assert_eq!(retry_after(limited, &http::HeaderMap::new()), None);
     }
 }
