@@ -83,15 +83,17 @@ pub enum DiagnosticEvent {
         /// Why (crate-authored: which outcome of the probe).
         reason: &'static str,
     },
-    /// A change notification broke a rule, was not asked for, or came past
-    /// `maxNotificationsPerSecond`: dropped, never delivered (the session and
-    /// the subscriptions go on). Of the drops past the rate, the first in
-    /// each second is reported.
+    /// A change or progress notification broke a rule, was not asked for
+    /// (a progress token no active call has), or came past
+    /// `maxNotificationsPerSecond`: dropped, never delivered (the session, the
+    /// subscriptions and the calls go on). Each reason is reported at most
+    /// once a second.
     NotificationDropped {
         /// The configured server name.
         server: Arc<str>,
-        /// The notification's method (one of the change methods or the
-        /// acknowledgement; `notification` for any other).
+        /// The notification's method (one of the change methods, the
+        /// acknowledgement or `notifications/progress`; `notification` for any
+        /// other).
         method: &'static str,
         /// Which rule (crate-authored).
         reason: &'static str,

@@ -288,7 +288,9 @@ pub mod fuzzing {
         loop {
             match tokio::time::timeout(idle, connection.source.next()).await {
                 Err(_) => break,
-                Ok(InboundEvent::Frame(frame)) => run.frames.push(frame),
+                Ok(InboundEvent::Frame(frame) | InboundEvent::StreamFrame { frame, .. }) => {
+                    run.frames.push(frame)
+                }
                 Ok(InboundEvent::Closed(error)) => {
                     run.closed = Some(error.kind());
                     break;

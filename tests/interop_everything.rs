@@ -26,13 +26,14 @@ mod interop;
 mod support;
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use interop::Era;
 use serde_json::json;
 use smthrs_mcp::events::{Interest, ServerEvent};
 use smthrs_mcp::session::Subscription;
-use smthrs_mcp::{Client, ErrorKind, Limits, StdioCommand};
+use smthrs_mcp::{CallEvent, CallOptions, Client, ErrorKind, Limits, StdioCommand};
 use support::args;
 
 const PEER: &str = "everything";
@@ -97,15 +98,7 @@ async fn stdio_tools_and_calls() {
         .unwrap();
     assert!(structured.structured_content.is_some(), "{structured:?}");
     content_blocks_of_every_type(&client).await;
-    // Progress notifications are dropped; the result still arrives.
-    let long = client
-        .call_tool(
-            "trigger-long-running-operation",
-            args(json!({"duration": 1, "steps": 3})),
-        )
-        .await
-        .unwrap();
-    assert!(!long.is_error, "{long:?}");
+    long_running_operation_reports_progress(&client).await;
     client.close().await;
 }
 
@@ -165,6 +158,41 @@ async fn stdio_timeout_then_cancel() {
         .unwrap();
     assert!(text(&sum).contains('3'));
     client.close().await;
+}
+
+/// `trigger-long-running-operation` sends `notifications/progress` for each
+/// step when the call carries a progress token (it does, with an observer):
+/// the observer gets every step, in order, with the total, before the result.
+/// Without an observer no token is sent and the result still arrives.
+async fn long_running_operation_reports_progress(client: &Client) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let observer = seen.clone();
+    let options = CallOptions::new().on_event(move |event| {
+        if let CallEvent::Progress(progress) = event {
+            observer
+                .lock()
+                .unwrap()
+                .push((progress.progress, progress.total));
+        }
+    });
+    let arguments = args(json!({"duration": 1, "steps": 3}));
+    let long = client
+        .call_tool_with("trigger-long-running-operation", arguments, &options)
+        .await
+        .unwrap();
+    assert!(!long.is_error, "{long:?}");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
+    );
+    let quiet = client
+        .call_tool(
+            "trigger-long-running-operation",
+            args(json!({"duration": 0.3, "steps": 3})),
+        )
+        .await
+        .unwrap();
+    assert!(!quiet.is_error, "{quiet:?}");
 }
 
 /// server-everything in `streamableHttp` mode on a free loopback port; killed on drop.
@@ -253,14 +281,7 @@ async fn http_tools_and_calls() {
         .unwrap();
     assert!(structured.structured_content.is_some());
     content_blocks_of_every_type(&client).await;
-    let long = client
-        .call_tool(
-            "trigger-long-running-operation",
-            args(json!({"duration": 1, "steps": 3})),
-        )
-        .await
-        .unwrap();
-    assert!(!long.is_error);
+    long_running_operation_reports_progress(&client).await;
     client.close().await;
 }
 

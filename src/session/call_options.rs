@@ -107,13 +107,24 @@ impl CallOptions {
     /// Calls `observer` with what happens while the call runs (progress the
     /// server reports, a task's status). It runs on the session's reader: keep
     /// it short and never block in it.
+    ///
+    /// A call with an observer sends a progress token
+    /// (`params._meta.progressToken`, a number unique in the session) so that
+    /// the server may report progress; the notifications that name it are
+    /// checked (see [`Progress`]) and delivered in order as
+    /// [`CallEvent::Progress`] until the call returns. What breaks a rule is
+    /// dropped and reported to the diagnostics observer, never fatal. A call
+    /// without an observer sends no token.
     pub fn on_event(mut self, observer: impl Fn(CallEvent) + Send + Sync + 'static) -> Self {
         self.observer = Some(Arc::new(observer));
         self
     }
 
-    /// An accepted progress notification restarts this call's timeout (off by
-    /// default); `maxRequestMs` from the send still ends it.
+    /// An accepted progress notification restarts this call's timeout (its
+    /// own, else `requestTimeoutMs`; off by default); `maxRequestMs` from the
+    /// call's start still ends it, with a `timeout` naming that option. A call
+    /// with this set sends a progress token, observer or not; a notification
+    /// dropped by the rules of [`Progress`] restarts nothing.
     pub fn reset_timeout_on_progress(mut self, reset: bool) -> Self {
         self.reset_timeout_on_progress = reset;
         self
@@ -189,10 +200,13 @@ pub enum CallEvent {
     Task(TaskUpdate),
 }
 
-/// One accepted `notifications/progress`: values finite, `progress` increasing,
-/// `total` not negative, `message` within 4096 bytes and free of control
-/// characters. The message is the server's text: show it as such, never as the
-/// client's.
+/// One accepted `notifications/progress`: it names the call's own token
+/// exactly (a number, never its text; over 2026-07-28 HTTP, on the call's own
+/// stream), its values are finite, `progress` is above the last one delivered
+/// for the call, `total` is not negative, `message` is within 4096 bytes and
+/// free of control, format and separator characters, and it came within
+/// `maxNotificationsPerSecond` for the call. The message is the server's text:
+/// show it as such, never as the client's.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Progress {

@@ -14,6 +14,7 @@ use super::engine::{self, Core, SCOPE_CLOSED};
 use super::protocol::era::{Era, ProtocolMode};
 use super::protocol::facts::{CacheHint, ServerInfo};
 use super::protocol::negotiate::{self, ServerFacts};
+use super::protocol::progress::ProgressCall;
 use super::protocol::send::{Listing, Page};
 use super::protocol::skills::SkillList;
 use super::protocol::tool_result::ToolResult;
@@ -867,8 +868,14 @@ impl Client {
                 "tool arguments nest deeper than {MAX_JSON_DEPTH} JSON containers"
             )));
         }
+        let link = &self.inner.link;
+        // Only a call that asks for progress registers a token.
+        let progress = link.protocol.progress.register(options, &core.limits);
         let result =
-            protocol::call_tool(&self.inner.link, tool, arguments, options, deadline).await;
+            protocol::call_tool(link, tool, arguments, options, progress.as_ref(), deadline).await;
+        // Held back by `maxRequestMs`: the deadline that passed was that cap.
+        let capped = progress.as_ref().is_some_and(ProgressCall::capped);
+        drop(progress);
         result.map_err(|error| {
             // The terminal error is final and reaches every caller unchanged;
             // only this request's own deadline gets the call-specific wording.
@@ -879,11 +886,20 @@ impl Client {
                     Some(crate::error::Detail::HostTimeout | crate::error::Detail::TaskGaveUp(_))
                 )
             {
-                Error::timeout(format!(
-                    "tools/call {name:?} on server \"{}\" timed out after {} ms",
-                    core.server,
-                    timeout.as_millis()
-                ))
+                Error::timeout(if capped {
+                    format!(
+                        "tools/call {name:?} on server \"{}\" reached maxRequestMs ({} ms), progress having restarted its {} ms timeout until then",
+                        core.server,
+                        core.limits.max_request_ms,
+                        timeout.as_millis()
+                    )
+                } else {
+                    format!(
+                        "tools/call {name:?} on server \"{}\" timed out after {} ms",
+                        core.server,
+                        timeout.as_millis()
+                    )
+                })
             } else {
                 error
             }

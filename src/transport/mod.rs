@@ -132,6 +132,16 @@ impl From<Limits> for Bounds {
 pub(crate) enum InboundEvent {
     /// One complete frame of at most `maxFrameBytes` bytes (no trailing newline).
     Frame(Bytes),
+    /// A [`InboundEvent::Frame`] that arrived on a request's own stream (HTTP: the
+    /// event stream answering its POST), with the tag the engine gave that request
+    /// ([`RequestControl::stream_tag`]; only requests with one have their frames
+    /// delivered this way). The transport carries the tag and reads nothing of it.
+    StreamFrame {
+        /// The frame, as [`InboundEvent::Frame`] holds it.
+        frame: Bytes,
+        /// The request's tag.
+        tag: u64,
+    },
     /// The medium ended; the error is the terminal reason (`connection_closed`
     /// "stdout closed", "exited with code N", or `protocol_error` for an over-long
     /// frame). No event follows it.
@@ -164,6 +174,11 @@ pub(crate) trait RequestControl: Send + Sync + 'static {
     fn done(&self) -> BoxFuture<'_, ()>;
     /// Fails this request only (the session continues).
     fn fail(&self, error: Error);
+    /// The tag the engine gave the request, if any: the frames of its own
+    /// stream are delivered with it ([`InboundEvent::StreamFrame`]).
+    fn stream_tag(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The engine's handle on one outstanding request, given to the transport with its
@@ -200,6 +215,11 @@ impl RequestHandle {
     /// Fails this request only (the session continues).
     pub(crate) fn fail(&self, error: Error) {
         self.control.fail(error)
+    }
+
+    /// The request's tag (see [`RequestControl::stream_tag`]).
+    pub(crate) fn stream_tag(&self) -> Option<u64> {
+        self.control.stream_tag()
     }
 }
 
@@ -260,6 +280,11 @@ impl std::fmt::Debug for InboundEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             InboundEvent::Frame(bytes) => f.debug_tuple("Frame").field(&bytes.len()).finish(),
+            InboundEvent::StreamFrame { frame, tag } => f
+                .debug_struct("StreamFrame")
+                .field("frame", &frame.len())
+                .field("tag", tag)
+                .finish(),
             InboundEvent::Closed(error) => f.debug_tuple("Closed").field(error).finish(),
             InboundEvent::StateLost { refused, stale } => f
                 .debug_struct("StateLost")

@@ -187,36 +187,56 @@ fn write_startup_stderr(scenario: &Scenario) {
     let _ = err.flush();
 }
 
-/// A raw line from the scenario, written verbatim except for the `$ID` token.
+/// A raw line from the scenario, written verbatim except for the `$ID` and
+/// `$PROGRESS_TOKEN` tokens.
 ///
 /// A scenario string is kept as is and `$ID` inside it becomes the JSON of the
-/// current request id (`3` or `"abc"`). Any other JSON value is serialised
-/// compactly and a string value exactly `"$ID"` becomes the request id.
+/// current request id (`3` or `"abc"`), `$PROGRESS_TOKEN` the JSON of its
+/// `params._meta.progressToken` (`null` without one; a call's lines only). Any
+/// other JSON value is serialised compactly and a string value exactly `"$ID"`
+/// (`"$PROGRESS_TOKEN"`) becomes the request id (its progress token).
 #[derive(Clone, Debug)]
 struct Template {
     /// The line without its newline.
     text: String,
     /// The placeholder to substitute, when the line contains one.
     placeholder: Option<&'static str>,
+    /// The progress token's placeholder, when the line contains it.
+    token_placeholder: Option<&'static str>,
 }
 
 impl Template {
     /// Builds a template from a scenario value (string or any JSON value).
     fn from_json(value: &Value) -> Template {
-        let (text, token) = match value {
-            Value::String(text) => (text.clone(), "$ID"),
-            other => (other.to_string(), "\"$ID\""),
+        let (text, id, token) = match value {
+            Value::String(text) => (text.clone(), "$ID", "$PROGRESS_TOKEN"),
+            other => (other.to_string(), "\"$ID\"", "\"$PROGRESS_TOKEN\""),
         };
-        let placeholder = text.contains(token).then_some(token);
-        Template { text, placeholder }
+        let placeholder = text.contains(id).then_some(id);
+        let token_placeholder = text.contains(token).then_some(token);
+        Template {
+            text,
+            placeholder,
+            token_placeholder,
+        }
     }
 
     /// Renders the line for the request whose id is `id`.
     fn render(&self, id: &Value) -> Cow<'_, str> {
-        match self.placeholder {
-            None => Cow::Borrowed(&self.text),
-            Some(token) => Cow::Owned(self.text.replace(token, &id.to_string())),
+        self.render_call(id, &Value::Null)
+    }
+
+    /// Renders the line for the request whose id is `id` and whose progress
+    /// token is `token`.
+    fn render_call(&self, id: &Value, token: &Value) -> Cow<'_, str> {
+        let mut text = Cow::Borrowed(self.text.as_str());
+        if let Some(placeholder) = self.token_placeholder {
+            text = Cow::Owned(text.replace(placeholder, &token.to_string()));
         }
+        if let Some(placeholder) = self.placeholder {
+            text = Cow::Owned(text.replace(placeholder, &id.to_string()));
+        }
+        text
     }
 }
 
@@ -564,6 +584,7 @@ impl Scenario {
             "record_pid",
             "record_times",
             "print_env",
+            "emit_tool",
             "honor_cancel",
             "ignore_stdin_eof",
             "exit_if_first_not_initialize",
@@ -583,9 +604,10 @@ impl Scenario {
         let get_lines = |key: &str| map.get(key).map_or(Ok(Vec::new()), |v| templates(key, v));
 
         let print_env = get_bool("print_env")?;
+        let emit_tool = get_bool("emit_tool")?;
         let tools = match map.get("tools") {
             Some(tools) => tools.clone(),
-            None => default_tools(print_env),
+            None => default_tools(print_env, emit_tool),
         };
         let pages = match map.get("pages") {
             None => None,
@@ -759,10 +781,13 @@ fn as_i32(value: &Value) -> Option<i32> {
 }
 
 /// The tools always callable, whatever the catalog says.
-const BUILTIN_TOOLS: &[&str] = &["echo", "add", "fail", "slow", "exit", "stderr", "cwd"];
+const BUILTIN_TOOLS: &[&str] = &[
+    "echo", "add", "fail", "slow", "exit", "stderr", "cwd", "emit",
+];
 
-/// The default catalog: the builtin tools, plus `env` when `print_env` is set.
-fn default_tools(print_env: bool) -> Value {
+/// The default catalog: the builtin tools (`emit` only when `emit_tool` is
+/// set), plus `env` when `print_env` is set.
+fn default_tools(print_env: bool, emit_tool: bool) -> Value {
     let tool = |name: &str, description: &str, properties: Value, required: &[&str]| {
         json!({
             "name": name,
@@ -814,6 +839,14 @@ fn default_tools(print_env: bool) -> Value {
             &[],
         ),
     ];
+    if emit_tool {
+        tools.push(tool(
+            "emit",
+            "Writes each of `lines` (raw lines), `interval_ms` apart, then answers.",
+            json!({"lines": {"type": "array"}, "interval_ms": {"type": "integer", "minimum": 0}}),
+            &["lines"],
+        ));
+    }
     if print_env {
         tools.push(tool(
             "env",
@@ -1466,6 +1499,11 @@ impl Server {
             return Flow::Continue;
         };
         let arguments = params.remove("arguments").unwrap_or_else(|| json!({}));
+        let progress_token = params
+            .get("_meta")
+            .and_then(|meta| meta.get("progressToken"))
+            .cloned()
+            .unwrap_or(Value::Null);
         let script = self.scenario.on_call.get(&name).map(|scripts| {
             let count = self.call_counts.entry(name.clone()).or_insert(0);
             let script = Arc::clone(&scripts[(*count).min(scripts.len() - 1)]);
@@ -1519,10 +1557,12 @@ impl Server {
             id,
             name,
             arguments,
+            progress_token,
             script,
             decorate,
         };
-        if call.name == "slow" || call.script.as_ref().is_some_and(|s| s.waits()) {
+        let waits = matches!(call.name.as_str(), "slow" | "emit");
+        if waits || call.script.as_ref().is_some_and(|s| s.waits()) {
             thread::spawn(move || call.run());
         } else {
             call.run();
@@ -1543,6 +1583,8 @@ struct Call {
     name: String,
     /// The tool arguments (`{}` when absent).
     arguments: Value,
+    /// `params._meta.progressToken` (`null` when absent).
+    progress_token: Value,
     /// The `on_call` script for this call, if any.
     script: Option<Arc<CallScript>>,
     /// Modern era: what generated results carry (`resultType`, `_meta`).
@@ -1567,7 +1609,12 @@ impl Call {
                 self.scenario
                     .append_record(&json!({"flooded_lines": lines}));
             }
-            shared.write_lines(script.raw_lines.iter().map(|line| line.render(&self.id)));
+            shared.write_lines(
+                script
+                    .raw_lines
+                    .iter()
+                    .map(|line| line.render_call(&self.id, &self.progress_token)),
+            );
             if let Some(ping) = &script.ping_first {
                 report.insert("ping".into(), ping_report(ping, shared.ask_client(ping)));
             }
@@ -1696,6 +1743,22 @@ impl Call {
                 let text = text_arg();
                 let _ = writeln!(io::stderr(), "{text}");
                 text_result(format!("wrote {} bytes to stderr", text.len() + 1), false)
+            }
+            "emit" => {
+                let interval = args.get("interval_ms").and_then(Value::as_u64).unwrap_or(0);
+                let lines = match args.get("lines") {
+                    Some(Value::Array(lines)) => lines.clone(),
+                    _ => Vec::new(),
+                };
+                for line in &lines {
+                    if interval > 0 {
+                        thread::sleep(Duration::from_millis(interval));
+                    }
+                    let line = Template::from_json(line);
+                    let line = line.render_call(&self.id, &self.progress_token);
+                    self.shared.write_lines(std::iter::once(line));
+                }
+                text_result(format!("emitted {} lines", lines.len()), false)
             }
             "cwd" => {
                 let dir = std::env::current_dir()

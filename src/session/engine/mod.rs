@@ -31,8 +31,8 @@ mod writer;
 
 pub(crate) use pause::PauseClock;
 pub(crate) use reader::run_reader;
+pub(crate) use request::{MovableDeadline, RequestCtl, RequestOptions};
 use request::{PendingMap, WRITTEN};
-pub(crate) use request::{RequestCtl, RequestOptions};
 pub(crate) use writer::{Queued, run_writer};
 
 /// The message of the terminal error recorded by `close()` and by dropping the client.
@@ -92,7 +92,11 @@ pub(crate) trait ProtocolHooks: Send + Sync + 'static {
     ) -> Option<Value>;
 
     /// A notification from the server (the core has counted it as dropped).
-    fn notification(&self, core: &Arc<Core>, method: &str, frame: &[u8]);
+    /// `stream`: the tag of the request whose own stream carried it
+    /// ([`RequestOptions::stream_tag`]), when the medium tells (HTTP: the event
+    /// stream answering a tagged request's POST); `None` for everything else
+    /// (stdio, the standalone stream, an untagged request's stream).
+    fn notification(&self, core: &Arc<Core>, method: &str, frame: &[u8], stream: Option<u64>);
 
     /// How a frame the core writes on its own (a reply to a server request) is
     /// written now.
@@ -363,7 +367,7 @@ mod tests {
         fn request(self: Arc<Self>, _: &Arc<Core>, _: Id, _: &str, _: &[u8]) -> Option<Value> {
             None
         }
-        fn notification(&self, _: &Arc<Core>, _: &str, _: &[u8]) {}
+        fn notification(&self, _: &Arc<Core>, _: &str, _: &[u8], _: Option<u64>) {}
         fn framing(&self) -> Framing {
             Framing::default()
         }

@@ -19,10 +19,15 @@ use super::request::reply_key;
 use super::{Core, lock};
 
 impl Core {
-    /// Handles one inbound frame. Returns the terminal error when the frame ends the
-    /// session.
-    pub(crate) async fn on_frame(self: &Arc<Self>, frame: &[u8]) -> Result<()> {
-        match self.route_frame(frame)? {
+    /// Handles one inbound frame (`stream`: the tag of the request whose
+    /// stream it came on, if known). Returns the terminal error when the frame
+    /// ends the session.
+    pub(crate) async fn on_frame(
+        self: &Arc<Self>,
+        frame: &[u8],
+        stream: Option<u64>,
+    ) -> Result<()> {
+        match self.route_frame(frame, stream)? {
             None => Ok(()),
             Some(reply) => self.send_reply(&reply).await,
         }
@@ -32,8 +37,14 @@ impl Core {
     /// noise and notifications are counted, a server request is handed to the
     /// host or answered. Returns the reply still to be queued (`ping`, method
     /// not found), the only step that may wait; the terminal error when the
-    /// frame ends the session.
-    pub(crate) fn route_frame(self: &Arc<Self>, frame: &[u8]) -> Result<Option<Value>> {
+    /// frame ends the session. `stream`: the tag of the request whose stream
+    /// the frame came on ([`RequestOptions::stream_tag`](super::RequestOptions::stream_tag)),
+    /// when known; a notification is handed on with it.
+    pub(crate) fn route_frame(
+        self: &Arc<Self>,
+        frame: &[u8],
+        stream: Option<u64>,
+    ) -> Result<Option<Value>> {
         // The transport frames up to the larger of `maxFrameBytes` and the
         // longest reply any request may admit; past `maxFrameBytes` a frame must
         // be the reply of a request that admits its length, and nothing else.
@@ -67,7 +78,7 @@ impl Core {
             }
             Inbound::Notification { method } => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
-                self.hooks.notification(self, &method, frame);
+                self.hooks.notification(self, &method, frame, stream);
                 Ok(None)
             }
             Inbound::Response { id, outcome } => {
@@ -235,7 +246,13 @@ pub(crate) async fn run_reader(shared: Arc<Core>, mut source: Box<dyn FrameSourc
         };
         match event {
             InboundEvent::Frame(frame) => {
-                if let Err(error) = shared.on_frame(&frame).await {
+                if let Err(error) = shared.on_frame(&frame, None).await {
+                    shared.terminate(error);
+                    return;
+                }
+            }
+            InboundEvent::StreamFrame { frame, tag } => {
+                if let Err(error) = shared.on_frame(&frame, Some(tag)).await {
                     shared.terminate(error);
                     return;
                 }

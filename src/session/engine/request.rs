@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -84,6 +84,9 @@ pub(crate) struct RequestCtl {
     /// The longest frame its reply may be, past `maxFrameBytes` (0: none
     /// longer). The core knows only this number, not why a request has it.
     pub(super) admits: usize,
+    /// The frames of its own stream are routed with this tag
+    /// ([`RequestOptions::stream_tag`]).
+    pub(super) stream_tag: Option<u64>,
     /// `QUEUED`, `WRITTEN`, `ABANDONED` or `SETTLED`.
     pub(super) state: AtomicU8,
     /// The outcome, stored once by whoever settles the request.
@@ -158,43 +161,96 @@ impl RequestControl for RequestCtl {
     fn fail(&self, error: Error) {
         RequestCtl::fail(self, error)
     }
+
+    fn stream_tag(&self) -> Option<u64> {
+        self.stream_tag
+    }
 }
 
 /// Frames [`Core::finish_at_hand`] routes after the reply at most, before
 /// the rest of the exchange is detached.
 const FRAMES_AT_HAND: usize = 16;
 
+/// A deadline the layer above may move later, never earlier, while a caller
+/// waits for its reply ([`RequestOptions::later`]): shared by that wait and
+/// whoever moves it (the protocol layer, when progress restarts a call's
+/// timeout). The wait reads it only once its own deadline has passed, so moving
+/// it wakes nobody. An offset from when it was made, in nanoseconds (0: not
+/// moved), so it is one atomic.
+#[derive(Debug)]
+pub(crate) struct MovableDeadline {
+    base: Instant,
+    offset_nanos: AtomicU64,
+}
+
+impl MovableDeadline {
+    /// A deadline not moved yet.
+    pub(crate) fn new() -> MovableDeadline {
+        MovableDeadline {
+            base: Instant::now(),
+            offset_nanos: AtomicU64::new(0),
+        }
+    }
+
+    /// Moves it to `at`, unless it is later already.
+    pub(crate) fn move_to(&self, at: Instant) {
+        let nanos = at.saturating_duration_since(self.base).as_nanos();
+        let nanos = u64::try_from(nanos).unwrap_or(u64::MAX).max(1);
+        self.offset_nanos.fetch_max(nanos, Ordering::AcqRel);
+    }
+
+    /// Where it was moved to, if it was.
+    pub(crate) fn get(&self) -> Option<Instant> {
+        match self.offset_nanos.load(Ordering::Acquire) {
+            0 => None,
+            nanos => Some(self.base + Duration::from_nanos(nanos)),
+        }
+    }
+}
+
 /// A request's deadline, moved on by the time the host handler spent answering
 /// legacy server requests meanwhile (a person filling a form is not the server
-/// being slow).
+/// being slow), and to where the layer above moved its [`MovableDeadline`],
+/// when later.
 struct ReplyDeadline<'a> {
     clock: &'a PauseClock,
-    at: Instant,
+    /// The deadline given, moved on by the pauses seen so far.
+    own: Instant,
     paused_at_start: Duration,
     extended: Duration,
+    later: Option<&'a MovableDeadline>,
+    /// When it passes: the later of `own` and `later`.
+    at: Instant,
 }
 
 impl<'a> ReplyDeadline<'a> {
-    fn new(clock: &'a PauseClock, at: Instant) -> Self {
+    fn new(clock: &'a PauseClock, at: Instant, later: Option<&'a MovableDeadline>) -> Self {
+        let moved = later.and_then(MovableDeadline::get);
         ReplyDeadline {
             clock,
-            at,
+            own: at,
             paused_at_start: clock.total(),
             extended: Duration::ZERO,
+            later,
+            at: moved.map_or(at, |moved| moved.max(at)),
         }
     }
 
     /// Whether the deadline has passed, after moving it on by the pauses since
-    /// the last look (the clock is read only once the instant has passed: a
-    /// pause only ever moves it later).
+    /// the last look and to where it was moved (both are read only once the
+    /// instant has passed: they only ever move it later).
     fn passed(&mut self) -> bool {
         if Instant::now() < self.at {
             return false;
         }
         let paused = self.clock.total().saturating_sub(self.paused_at_start);
         if paused > self.extended {
-            self.at += paused - self.extended;
+            self.own += paused - self.extended;
             self.extended = paused;
+        }
+        self.at = self.own;
+        if let Some(moved) = self.later.and_then(MovableDeadline::get) {
+            self.at = self.at.max(moved);
         }
         Instant::now() >= self.at
     }
@@ -284,6 +340,16 @@ pub(crate) struct RequestOptions {
     /// protocol layer must know a listen's id before its first message can
     /// arrive); otherwise the next.
     pub(crate) id: Option<u64>,
+    /// A tag the frames of its own stream are routed with (HTTP: the event
+    /// stream answering its POST; [`ProtocolHooks::notification`]'s `stream`),
+    /// so the protocol layer can tell which request's stream a notification
+    /// came on. The core reads nothing of it.
+    ///
+    /// [`ProtocolHooks::notification`]: super::ProtocolHooks::notification
+    pub(crate) stream_tag: Option<u64>,
+    /// A deadline the protocol layer may move past `deadline` while the reply
+    /// is awaited.
+    pub(crate) later: Option<Arc<MovableDeadline>>,
 }
 
 impl Default for RequestOptions {
@@ -297,6 +363,8 @@ impl Default for RequestOptions {
             string_id: false,
             max_reply_bytes: None,
             id: None,
+            stream_tag: None,
+            later: None,
         }
     }
 }
@@ -346,6 +414,8 @@ impl Core {
             string_id,
             max_reply_bytes,
             id,
+            stream_tag,
+            later,
         } = options;
         let id = id.unwrap_or_else(|| self.reserve_id());
         observe::request_sent(id);
@@ -363,6 +433,7 @@ impl Core {
             string_id,
             quiet,
             admits: max_reply_bytes.unwrap_or(0),
+            stream_tag,
             state: AtomicU8::new(QUEUED),
             outcome: Mutex::new(None),
             waker: AtomicWaker::new(),
@@ -408,9 +479,12 @@ impl Core {
                 self.server
             ))),
             Err(error) => Err(error),
-            Ok(None) => self.wait_reply(&control, method, deadline).await,
+            Ok(None) => {
+                self.wait_reply(&control, method, deadline, later.as_deref())
+                    .await
+            }
             Ok(Some(exchange)) => {
-                self.drive_and_wait(exchange, &control, method, deadline)
+                self.drive_and_wait(exchange, &control, method, deadline, later.as_deref())
                     .await
             }
         };
@@ -424,14 +498,16 @@ impl Core {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Waits for a request's reply until `deadline` ([`ReplyDeadline`]).
+    /// Waits for a request's reply until `deadline` (or `later`, when it was
+    /// moved past it: [`ReplyDeadline`]).
     async fn wait_reply(
         &self,
         control: &RequestCtl,
         method: &str,
         deadline: Instant,
+        later: Option<&MovableDeadline>,
     ) -> Result<ResultBody> {
-        let mut deadline = ReplyDeadline::new(&self.pauses, deadline);
+        let mut deadline = ReplyDeadline::new(&self.pauses, deadline, later);
         loop {
             if let Ok(outcome) = tokio::time::timeout_at(deadline.at, Reply(control)).await {
                 return outcome;
@@ -458,19 +534,21 @@ impl Core {
         control: &RequestCtl,
         method: &str,
         deadline: Instant,
+        later: Option<&MovableDeadline>,
     ) -> Result<ResultBody> {
         enum Step {
             Reply(Result<ResultBody>),
             Frame(Bytes),
             Ended(Option<Bytes>),
         }
-        let reply = self.wait_reply(control, method, deadline);
+        let reply = self.wait_reply(control, method, deadline, later);
+        let tag = control.stream_tag;
         tokio::pin!(reply);
         // The timer in `reply` fires only when the runtime turns its driver, which
         // a server flooding this exchange can put off for as long as it floods:
         // the clock is also read after every frame, and the loop yields once the
         // task's cooperative budget is spent (DOS.md, "A deadline under a flood").
-        let mut late = ReplyDeadline::new(&self.pauses, deadline);
+        let mut late = ReplyDeadline::new(&self.pauses, deadline, later);
         loop {
             let step = std::future::poll_fn(|cx| {
                 if let Poll::Ready(outcome) = reply.as_mut().poll(cx) {
@@ -488,11 +566,11 @@ impl Core {
             .await;
             match step {
                 Step::Reply(outcome) => {
-                    self.finish_at_hand(&mut exchange);
+                    self.finish_at_hand(&mut exchange, tag);
                     return outcome;
                 }
                 Step::Frame(frame) => {
-                    self.route_here(frame);
+                    self.route_here(frame, tag);
                     if late.passed() {
                         // A reply this frame just settled still wins.
                         let mut cx = Context::from_waker(std::task::Waker::noop());
@@ -505,7 +583,7 @@ impl Core {
                 }
                 Step::Ended(frame) => {
                     if let Some(frame) = frame {
-                        self.route_here(frame);
+                        self.route_here(frame, tag);
                     }
                     break;
                 }
@@ -518,28 +596,29 @@ impl Core {
     /// stream's end, usually in the same read as the reply) is done here, so
     /// that only an exchange still waiting on the server is detached to a task.
     /// At most [`FRAMES_AT_HAND`] frames: a stream that goes on flooding after
-    /// the reply is detached, never drained here.
-    fn finish_at_hand(self: &Arc<Self>, exchange: &mut Exchange) {
+    /// the reply is detached, never drained here. `tag`: the request's.
+    fn finish_at_hand(self: &Arc<Self>, exchange: &mut Exchange, tag: Option<u64>) {
         for _ in 0..FRAMES_AT_HAND {
             let polled = exchange.poll_run(&mut Context::from_waker(std::task::Waker::noop()));
             match polled {
-                Poll::Ready(Some(frame)) => return self.route_here(frame),
+                Poll::Ready(Some(frame)) => return self.route_here(frame, tag),
                 Poll::Ready(None) => return,
                 Poll::Pending => match exchange.take_frame() {
-                    Some(frame) => self.route_here(frame),
+                    Some(frame) => self.route_here(frame, tag),
                     None => return,
                 },
             }
         }
     }
 
-    /// Routes a frame the caller's exchange handed over, as the reader would.
-    /// Only queueing a reply to a server request may wait (the outbound queue
-    /// full): that goes on in a task of its own, since a caller that stops
-    /// waiting must not drop it. Nothing is boxed for a frame that routes at
-    /// once (a reply, the usual case).
-    fn route_here(self: &Arc<Self>, frame: Bytes) {
-        let reply = match self.route_frame(&frame) {
+    /// Routes a frame the caller's exchange handed over, as the reader would
+    /// (with the request's `tag`: the frame came on its stream). Only queueing
+    /// a reply to a server request may wait (the outbound queue full): that
+    /// goes on in a task of its own, since a caller that stops waiting must not
+    /// drop it. Nothing is boxed for a frame that routes at once (a reply, the
+    /// usual case).
+    fn route_here(self: &Arc<Self>, frame: Bytes, tag: Option<u64>) {
+        let reply = match self.route_frame(&frame, tag) {
             Ok(None) => return,
             Ok(Some(reply)) => reply,
             Err(error) => return self.terminate(error),
@@ -655,6 +734,28 @@ mod tests {
 
     fn key(id: Value) -> Option<(u64, bool)> {
         reply_key(&Id::from_json(&id)?)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reply_deadline_passes_at_the_later_of_its_own_and_where_it_was_moved() {
+        let clock = PauseClock::default();
+        let later = MovableDeadline::new();
+        assert_eq!(later.get(), None);
+        let start = Instant::now();
+        let mut deadline = ReplyDeadline::new(&clock, start + Duration::from_secs(1), Some(&later));
+        later.move_to(start + Duration::from_secs(3));
+        later.move_to(start + Duration::from_secs(2)); // never earlier
+        assert_eq!(later.get(), Some(start + Duration::from_secs(3)));
+        tokio::time::advance(Duration::from_millis(1500)).await;
+        assert!(!deadline.passed(), "moved past its own");
+        tokio::time::advance(Duration::from_millis(1000)).await;
+        assert!(!deadline.passed());
+        tokio::time::advance(Duration::from_millis(600)).await;
+        assert!(deadline.passed());
+        // Without a movable deadline, its own.
+        let mut own = ReplyDeadline::new(&clock, Instant::now() + Duration::from_secs(1), None);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(own.passed());
     }
 
     #[test]

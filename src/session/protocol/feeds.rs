@@ -201,7 +201,7 @@ pub(crate) struct Feeds {
     /// subscribing or unsubscribing waits for it.
     pub(crate) legacy_serial: tokio::sync::Mutex<()>,
     /// When each drop reason was last reported.
-    reported: Mutex<HashMap<&'static str, Instant>>,
+    reported: DropReports,
 }
 
 struct FeedsInner {
@@ -221,7 +221,7 @@ impl Default for Feeds {
                 rate: None,
             }),
             legacy_serial: tokio::sync::Mutex::new(()),
-            reported: Mutex::new(HashMap::new()),
+            reported: DropReports::default(),
         }
     }
 }
@@ -498,15 +498,28 @@ impl Feeds {
         }
     }
 
-    /// Reports a drop to the diagnostics observer, at most once per reason per
-    /// second (a flood is reported, not repeated).
+    /// Reports a drop to the diagnostics observer ([`DropReports`]).
     fn report(&self, core: &Core, method: &str, reason: &'static str) {
+        self.reported.report(core, known_method(method), reason);
+    }
+}
+
+/// When each reason a notification was dropped for was last reported: a drop
+/// is reported to the diagnostics observer at most once per reason per second
+/// (a flood is reported, not repeated).
+#[derive(Default)]
+pub(crate) struct DropReports(Mutex<HashMap<&'static str, Instant>>);
+
+impl DropReports {
+    /// Reports a notification of `method` dropped for `reason`, unless that
+    /// reason was reported less than a second ago.
+    pub(crate) fn report(&self, core: &Core, method: &'static str, reason: &'static str) {
         if !core.diagnostics.is_enabled() {
             return;
         }
         let now = Instant::now();
         {
-            let mut reported = lock(&self.reported);
+            let mut reported = lock(&self.0);
             match reported.get(reason) {
                 Some(last) if now.duration_since(*last) < Duration::from_secs(1) => return,
                 _ => {
@@ -516,7 +529,7 @@ impl Feeds {
         }
         core.diagnostics.emit(DiagnosticEvent::NotificationDropped {
             server: core.server.clone(),
-            method: known_method(method),
+            method,
             reason,
         });
     }

@@ -12,13 +12,16 @@
 use std::sync::Arc;
 
 use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
+use super::super::call_options::PROGRESS_TOKEN_KEY;
 use super::super::engine::{Core, RequestOptions, notification_meta};
 use super::era::{Era, PROPOSED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, Wire, client_info};
 use super::link::Link;
 use super::negotiate::{ServerFacts, step_error, walk_catalog};
+use super::progress::ProgressCall;
 use super::tool_result::{TOOL_CALL_MEMBERS, ToolCallMembers, ToolResult};
 use crate::content::ContentBounds;
 use crate::error::{Error, ErrorKind, Result};
@@ -29,23 +32,52 @@ use crate::transport::Medium;
 /// Legacy `tools/call` parameters (keys in the order a `serde_json::Map` writes them).
 #[derive(Serialize)]
 struct CallParams<'a> {
-    /// The host's own `_meta` members (`CallOptions::meta`), when it gave any.
+    /// The call's own `_meta`, when it has one.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    meta: Option<&'a Map<String, Value>>,
+    meta: Option<CallMeta<'a>>,
     arguments: Value,
     name: &'a str,
 }
 
+/// A legacy call's `_meta`: its progress token and the host's own members
+/// (`CallOptions::meta`, which never name `progressToken`), written as one
+/// object without building it.
+struct CallMeta<'a> {
+    progress_token: Option<u64>,
+    host: Option<&'a Map<String, Value>>,
+}
+
+impl Serialize for CallMeta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let len = usize::from(self.progress_token.is_some()) + self.host.map_or(0, Map::len);
+        let mut map = serializer.serialize_map(Some(len))?;
+        if let Some(token) = self.progress_token {
+            map.serialize_entry(PROGRESS_TOKEN_KEY, &token)?;
+        }
+        for (key, value) in self.host.into_iter().flatten() {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
 /// Calls `name` with `arguments` (checked by the caller) until `deadline`; the
-/// result is read as the legacy era defines it.
+/// result is read as the legacy era defines it. `meta`: the host's `_meta`
+/// members; `progress`: the call's progress token.
 pub(crate) async fn call_tool(
     core: &Arc<Core>,
     name: &str,
     arguments: Value,
     meta: Option<&Map<String, Value>>,
+    progress: Option<&ProgressCall>,
     wire: Wire,
     deadline: Instant,
 ) -> Result<ToolResult> {
+    let progress_token = progress.map(ProgressCall::token);
+    let meta = (meta.is_some() || progress_token.is_some()).then_some(CallMeta {
+        progress_token,
+        host: meta,
+    });
     // Serialized as `{"arguments":..,"name":..}` without building a `Value`.
     let params = CallParams {
         meta,
@@ -56,6 +88,7 @@ pub(crate) async fn call_tool(
         framing: wire.into(),
         cancellable: true,
         select: Some(&TOOL_CALL_MEMBERS),
+        later: progress.and_then(ProgressCall::later),
         ..RequestOptions::default()
     };
     match core

@@ -12,6 +12,7 @@ use super::super::engine::Core;
 use super::era::{MODERN_PROTOCOL_VERSION, RequestMeta, Wire, WireCell, with_extension};
 use super::feeds::Feeds;
 use super::inputs::Inputs;
+use super::progress::Progresses;
 use super::reinit::Reinitialise;
 use crate::catalog::Catalog;
 use crate::handler::HostHandler;
@@ -53,6 +54,8 @@ pub(crate) struct Protocol {
     pub(crate) prompts: Mutex<Option<Arc<[Prompt]>>>,
     /// The open subscriptions, where change notifications go.
     pub(crate) feeds: Feeds,
+    /// The calls' progress tokens, where progress notifications go.
+    pub(crate) progress: Arc<Progresses>,
 }
 
 impl Protocol {
@@ -73,6 +76,7 @@ impl Protocol {
             pin: OnceLock::new(),
             prompts: Mutex::new(None),
             feeds: Feeds::default(),
+            progress: Arc::default(),
         }
     }
 }

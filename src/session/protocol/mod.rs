@@ -19,6 +19,7 @@ pub(crate) mod legacy;
 pub(crate) mod link;
 pub(crate) mod modern;
 pub(crate) mod negotiate;
+pub(crate) mod progress;
 pub(crate) mod prompts;
 pub(crate) mod reinit;
 pub(crate) mod resources;
@@ -44,6 +45,7 @@ use crate::transport::{Medium, OutboundFrame};
 use era::{ProtocolMode, Wire};
 pub(crate) use link::{Link, Protocol};
 use negotiate::{ServerFacts, Verdict};
+use progress::ProgressCall;
 use tool_result::ToolResult;
 
 /// The legacy era answers the input requests the host declared (and `ping`)
@@ -73,8 +75,13 @@ impl ProtocolHooks for Protocol {
         self.inputs.server_request(core, id, method, frame)
     }
 
-    fn notification(&self, core: &Arc<Core>, method: &str, frame: &[u8]) {
+    fn notification(&self, core: &Arc<Core>, method: &str, frame: &[u8], stream: Option<u64>) {
         let modern = self.wire.get().is_modern();
+        if method == progress::PROGRESS {
+            // 2026-07-28 over HTTP: only on its own call's stream.
+            let own_stream_only = modern && core.medium == Medium::Exchanges;
+            return self.progress.route(core, frame, stream, own_stream_only);
+        }
         self.inputs.server_notification(method, frame);
         let taken = self.feeds.route(core, method, frame, modern);
         // The held listing no longer says what `prompts/get` accepts. Legacy
@@ -120,22 +127,25 @@ impl ProtocolHooks for Protocol {
 }
 
 /// Calls `tool` (from the frozen catalog, its `arguments` and `options`
-/// checked) until `deadline`, in the era the session speaks.
+/// checked) until `deadline`, in the era the session speaks; with `progress`,
+/// the call's registered progress token ([`progress`]).
 pub(crate) async fn call_tool(
     link: &Link,
     tool: &Tool,
     arguments: Value,
     options: &CallOptions,
+    progress: Option<&ProgressCall>,
     deadline: Instant,
 ) -> Result<ToolResult> {
     let wire = link.protocol.wire.get();
     if wire.is_modern() {
-        modern::call_tool(link, tool, arguments, options, wire, deadline).await
+        modern::call_tool(link, tool, arguments, options, progress, wire, deadline).await
     } else {
         // 2025-11-25 tasks (SEP-1686) are not supported: `Require` cannot hold.
         tasks::declares(link, options.task)?;
         let meta = options.meta.as_ref();
-        legacy::call_tool(&link.core, tool.name(), arguments, meta, wire, deadline).await
+        let name = tool.name();
+        legacy::call_tool(&link.core, name, arguments, meta, progress, wire, deadline).await
     }
 }
 

@@ -44,6 +44,7 @@ use super::super::engine::RequestOptions;
 use super::era::{Era, RequestMeta, Wire};
 use super::inputs::MAX_INPUT_REQUESTS;
 use super::link::Link;
+use super::progress::{self, ProgressCall};
 use super::tool_result::{TOOL_CALL_MEMBERS, ToolCallMembers, ToolResult};
 use crate::catalog::Tool;
 use crate::content::ContentBounds;
@@ -71,12 +72,15 @@ struct CallParams<'a> {
     request_state: Option<&'a str>,
 }
 
-/// Calls `tool` in the modern era, answering `input_required` rounds.
+/// Calls `tool` in the modern era, answering `input_required` rounds; with
+/// `progress`, its token on every round (see [`super::progress`]: retire it
+/// when `tools/call` hands back a task).
 pub(crate) async fn call_tool(
     link: &Link,
     tool: &Tool,
     arguments: Value,
     options: &CallOptions,
+    progress: Option<&ProgressCall>,
     mut wire: Wire,
     mut deadline: Instant,
 ) -> Result<ToolResult> {
@@ -92,11 +96,9 @@ pub(crate) async fn call_tool(
     } else {
         &protocol.request_meta
     };
-    // The host's own `_meta` members join the session's (rare: built per call).
-    let merged_meta = options
-        .meta
-        .as_ref()
-        .map(|extra| base_meta.with_members(extra));
+    // The host's own `_meta` members and the progress token join the
+    // session's (rare: built per call).
+    let merged_meta = progress::modern_meta(base_meta, options.meta.as_ref(), progress);
     let request_meta = merged_meta.as_ref().unwrap_or(base_meta);
     let server = &shared.server;
     let http = shared.medium == Medium::Exchanges;
@@ -124,6 +126,8 @@ pub(crate) async fn call_tool(
             // A task's members are more than a selection holds: whole.
             select: (!declaring).then_some(&TOOL_CALL_MEMBERS),
             call: call_headers.clone(),
+            stream_tag: progress.and_then(ProgressCall::stream_tag),
+            later: progress.and_then(ProgressCall::later),
             ..RequestOptions::default()
         };
         let reply = shared
@@ -160,6 +164,10 @@ pub(crate) async fn call_tool(
             ResultBody::Selected(members) => ToolCallMembers::from_selected(members),
             ResultBody::Value(Value::Object(object)) => {
                 if declaring && object.get("resultType").and_then(Value::as_str) == Some("task") {
+                    // Progress is not carried on tasks (beyond-tools.md §4.2).
+                    if let Some(progress) = progress {
+                        progress.retire();
+                    }
                     return Box::pin(super::tasks::run(link, tool.name(), &object, call_options))
                         .await;
                 }

@@ -81,6 +81,7 @@ async fn open_limited(url: &str, limits: Limits) -> Connection {
 struct Pending {
     done: CancellationToken,
     failures: Arc<Mutex<Vec<Error>>>,
+    tag: Option<u64>,
 }
 
 impl Pending {
@@ -88,6 +89,15 @@ impl Pending {
         Pending {
             done: CancellationToken::new(),
             failures: Arc::default(),
+            tag: None,
+        }
+    }
+
+    /// A request the engine gave a stream tag.
+    fn tagged(tag: u64) -> Self {
+        Pending {
+            tag: Some(tag),
+            ..Pending::new()
         }
     }
 
@@ -123,6 +133,10 @@ impl RequestControl for Pending {
     fn fail(&self, error: Error) {
         self.failures.lock().unwrap().push(error);
         self.done.cancel();
+    }
+
+    fn stream_tag(&self) -> Option<u64> {
+        self.tag
     }
 }
 
@@ -238,6 +252,44 @@ async fn an_sse_reply_yields_one_frame_per_event_with_data() {
     pending.done.cancel(); // the engine routed the reply
     quiet(&mut source, 150).await;
     assert!(pending.failures().is_empty());
+}
+
+#[tokio::test]
+async fn the_events_of_a_tagged_requests_stream_carry_its_tag() {
+    let body = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n\
+                data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
+    let server = TestServer::start(move |_| async move { sse(body) }).await;
+    let Connection {
+        mut sink,
+        mut source,
+        ..
+    } = open(&server.url()).await;
+    // Sent through `send`: its POST runs in a task, its events go through
+    // the source, each with the request's tag.
+    let pending = Pending::tagged(7);
+    sink.send(request(PING, &pending)).await.unwrap();
+    for expected in [
+        r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#,
+        REPLY,
+    ] {
+        match next(&mut source).await {
+            InboundEvent::StreamFrame { frame, tag } => {
+                assert_eq!(tag, 7);
+                assert_eq!(String::from_utf8(frame.to_vec()).unwrap(), expected);
+            }
+            other => panic!("expected a tagged frame, got {other:?}"),
+        }
+    }
+    pending.done.cancel();
+    // An untagged request's events are plain frames.
+    let plain = Pending::new();
+    sink.send(request(PING, &plain)).await.unwrap();
+    assert_eq!(
+        next_frame(&mut source).await,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#
+    );
+    assert_eq!(next_frame(&mut source).await, REPLY);
+    plain.done.cancel();
 }
 
 #[tokio::test]

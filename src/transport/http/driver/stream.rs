@@ -22,15 +22,17 @@ impl HttpSession {
     /// Reads one event stream of a request or of the standalone GET; false when
     /// that ended the transport (too large, malformed) or the transport is ending.
     /// Progress, or a server closing the stream on purpose (2025-11-25 polling),
-    /// is not a failed attempt: `attempts` starts again.
+    /// is not a failed attempt: `attempts` starts again. `tag`: the request's
+    /// (see [`HttpSession::read_events`]).
     async fn read_stream(
         &self,
         body: ResponseBody,
         cursor: &mut SseCursor,
         attempts: &mut u32,
         outlet: Option<&Outlet>,
+        tag: Option<u64>,
     ) -> bool {
-        let (end, frames) = self.read_events(body, cursor, outlet).await;
+        let (end, frames) = self.read_events(body, cursor, outlet, tag).await;
         match end {
             StreamEnd::TooLarge => {
                 self.terminate(self.too_large());
@@ -51,12 +53,14 @@ impl HttpSession {
 
     /// Reads one event stream, delivering each event's data as a frame (handed
     /// to the caller driving the exchange through `outlet`, else through the
-    /// source).
+    /// source: with the request's `tag`, when it has one, as
+    /// [`InboundEvent::StreamFrame`]).
     async fn read_events(
         &self,
         body: ResponseBody,
         cursor: &mut SseCursor,
         outlet: Option<&Outlet>,
+        tag: Option<u64>,
     ) -> (StreamEnd, usize) {
         let limit = self.max_frame.saturating_add(SSE_FRAMING_ALLOWANCE);
         let lines = BoundedSse::new(body.into_data_stream(), limit, std::mem::take(cursor));
@@ -84,8 +88,12 @@ impl HttpSession {
                         Some(outlet) => outlet.hand_over(frame).await,
                         None => Err(frame),
                     };
+                    let event = |frame| match tag {
+                        Some(tag) => InboundEvent::StreamFrame { frame, tag },
+                        None => InboundEvent::Frame(frame),
+                    };
                     if let Err(frame) = handed
-                        && !self.deliver(InboundEvent::Frame(frame)).await
+                        && !self.deliver(event(frame)).await
                     {
                         break StreamEnd::Cancelled;
                     }
@@ -111,11 +119,12 @@ impl HttpSession {
         let mut cursor = SseCursor::default();
         let mut body = Some(body);
         let mut attempts = 0u32;
+        let tag = frame.request.as_ref().and_then(RequestHandle::stream_tag);
         loop {
             // The engine's request deadline bounds the attempts in total.
             if let Some(body) = body.take()
                 && !self
-                    .read_stream(body, &mut cursor, &mut attempts, outlet)
+                    .read_stream(body, &mut cursor, &mut attempts, outlet, tag)
                     .await
             {
                 return;
@@ -297,7 +306,7 @@ impl HttpSession {
                 // The retry delay paces the reconnects.
                 Resume::Stream(body) => {
                     if !self
-                        .read_stream(body, &mut cursor, &mut attempts, None)
+                        .read_stream(body, &mut cursor, &mut attempts, None, None)
                         .await
                     {
                         return;
