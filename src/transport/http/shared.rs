@@ -1,66 +1,6 @@
 //! [`SharedHttpClient`]: one HTTP client (one connection pool) for many
-//! [`HttpTransport`](super::HttpTransport)s.
-//!
-//! Without it every transport builds its own client: its own pool, its own
-//! rustls configuration, its own connections. A host that connects many servers
-//! (a [`ClientGroup`](crate::group::ClientGroup)) builds one
-//! `SharedHttpClient` and hands a clone to each
-//! [`HttpTransportBuilder::http_client`](super::HttpTransportBuilder::http_client):
-//! servers on one origin (scheme, host, port) then share its idle connections,
-//! and the rustls configuration (with the system's roots) is built once.
-//!
-//! # What is shared, and what never is
-//!
-//! The pool holds connections, nothing else. Everything that decides what a
-//! request carries and where it may go stays per transport, above the client:
-//! the egress policy, the bearer token (sent only to its own endpoint's origin),
-//! the MCP session headers, redirects, your own layers. A token is never sent to
-//! another server's origin because a connection was shared: the connection is
-//! chosen by the request's origin, after the token layer of the request's own
-//! transport decided whether the token goes on it at all.
-//!
-//! The TLS and proxy settings are the client's, so a transport that shares it
-//! must say the same: its own proxy setting
-//! ([`use_env_proxy`](super::HttpTransportBuilder::use_env_proxy),
-//! [`proxy`](super::HttpTransportBuilder::proxy)) and its added roots and
-//! [`tls_roots_only`](super::HttpTransportBuilder::tls_roots_only) must equal the
-//! shared client's, or [`build`](super::HttpTransportBuilder::build) fails with
-//! `invalid_config` naming the setting that differs: a transport is never
-//! silently given a pool whose connections were made under other settings. Two
-//! settings are never shared at all (the transport keeps a client of its own,
-//! so `build` refuses the shared one, `invalid_config`): a client certificate
-//! ([`client_identity`](super::HttpTransportBuilder::client_identity)), which is
-//! one server's credential, and OAuth, whose authorization chain guards the
-//! addresses of its client per endpoint.
-//!
-//! # Lazily built
-//!
-//! [`SharedHttpClientBuilder::build`] checks the settings and builds nothing
-//! else: the client for `http://` endpoints (which never uses TLS: redirects stay
-//! on the origin and proxies are plain HTTP) is built when the first such
-//! transport is, and the one for `https://` endpoints, with the system's roots
-//! read once, when the first `https` transport is. So a host that shares a
-//! client between plain-HTTP servers never reads the system's certificate store.
-//!
-//! Connections are driven by tasks on the runtime that opened them: use one
-//! shared client from one tokio runtime.
-//!
-//! ```no_run
-//! use smthrs_mcp::transport::http::{HttpTransport, SharedHttpClient};
-//!
-//! # fn main() -> smthrs_mcp::Result<()> {
-//! let shared = SharedHttpClient::builder().use_env_proxy(true).build()?;
-//! let tracker = HttpTransport::builder("tracker", "https://mcp.example/tracker/mcp")
-//!     .use_env_proxy(true) // the same setting as the shared client's
-//!     .http_client(shared.clone())
-//!     .build()?;
-//! let wiki = HttpTransport::builder("wiki", "https://mcp.example/wiki/mcp")
-//!     .use_env_proxy(true)
-//!     .http_client(shared)
-//!     .build()?;
-//! # let _ = (tracker, wiki);
-//! # Ok(()) }
-//! ```
+//! [`HttpTransport`](super::HttpTransport)s; the type's docs say what is shared
+//! and what never is.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -77,8 +17,69 @@ use crate::http::client::{self, HttpClient};
 const SHARED: &str = "shared HTTP client";
 
 /// One HTTP client (one connection pool, one rustls configuration) for many
-/// [`HttpTransport`](super::HttpTransport)s; see the [module docs](self).
-/// Cheap to clone: clones are the same client.
+/// [`HttpTransport`](super::HttpTransport)s. Cheap to clone: clones are the
+/// same client.
+///
+/// Without it every transport builds its own client: its own pool, its own
+/// rustls configuration, its own connections. A host that connects many servers
+/// (a [`ClientGroup`](crate::group::ClientGroup)) builds one
+/// `SharedHttpClient` and hands a clone to each
+/// [`HttpTransportBuilder::http_client`](super::HttpTransportBuilder::http_client):
+/// servers on one origin (scheme, host, port) then share its idle connections,
+/// and the rustls configuration (with the system's roots) is built once.
+///
+/// # What is shared, and what never is
+///
+/// The pool holds connections, nothing else. Everything that decides what a
+/// request carries and where it may go stays per transport, above the client:
+/// the egress policy, the bearer token (sent only to its own endpoint's origin),
+/// the MCP session headers, redirects, your own layers. A token is never sent to
+/// another server's origin because a connection was shared: the connection is
+/// chosen by the request's origin, after the token layer of the request's own
+/// transport decided whether the token goes on it at all.
+///
+/// The TLS and proxy settings are the client's, so a transport that shares it
+/// must say the same: its own proxy setting
+/// ([`use_env_proxy`](super::HttpTransportBuilder::use_env_proxy),
+/// [`proxy`](super::HttpTransportBuilder::proxy)) and its added roots and
+/// [`tls_roots_only`](super::HttpTransportBuilder::tls_roots_only) must equal the
+/// shared client's, or [`build`](super::HttpTransportBuilder::build) fails with
+/// `invalid_config` naming the setting that differs: a transport is never
+/// silently given a pool whose connections were made under other settings. Two
+/// settings are never shared at all (the transport keeps a client of its own,
+/// so `build` refuses the shared one, `invalid_config`): a client certificate
+/// ([`client_identity`](super::HttpTransportBuilder::client_identity)), which is
+/// one server's credential, and OAuth, whose authorization chain guards the
+/// addresses of its client per endpoint.
+///
+/// # Lazily built
+///
+/// [`SharedHttpClientBuilder::build`] checks the settings and builds nothing
+/// else: the client for `http://` endpoints (which never uses TLS: redirects stay
+/// on the origin and proxies are plain HTTP) is built when the first such
+/// transport is, and the one for `https://` endpoints, with the system's roots
+/// read once, when the first `https` transport is. So a host that shares a
+/// client between plain-HTTP servers never reads the system's certificate store.
+///
+/// Connections are driven by tasks on the runtime that opened them: use one
+/// shared client from one tokio runtime.
+///
+/// ```no_run
+/// use smthrs_mcp::transport::http::{HttpTransport, SharedHttpClient};
+///
+/// # fn main() -> smthrs_mcp::Result<()> {
+/// let shared = SharedHttpClient::builder().use_env_proxy(true).build()?;
+/// let tracker = HttpTransport::builder("tracker", "https://mcp.example/tracker/mcp")
+///     .use_env_proxy(true) // the same setting as the shared client's
+///     .http_client(shared.clone())
+///     .build()?;
+/// let wiki = HttpTransport::builder("wiki", "https://mcp.example/wiki/mcp")
+///     .use_env_proxy(true)
+///     .http_client(shared)
+///     .build()?;
+/// # let _ = (tracker, wiki);
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct SharedHttpClient {
     inner: Arc<Shared>,
@@ -135,11 +136,6 @@ impl SharedHttpClient {
                 tls: Mutex::new(None),
             }),
         }
-    }
-
-    /// Whether `self` and `other` are the same client (clones of one build).
-    pub fn same_as(&self, other: &SharedHttpClient) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// Refuses a transport whose own settings differ from the client's
