@@ -74,7 +74,8 @@
 //! of origin O was found legacy (`auto` fell back), the next `auto` connect to O
 //! skips the probe and sends `initialize` at once. To make that deterministic,
 //! the first `auto` entry of each HTTP origin leads: later `auto` entries of that
-//! origin wait for its connect to end before taking a slot. When the cached era
+//! origin wait for its connect to end before taking a slot (so a slow leader
+//! delays the rest of its origin, never the other origins). When the cached era
 //! is wrong for a server (its `initialize` fails with a JSON-RPC error, -32022,
 //! an HTTP `4xx`, a version or a result refused), that session is dropped, the
 //! full negotiation runs once on a fresh one, and the entry is dropped from the

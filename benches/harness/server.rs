@@ -27,7 +27,8 @@
 //! before it reads anything (a slow-starting server).
 //!
 //! `serve-http` answers `GET /stats` with the number of TCP connections it
-//! accepted so far (the `--group` mode counts a group's connections with it).
+//! accepted and of `server/discover` requests it received so far (the
+//! `--group` mode counts a group's connections and probes with it).
 //!
 //! `serve-stdio --flood BYTES` answers the first request with BYTES of `a` and no
 //! newline instead, then keeps its stdout open until stdin closes.
@@ -520,15 +521,19 @@ fn empty(status: StatusCode) -> Response<Full<Bytes>> {
     response
 }
 
-/// TCP connections the HTTP server accepted (`GET /stats` answers the count).
+/// TCP connections the HTTP server accepted, and `server/discover` requests it
+/// received (`GET /stats` answers both, in this order).
 static ACCEPTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     let sse = req.uri().path() == "/sse";
     match *req.method() {
         Method::GET if req.uri().path() == "/stats" => {
-            let count = ACCEPTED.load(std::sync::atomic::Ordering::Relaxed);
-            return Ok(Response::new(Full::new(Bytes::from(count.to_string()))));
+            let accepted = ACCEPTED.load(std::sync::atomic::Ordering::Relaxed);
+            let probes = PROBES.load(std::sync::atomic::Ordering::Relaxed);
+            let stats = format!("{accepted} {probes}");
+            return Ok(Response::new(Full::new(Bytes::from(stats))));
         }
         Method::POST => {}
         Method::DELETE => return Ok(empty(StatusCode::OK)),
@@ -547,6 +552,9 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
         http: true,
     };
     let initialize = body.windows(12).any(|w| w == b"\"initialize\"");
+    if body.windows(17).any(|w| w == b"\"server/discover\"") {
+        PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     let mut reply = Vec::with_capacity(256);
     let status = match answer(&body, &mut reply, false, &headers) {
         Answer::Reply => StatusCode::OK,
