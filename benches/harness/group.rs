@@ -175,6 +175,7 @@ pub fn orchestrate(options: &Options) {
         let mut kib = Vec::new();
         let mut connections = Vec::new();
         let mut legacy = Vec::new();
+        let mut probes = Vec::new();
         let mut failed = 0;
         for _ in 0..rounds {
             match run_role(&role, LIMIT) {
@@ -185,6 +186,9 @@ pub fn orchestrate(options: &Options) {
                         connections.push(c);
                     }
                     legacy.push(value["legacy"].as_f64().unwrap_or(0.0));
+                    if let Some(p) = value["probes"].as_f64() {
+                        probes.push(p);
+                    }
                 }
                 // A slow start under no bound may time a handshake out: that
                 // is the row's finding, not the harness's failure.
@@ -204,6 +208,9 @@ pub fn orchestrate(options: &Options) {
         }
         if !connections.is_empty() {
             notes.push(format!("{:.0} TCP connections", median(&connections)));
+        }
+        if !probes.is_empty() {
+            notes.push(format!("{:.0} probes", median(&probes)));
         }
         // The echo server speaks 2026-07-28 unless `--legacy-only`: a legacy
         // session with it is a probe that timed out.
@@ -350,15 +357,18 @@ fn run_cli(file: &Path, dir: &Path, timer: bool) -> Result<(f64, f64, usize), St
 }
 
 /// The TCP connections the HTTP echo server at `base` accepted so far (this
-/// request's own included).
-fn accepted(base: &str) -> Option<f64> {
+/// request's own included) and the `server/discover` requests it received.
+fn stats(base: &str) -> Option<(f64, f64)> {
     let address = base.strip_prefix("http://")?;
     let mut tcp = std::net::TcpStream::connect(address).ok()?;
     tcp.write_all(b"GET /stats HTTP/1.0\r\nHost: stats\r\n\r\n")
         .ok()?;
     let mut text = String::new();
     tcp.read_to_string(&mut text).ok()?;
-    text.rsplit("\r\n\r\n").next()?.trim().parse().ok()
+    let mut numbers = text.rsplit("\r\n\r\n").next()?.split_whitespace();
+    let accepted = numbers.next()?.parse().ok()?;
+    let probes = numbers.next()?.parse().ok()?;
+    Some((accepted, probes))
 }
 
 /// `group`: `--servers N` servers as one `ClientGroup`, as the CLI connects
@@ -372,7 +382,7 @@ pub fn role_group(options: &Options) {
     let mut stdio_args = vec!["serve-stdio".to_string()];
     stdio_args.extend(options.shape.args());
     let base = options.http_base.clone().unwrap_or_default();
-    let before = accepted(&base);
+    let before = stats(&base);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -411,16 +421,17 @@ pub fn role_group(options: &Options) {
     let ms = started.elapsed().as_secs_f64() * 1e3;
     drop(runtime);
     let (flows, legacy) = outcome.unwrap_or_else(|e| fail("group", e));
-    let connections = match (before, accepted(&base)) {
-        // Less the two `/stats` requests.
-        (Some(before), Some(after)) => Some(after - before - 1.0),
-        _ => None,
+    let (connections, probes) = match (before, stats(&base)) {
+        // Less the first `/stats` request's connection.
+        (Some(before), Some(after)) => (Some(after.0 - before.0 - 1.0), Some(after.1 - before.1)),
+        _ => (None, None),
     };
     report(json!({
         "ms": ms,
         "flows": flows,
         "legacy": legacy,
         "connections": connections,
+        "probes": probes,
         "rss_kib": peak_rss_kib(),
     }));
 }
