@@ -713,3 +713,23 @@ async fn a_failed_call_keeps_its_kind_and_names_its_server() {
     assert!(error.message().contains("server \"failing\""), "{error}");
     group.close().await;
 }
+
+/// A host may spawn a group's connect and calls, and share the group.
+#[test]
+fn the_group_and_its_futures_are_send() {
+    fn send<T: Send>(_: &T) {}
+    fn shared<T: Send + Sync>() {}
+    let connect = ClientGroup::builder()
+        .add(Client::builder("a"), StdioCommand::new("true"))
+        .connect();
+    send(&connect);
+    drop(connect);
+    shared::<ClientGroup>();
+    shared::<EraCache>();
+    shared::<SharedHttpClient>();
+    let call = |group: &'static ClientGroup| {
+        let future = group.call("mcp/a/x", Map::new());
+        send(&future);
+    };
+    let _ = call;
+}
