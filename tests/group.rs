@@ -714,6 +714,33 @@ async fn a_failed_call_keeps_its_kind_and_names_its_server() {
     group.close().await;
 }
 
+/// Per-call options reach the routed call: a cancelled token fails it with
+/// `cancelled`, naming the server, and the next call without one succeeds.
+#[tokio::test]
+async fn per_call_options_reach_the_routed_call() {
+    let (server, _) = loopback(quick()).await;
+    let group = ClientGroup::builder()
+        .add(
+            Client::builder("wiki"),
+            http(&server, "wiki", "/wiki", None),
+        )
+        .connect()
+        .await
+        .unwrap();
+    let token = smthrs_mcp::CancellationToken::new();
+    token.cancel();
+    let options = smthrs_mcp::CallOptions::new().cancel_on(token);
+    let error = group
+        .call_with("mcp/wiki/whoami", args(), &options)
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Cancelled, "{error}");
+    assert!(error.message().contains("server \"wiki\""), "{error}");
+    let result = group.call("mcp/wiki/whoami", args()).await.unwrap();
+    assert_eq!(text_of(&result), "/wiki");
+    group.close().await;
+}
+
 /// A host may spawn a group's connect and calls, and share the group.
 #[test]
 fn the_group_and_its_futures_are_send() {
