@@ -11,6 +11,7 @@ pub mod diagnostics;
 pub mod error;
 pub mod events;
 pub mod flows;
+pub mod group;
 pub mod handler;
 pub(crate) mod http;
 pub(crate) mod json_bounds;
@@ -58,7 +59,7 @@ pub use transport::stdio::StdioCommand;
 pub struct ReadmeDoctests;
 
 pub use layer::{BearerAuthLayer, EgressGrants, EgressPolicyLayer};
-pub use transport::http::{HttpTransport, HttpTransportBuilder};
+pub use transport::http::{HttpTransport, HttpTransportBuilder, SharedHttpClient};
 
 /// Entry points for the fuzz targets (`fuzz/`) into parsers that are not public
 /// API. Not covered by semver.

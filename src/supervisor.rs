@@ -602,6 +602,19 @@ impl Supervisor {
         self.client()?.call_tool(name, arguments).await
     }
 
+    /// [`Supervisor::call_tool`] with options of the call's own
+    /// ([`Client::call_tool_with`]), under the same rule: sent at most once.
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        options: &crate::CallOptions,
+    ) -> Result<ToolResult> {
+        self.client()?
+            .call_tool_with(name, arguments, options)
+            .await
+    }
+
     /// Ends the supervisor: the published session is closed
     /// ([`Client::close`]), a reconnect under way is ended (its delay cut
     /// short, its connect torn down, its child ended), and this returns once

@@ -908,3 +908,33 @@ async fn a_panicking_observer_stops_the_supervisor() {
     assert_eq!(scripted.pids().len(), 1, "no attempt was made");
     guard("close", supervisor.close()).await;
 }
+
+/// A call's own options go through the supervisor unchanged (here the host's
+/// `_meta`), and the call is sent once.
+#[tokio::test]
+async fn call_options_go_through_the_supervisor() {
+    let scripted = Arc::new(Scripted::new(json!({"era": "legacy"})));
+    let heard = Arc::new(Heard::default());
+    let supervisor = over_stdio(
+        &scripted,
+        ProtocolMode::Legacy,
+        Limits::default(),
+        fast(1),
+        &heard,
+    )
+    .await
+    .expect("the first connect");
+    let mut meta = serde_json::Map::new();
+    meta.insert("com.example/trace".into(), json!("t-9"));
+    let options = smthrs_mcp::CallOptions::new().meta(meta);
+    guard(
+        "a call with options",
+        supervisor.call_tool_with("echo", args(json!({"text": "o"})), &options),
+    )
+    .await
+    .expect("the call succeeds");
+    let calls = scripted.calls("echo");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["params"]["_meta"]["com.example/trace"], "t-9");
+    guard("close", supervisor.close()).await;
+}

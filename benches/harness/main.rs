@@ -7,6 +7,7 @@
 //! cargo bench --bench harness -- --callgrind  # instructions per call (valgrind)
 //! cargo bench --bench harness -- --eras       # 2026-07-28 against legacy, same run
 //! cargo bench --bench harness -- --curve      # the cost curve (about 4 minutes)
+//! cargo bench --bench harness -- --group      # `tools` over 1, 10, 100 servers; group knobs
 //! ```
 //!
 //! Every measured client runs in its own process (this binary, re-executed with a
@@ -22,13 +23,16 @@
 //! from runs of `CALLS` and `CALLS / 10` calls; default 4000), `--era
 //! legacy|modern` (the era of the table; default legacy), `--eras` (every
 //! scenario and connect in both eras, `auto` too, see `eras.rs`), `--curve` (the
-//! cost curve, see `curve.rs`). The `client` role also takes `--calls N` (stop
+//! cost curve, see `curve.rs`), `--group` (many servers, see `group.rs`; its
+//! role `group` takes `--servers N`, `--max-connects N`, `--own-pools`,
+//! `--no-era-cache`). The `client` role also takes `--calls N` (stop
 //! after N calls, spread over `--inflight` tasks); every role takes the server's
 //! shape (`--tools N`, `--result-bytes N`, `--legacy-only`, see `server.rs`).
 
 mod clients;
 mod curve;
 mod eras;
+mod group;
 mod runner;
 mod server;
 mod table;
@@ -158,6 +162,10 @@ struct Options {
     eras: bool,
     curve: bool,
     servers: usize,
+    group: bool,
+    max_connects: usize,
+    own_pools: bool,
+    no_era_cache: bool,
 }
 
 fn parse_options() -> Options {
@@ -184,6 +192,10 @@ fn parse_options() -> Options {
         eras: false,
         curve: false,
         servers: 1,
+        group: false,
+        max_connects: smthrs_mcp::group::DEFAULT_MAX_CONCURRENT_CONNECTS,
+        own_pools: false,
+        no_era_cache: false,
     };
     let mut args = std::env::args().skip(1).peekable();
     while let Some(arg) = args.next() {
@@ -239,9 +251,14 @@ fn parse_options() -> Options {
                 options.shape.result_bytes = Some(number(&arg, value(&arg)) as usize)
             }
             "--legacy-only" => options.shape.legacy_only = true,
+            "--startup-ms" => options.shape.startup_ms = number(&arg, value(&arg)),
             "--eras" => options.eras = true,
             "--curve" => options.curve = true,
             "--servers" => options.servers = number(&arg, value(&arg)) as usize,
+            "--group" => options.group = true,
+            "--max-connects" => options.max_connects = number(&arg, value(&arg)) as usize,
+            "--own-pools" => options.own_pools = true,
+            "--no-era-cache" => options.no_era_cache = true,
             role if !role.starts_with('-') && options.role.is_none() => {
                 options.role = Some(role.to_string())
             }
@@ -257,7 +274,7 @@ fn usage(message: &str) -> ! {
     eprintln!(
         "usage: cargo bench --bench harness -- [--quick] [--rounds N] [--duration-ms MS] \
          [--only NAME] [--rt current|multi] [--json PATH] [--callgrind [CALLS]] \
-         [--era legacy|modern] [--eras] [--curve]"
+         [--era legacy|modern] [--eras] [--curve] [--group]"
     );
     std::process::exit(2)
 }
@@ -270,12 +287,14 @@ fn main() {
         }
         None if options.eras => eras::orchestrate(&options),
         None if options.curve => curve::orchestrate(&options),
+        None if options.group => group::orchestrate(&options),
         None => table::orchestrate(&options),
         Some("serve-stdio") => server::serve_stdio(options.flood, options.shape),
         Some("serve-http") => server::serve_http(options.shape),
         Some("client") => role_client(&options),
         Some("connect") => role_connect(&options),
         Some("servers") => role_servers(&options),
+        Some("group") => group::role_group(&options),
         Some("flood") => role_flood(&options),
         Some("idle") => role_idle(&options),
         Some(other) => usage(&format!("unknown role {other}")),

@@ -23,7 +23,12 @@
 //! each), `--result-bytes N` answers every call with an N-byte text (precomputed:
 //! the server's cost stays flat), `--legacy-only` answers `server/discover` as a
 //! legacy server does (stdio: -32601; HTTP: 400 with -32000, as the TypeScript
-//! SDK 1.x does).
+//! SDK 1.x does), `--startup-ms N` makes `serve-stdio` use N ms of CPU time
+//! before it reads anything (a slow-starting server).
+//!
+//! `serve-http` answers `GET /stats` with the number of TCP connections it
+//! accepted and of `server/discover` requests it received so far (the
+//! `--group` mode counts a group's connections and probes with it).
 //!
 //! `serve-stdio --flood BYTES` answers the first request with BYTES of `a` and no
 //! newline instead, then keeps its stdout open until stdin closes.
@@ -59,6 +64,9 @@ pub struct Shape {
     pub result_bytes: Option<usize>,
     /// Answer `server/discover` as a legacy server.
     pub legacy_only: bool,
+    /// `serve-stdio`: use this much CPU time before reading anything (a server
+    /// that starts as slowly as a `node` or `python` one).
+    pub startup_ms: u64,
 }
 
 impl Shape {
@@ -73,6 +81,9 @@ impl Shape {
         }
         if self.legacy_only {
             args.push("--legacy-only".into());
+        }
+        if self.startup_ms > 0 {
+            args.extend(["--startup-ms".to_string(), self.startup_ms.to_string()]);
         }
         args
     }
@@ -382,8 +393,37 @@ fn refuse(out: &mut Vec<u8>, id: &RawValue, error: &'static str) -> Answer {
 }
 
 /// `serve-stdio [--flood BYTES]`: newline-delimited JSON-RPC on stdin/stdout.
+/// Spins until this process has used `ms` of CPU time (user + system, from
+/// `/proc/self/stat` in 100 Hz ticks: Linux), however long that takes while
+/// other processes compete for the cores.
+fn spin_cpu(ms: u64) {
+    let used_ms = || -> u64 {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let after = stat.rfind(')').map_or("", |at| &stat[at + 1..]);
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        // utime and stime: fields 14 and 15 of the line, 12 and 13 after `comm`.
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        (ticks(11) + ticks(12)) * 10
+    };
+    if ms == 0 {
+        return;
+    }
+    let mut spun = 0u64;
+    while used_ms() < ms {
+        for _ in 0..100_000 {
+            spun = std::hint::black_box(spun.wrapping_mul(31).wrapping_add(1));
+        }
+    }
+}
+
 pub fn serve_stdio(flood_bytes: Option<u64>, shape: Shape) {
     configure(shape);
+    spin_cpu(shape.startup_ms);
     let stdin = io::stdin();
     let mut reader = BufReader::with_capacity(64 * 1024, stdin.lock());
     let stdout = io::stdout();
@@ -463,6 +503,7 @@ pub fn serve_http(shape: Shape) {
             let Ok((tcp, _)) = listener.accept().await else {
                 continue;
             };
+            ACCEPTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let _ = tcp.set_nodelay(true);
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(handle);
@@ -480,9 +521,20 @@ fn empty(status: StatusCode) -> Response<Full<Bytes>> {
     response
 }
 
+/// TCP connections the HTTP server accepted, and `server/discover` requests it
+/// received (`GET /stats` answers both, in this order).
+static ACCEPTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     let sse = req.uri().path() == "/sse";
     match *req.method() {
+        Method::GET if req.uri().path() == "/stats" => {
+            let accepted = ACCEPTED.load(std::sync::atomic::Ordering::Relaxed);
+            let probes = PROBES.load(std::sync::atomic::Ordering::Relaxed);
+            let stats = format!("{accepted} {probes}");
+            return Ok(Response::new(Full::new(Bytes::from(stats))));
+        }
         Method::POST => {}
         Method::DELETE => return Ok(empty(StatusCode::OK)),
         _ => return Ok(empty(StatusCode::METHOD_NOT_ALLOWED)),
@@ -500,6 +552,9 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
         http: true,
     };
     let initialize = body.windows(12).any(|w| w == b"\"initialize\"");
+    if body.windows(17).any(|w| w == b"\"server/discover\"") {
+        PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     let mut reply = Vec::with_capacity(256);
     let status = match answer(&body, &mut reply, false, &headers) {
         Answer::Reply => StatusCode::OK,

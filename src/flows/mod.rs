@@ -145,6 +145,7 @@ pub use declaration::FlowDeclaration;
 pub use projection::{
     ProjectionError, ProjectionErrorKind, ProjectionOptions, describe, project, project_unchecked,
 };
+pub(crate) use source::unknown_flow;
 pub use source::{
     Flow, FlowCatalog, FlowInvoker, FlowSource, compose, invoker_fn, source_from_client,
 };

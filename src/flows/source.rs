@@ -214,6 +214,15 @@ pub fn compose(
     Ok(FlowCatalog { flows, index })
 }
 
+/// The error for a flow name no catalog entry has: `tool_not_found`, naming
+/// it (escaped, at most 128 bytes).
+pub(crate) fn unknown_flow(name: &str) -> Error {
+    Error::new(
+        ErrorKind::ToolNotFound,
+        format!("no flow named {:?}", truncate(name, 128)),
+    )
+}
+
 /// The composed flows of a run, by name. Cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct FlowCatalog {
@@ -258,13 +267,7 @@ impl FlowCatalog {
     ) -> BoxFuture<'static, crate::Result<ToolResult>> {
         match self.get(name) {
             Some(flow) => flow.invoker.invoke(arguments),
-            None => {
-                let err = Error::new(
-                    ErrorKind::ToolNotFound,
-                    format!("no flow named {:?}", truncate(name, 128)),
-                );
-                Box::pin(std::future::ready(Err(err)))
-            }
+            None => Box::pin(std::future::ready(Err(unknown_flow(name)))),
         }
     }
 }

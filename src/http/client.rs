@@ -1,7 +1,10 @@
 //! The one HTTP client of a transport: hyper-util's pooled
 //! `client::legacy::Client` over hyper-rustls, built once per
 //! [`HttpTransport`](crate::transport::http::HttpTransport) and shared by its MCP
-//! requests and its OAuth chain (cheap to clone: the clones share one pool).
+//! requests and its OAuth chain (cheap to clone: the clones share one pool), or
+//! built once for many transports by a
+//! [`SharedHttpClient`](crate::transport::http::SharedHttpClient) (never with
+//! an OAuth chain's address guard).
 //!
 //! - TLS: rustls with the `ring` provider chosen explicitly; ALPN offers `h2` and
 //!   `http/1.1`, so HTTP/2 is used where the server offers it.
@@ -320,7 +323,21 @@ impl HttpClient {
         proxies: Option<Matcher>,
         guard: Option<(Uri, Arc<dyn AddressGuard>)>,
     ) -> Self {
-        let proxies = proxies.map(Arc::new);
+        Self::build(tls, proxies.map(Arc::new), guard)
+    }
+
+    /// A client many transports share (`SharedHttpClient`): no address guard
+    /// (an OAuth transport never shares one), `proxies` shared with the
+    /// handle that checks the transports' settings.
+    pub(crate) fn shared(tls: ClientConfig, proxies: Option<Arc<Matcher>>) -> Self {
+        Self::build(tls, proxies, None)
+    }
+
+    fn build(
+        tls: ClientConfig,
+        proxies: Option<Arc<Matcher>>,
+        guard: Option<(Uri, Arc<dyn AddressGuard>)>,
+    ) -> Self {
         let guarded_endpoint = guard.as_ref().map(|(endpoint, _)| endpoint.clone());
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)

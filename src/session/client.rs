@@ -57,6 +57,34 @@ pub struct ClientBuilder {
     /// Set by the supervisor: the session (connecting or connected) closes
     /// its scope when this is cancelled.
     scope: Option<CancellationToken>,
+    /// Set by a group's era cache: the server's origin was found legacy
+    /// (`auto` only; see [`ClientBuilder::known_legacy`]).
+    known_legacy: bool,
+    /// Set by a group: every session this connect opens is logged here, so the
+    /// group can wait for their teardown after giving up on the connect.
+    teardowns: Option<TeardownLog>,
+}
+
+/// The teardowns of the sessions a group's connects opened, so that a group
+/// that gives up on a connect (dropping it) can wait until what it started is
+/// gone. Cheap to clone: clones share the log.
+#[derive(Clone, Default)]
+pub(crate) struct TeardownLog(Arc<std::sync::Mutex<Vec<watch::Receiver<bool>>>>);
+
+impl TeardownLog {
+    fn record(&self, torn_down: watch::Receiver<bool>) {
+        super::engine::lock(&self.0).push(torn_down);
+    }
+
+    /// Waits until every session logged so far is torn down (each teardown is
+    /// bounded by the transport's own graces).
+    pub(crate) async fn wait_all(&self) {
+        let logged = std::mem::take(&mut *super::engine::lock(&self.0));
+        futures_util::future::join_all(logged.into_iter().map(|mut torn_down| async move {
+            let _ = torn_down.wait_for(|done| *done).await;
+        }))
+        .await;
+    }
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -152,6 +180,34 @@ impl ClientBuilder {
         self
     }
 
+    /// The era cache's hint (a group's, [`crate::group`]): with
+    /// [`ProtocolMode::Auto`], skip the `server/discover` probe and send
+    /// `initialize` at once, because another server of the same origin was
+    /// found legacy. When that `initialize` fails in a way that says the era
+    /// may be wrong (a JSON-RPC error, -32022, an HTTP `4xx`, a version or a
+    /// result this client does not accept), the session is dropped and the
+    /// full negotiation runs once on a fresh one. No effect in the other modes.
+    pub(crate) fn known_legacy(mut self, known: bool) -> Self {
+        self.known_legacy = known;
+        self
+    }
+
+    /// Logs the teardown of every session this connect opens (a group's).
+    pub(crate) fn log_teardowns(mut self, log: TeardownLog) -> Self {
+        self.teardowns = Some(log);
+        self
+    }
+
+    /// The server name given to [`Client::builder`].
+    pub(crate) fn server_name(&self) -> &str {
+        &self.server
+    }
+
+    /// The protocol mode chosen.
+    pub(crate) fn protocol_mode(&self) -> ProtocolMode {
+        self.protocol
+    }
+
     /// Validates the options, opens the transport and performs the handshake.
     ///
     /// Nothing is spawned or connected when the limits or the server name are invalid.
@@ -205,26 +261,49 @@ impl ClientBuilder {
                 self.scope.clone(),
             )
         };
+        // A group waits for the teardown of every session it started.
+        let logged = |session: Opened| {
+            if let Some(log) = &self.teardowns {
+                log.record(session.torn_down.clone());
+            }
+            session
+        };
         let opening = open(&*transport);
-        let mut session = opening.await?;
+        let mut session = logged(opening.await?);
         span.transport(match session.link.core.medium {
             crate::transport::Medium::Stream => "stdio",
             crate::transport::Medium::Exchanges => "http",
         });
-        let (facts, fallback) = match protocol::connect_era(&session.link, self.protocol).await {
-            Ok(Connected::Done(facts, fallback)) => (facts, fallback),
-            Ok(Connected::Respawn(why)) => {
-                // The child exited during the probe: a legacy server that stops
-                // when the first request is not `initialize`. Start it again.
-                session.abandon().await;
-                let opening = open(&*transport);
-                session = opening.await?;
-                match legacy::initialize(&session.link).await {
-                    Ok(facts) => (facts, Some(why)),
-                    Err(error) => return Err(session.fail(error).await),
+        let mut known_legacy = self.known_legacy && self.protocol == ProtocolMode::Auto;
+        let (facts, fallback) = loop {
+            let connected = if known_legacy {
+                protocol::connect_known_legacy(&session.link).await
+            } else {
+                protocol::connect_era(&session.link, self.protocol).await
+            };
+            match connected {
+                Ok(Connected::Done(facts, fallback)) => break (facts, fallback),
+                Ok(Connected::Renegotiate) => {
+                    // The era cache was wrong for this server: the full
+                    // negotiation, once, on a fresh session.
+                    known_legacy = false;
+                    session.abandon().await;
+                    let opening = open(&*transport);
+                    session = logged(opening.await?);
                 }
+                Ok(Connected::Respawn(why)) => {
+                    // The child exited during the probe: a legacy server that stops
+                    // when the first request is not `initialize`. Start it again.
+                    session.abandon().await;
+                    let opening = open(&*transport);
+                    session = logged(opening.await?);
+                    match legacy::initialize(&session.link).await {
+                        Ok(facts) => break (facts, Some(why)),
+                        Err(error) => return Err(session.fail(error).await),
+                    }
+                }
+                Err(error) => return Err(session.fail(error).await),
             }
-            Err(error) => return Err(session.fail(error).await),
         };
         let mut facts = facts;
         if let Some(Value::Object(assumed)) = &self.assumed {
@@ -459,6 +538,8 @@ impl Client {
             pin: None,
             assumed: None,
             scope: None,
+            known_legacy: false,
+            teardowns: None,
         }
     }
 

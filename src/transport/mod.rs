@@ -587,6 +587,12 @@ impl std::fmt::Debug for Connection {
 /// ```
 pub trait Transport: sealed::Open + Send + 'static {}
 
+/// The origin a transport reaches (HTTP: scheme, lower-cased host, effective
+/// port), or `None` (stdio, duplex): what a group's era cache is keyed by.
+pub(crate) fn origin_of(transport: &dyn Transport) -> Option<(&'static str, String, u16)> {
+    transport.origin()
+}
+
 impl Transport for stdio::StdioCommand {}
 impl Transport for http::HttpTransport {}
 impl Transport for duplex::DuplexTransport {}
@@ -607,6 +613,12 @@ mod sealed {
         /// (the engine starts a stdio server again when it exited during the
         /// protocol probe, as some legacy servers do).
         fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>>;
+
+        /// The origin (scheme, lower-cased host, effective port) of a transport
+        /// that reaches a URL; `None` for the others.
+        fn origin(&self) -> Option<(&'static str, String, u16)> {
+            None
+        }
     }
 
     impl Open for stdio::StdioCommand {
@@ -618,6 +630,10 @@ mod sealed {
     impl Open for http::HttpTransport {
         fn open(&self, ctx: TransportContext) -> BoxFuture<'static, Result<Connection>> {
             http::HttpTransport::open(self, ctx)
+        }
+
+        fn origin(&self) -> Option<(&'static str, String, u16)> {
+            http::HttpTransport::origin(self)
         }
     }
 

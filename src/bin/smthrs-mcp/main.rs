@@ -21,13 +21,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
 use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
 use smthrs_mcp::config::{self, EntryTransport, ServerEntry};
-use smthrs_mcp::flows::{self, FlowCatalog};
-use smthrs_mcp::transport::http::HttpTransport;
+use smthrs_mcp::flows;
+use smthrs_mcp::group::{ClientGroup, GroupEntry, GroupError};
+use smthrs_mcp::transport::http::{HttpTransport, SharedHttpClient};
 use smthrs_mcp::{
     CallEvent, CallOptions, CancellationToken, Client, DiagnosticEvent, DiagnosticObserver, Error,
     StdioCommand, TaskMode, TaskStatus, Transport,
@@ -259,14 +258,23 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         None => Vec::new(),
     };
     // Everything checkable without connecting happens here, before any spawn:
-    // projection prefixes, and bearer tokens read from the environment.
+    // projection prefixes, and bearer tokens read from the environment. Every
+    // HTTP entry but the OAuth ones shares one HTTP client (one pool); it reads
+    // the proxy variables once, here, and builds its connectors when the first
+    // transport needs one.
+    let shared = SharedHttpClient::builder()
+        .use_env_proxy(true)
+        .build()
+        .map_err(|e| Failure::Usage(format!("{label}: {e}")))?;
     let mut transports = Vec::with_capacity(entries.len());
     for entry in &entries {
         entry
             .projection
             .validate()
             .map_err(|e| Failure::Usage(format!("{label}: server \"{}\": {e}", entry.server)))?;
-        transports.push(transport_for(entry).map_err(|e| Failure::Usage(format!("{label}: {e}")))?);
+        transports.push(
+            transport_for(entry, &shared).map_err(|e| Failure::Usage(format!("{label}: {e}")))?,
+        );
     }
     let listing_resources = matches!(cli.command, Command::Resources { .. });
     match cli.command {
@@ -276,7 +284,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Tools { lock } => {
             let pins = lock.read(source.as_ref().map(|s| s.path.as_path()))?;
-            let (clients, catalog) = connect_all(
+            let group = connect_all(
                 &entries,
                 transports,
                 &label,
@@ -285,10 +293,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 pins.as_ref(),
             )
             .await?;
-            let declarations: Vec<_> = catalog.declarations().collect();
+            let declarations: Vec<_> = group.flows().declarations().collect();
             let printed = serde_json::to_string_pretty(&declarations)
                 .map_err(|_| Failure::Usage("could not encode declarations".into()));
-            close_all(&clients).await;
+            group.close().await;
             print_stdout(&printed?);
             Ok(())
         }
@@ -308,7 +316,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let asking = Asking::Elicitation {
                 interactive: prompt::interactive(no_input),
             };
-            let (clients, catalog) = connect_all(
+            let group = connect_all(
                 &entries,
                 transports,
                 &label,
@@ -322,8 +330,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 (_, true) => TaskMode::Never,
                 _ => TaskMode::Auto,
             };
-            let outcome = call(&clients, &catalog, &flow, arguments, mode).await;
-            close_all(&clients).await;
+            let outcome = call(&group, &flow, arguments, mode).await;
+            group.close().await;
             let result = outcome?;
             let printed = serde_json::to_string_pretty(&result)
                 .map_err(|_| Failure::Usage("could not encode the result".into()))?;
@@ -333,7 +341,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Lock { lock_file } => {
             let path = lock_file
                 .unwrap_or_else(|| lock::default_path(source.as_ref().map(|s| s.path.as_path())));
-            let (clients, _) = connect_all(
+            let group = connect_all(
                 &entries,
                 transports,
                 &label,
@@ -342,8 +350,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 None,
             )
             .await?;
-            let text = lock::render(&entries, &clients);
-            close_all(&clients).await;
+            let text = lock::render(&entries, group.clients());
+            group.close().await;
             lock::write(&path, &text).map_err(|e| {
                 Failure::Usage(format!(
                     "--lock-file {}: cannot write the lock file ({})",
@@ -372,7 +380,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Resources { server } | Command::Prompts { server } => {
-            let clients = connect_chosen(
+            let group = connect_chosen(
                 &entries,
                 transports,
                 server.as_deref(),
@@ -382,19 +390,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             .await?;
             let named_server = server.is_some();
             let outcome = if listing_resources {
-                offers::resources(&clients, named_server).await
+                offers::resources(group.clients(), named_server).await
             } else {
-                offers::prompts(&clients, named_server).await
+                offers::prompts(group.clients(), named_server).await
             };
-            close_all(&clients).await;
+            group.close().await;
             print_json(&outcome?)
         }
         Command::Read { server, uri } => {
-            let clients =
+            let group =
                 connect_chosen(&entries, transports, Some(&server), &label, cli.diagnostics)
                     .await?;
-            let outcome = offers::read(&clients[0], &uri).await;
-            close_all(&clients).await;
+            let outcome = offers::read(only(&group)?, &uri).await;
+            group.close().await;
             print_json(&outcome?)
         }
         Command::Prompt { server, name, args } => {
@@ -406,15 +414,15 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     ));
                 }
             };
-            let clients =
+            let group =
                 connect_chosen(&entries, transports, Some(&server), &label, cli.diagnostics)
                     .await?;
-            let outcome = offers::prompt(&clients[0], &name, arguments).await;
-            close_all(&clients).await;
+            let outcome = offers::prompt(only(&group)?, &name, arguments).await;
+            group.close().await;
             print_json(&outcome?)
         }
         Command::Skills { server } => {
-            let clients = connect_chosen(
+            let group = connect_chosen(
                 &entries,
                 transports,
                 server.as_deref(),
@@ -422,16 +430,16 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 cli.diagnostics,
             )
             .await?;
-            let outcome = skill_files::skills(&clients, server.is_some()).await;
-            close_all(&clients).await;
+            let outcome = skill_files::skills(group.clients(), server.is_some()).await;
+            group.close().await;
             print_json(&outcome?)
         }
         Command::Skill { server, name, out } => {
-            let clients =
+            let group =
                 connect_chosen(&entries, transports, Some(&server), &label, cli.diagnostics)
                     .await?;
-            let outcome = skill_files::skill(&clients[0], &name, &out).await;
-            close_all(&clients).await;
+            let outcome = skill_files::skill(only(&group)?, &name, &out).await;
+            group.close().await;
             print_stdout(&format!("ok: {} files", outcome?));
             Ok(())
         }
@@ -448,9 +456,9 @@ async fn connect_chosen(
     server: Option<&str>,
     label: &str,
     diagnostics: bool,
-) -> Result<Vec<Client>, Failure> {
+) -> Result<ClientGroup, Failure> {
     let (chosen, transports) = choose(entries, transports, server, label)?;
-    let (clients, _) = connect_all(
+    connect_all(
         &chosen,
         transports,
         label,
@@ -458,8 +466,15 @@ async fn connect_chosen(
         Asking::Nothing,
         None,
     )
-    .await?;
-    Ok(clients)
+    .await
+}
+
+/// The one client of a group connected for the server a command names.
+fn only(group: &ClientGroup) -> Result<&Client, Failure> {
+    group
+        .clients()
+        .first()
+        .ok_or_else(|| Failure::Usage("no server connected".into()))
 }
 
 /// The entries a command connects, and their transports.
@@ -498,28 +513,16 @@ fn print_json(value: &Value) -> Result<(), Failure> {
 }
 
 async fn call(
-    clients: &[Client],
-    catalog: &FlowCatalog,
+    group: &ClientGroup,
     flow: &str,
     arguments: Map<String, Value>,
     mode: TaskMode,
 ) -> Result<smthrs_mcp::ToolResult, Failure> {
-    let Some(found) = catalog.get(flow) else {
-        // The catalog's own refusal: tool_not_found, nothing invoked.
-        return match catalog.invoke(flow, Map::new()).await {
-            Err(error) => Err(Failure::Session(error)),
-            Ok(_) => Err(Failure::Usage(format!("no flow named {flow:?}"))),
-        };
-    };
-    let declaration = &found.declaration;
-    let client = clients
-        .iter()
-        .find(|c| c.server() == declaration.server)
-        .ok_or_else(|| Failure::Usage(format!("no server for flow {flow:?}")))?;
-    // Call the client directly rather than through the flow invoker so the exit line
-    // carries the session's own kind (timeout, connection_closed, ...). An
-    // interrupt (SIGINT) cancels the call: a task gets `tasks/cancel` before the
-    // sessions close.
+    // The group calls the tool on its client directly, so the exit line
+    // carries the session's own kind (timeout, connection_closed, ...), naming
+    // the server; an unknown flow is tool_not_found, nothing sent. An
+    // interrupt (SIGINT) cancels the call: a task gets `tasks/cancel` before
+    // the sessions close.
     let interrupted = CancellationToken::new();
     let listener = {
         let interrupted = interrupted.clone();
@@ -533,10 +536,10 @@ async fn call(
         .task(mode)
         .cancel_on(interrupted)
         .on_event(TaskLines::default().observer());
-    let result = client
-        .call_tool_with(&declaration.tool, arguments, &options)
+    let result = group
+        .call_with(flow, arguments, &options)
         .await
-        .map_err(|e| Failure::Session(named(&declaration.server, e)));
+        .map_err(Failure::Session);
     listener.abort();
     result
 }
@@ -581,7 +584,6 @@ impl TaskLines {
     }
 }
 
-/// Connects every entry in parallel; any failure takes the run down, naming the server.
 /// What the CLI's host handler answers besides the entry's roots.
 #[derive(Clone, Copy)]
 enum Asking {
@@ -593,6 +595,10 @@ enum Asking {
     Elicitation { interactive: bool },
 }
 
+/// Connects every entry as one group ([`ClientGroup`]: in parallel, at most
+/// its default number at a time; HTTP servers of one origin share what their
+/// era is); the first failure takes the run down, naming its server, after
+/// every session the group started is ended.
 async fn connect_all(
     entries: &[ServerEntry],
     transports: Vec<Box<dyn Transport>>,
@@ -600,7 +606,7 @@ async fn connect_all(
     diagnostics: bool,
     asking: Asking,
     pins: Option<&lock::Lock>,
-) -> Result<(Vec<Client>, FlowCatalog), Failure> {
+) -> Result<ClientGroup, Failure> {
     // Under --locked every server must have a pin before anything connects.
     let pins: Vec<Option<smthrs_mcp::pin::CatalogPin>> = match pins {
         Some(lock) => entries
@@ -611,72 +617,33 @@ async fn connect_all(
     };
     let observer: Option<Arc<dyn DiagnosticObserver>> =
         diagnostics.then(|| Arc::new(PrintDiagnostics) as Arc<dyn DiagnosticObserver>);
-    let connects = entries
-        .iter()
-        .zip(transports)
-        .zip(pins)
-        .map(|((entry, transport), pin)| {
-            let mut builder = Client::builder(entry.server.clone())
-                .limits(entry.limits)
-                .protocol(entry.protocol);
-            let (elicitation, interactive) = match asking {
-                Asking::Nothing => (false, false),
-                Asking::Elicitation { interactive } => (interactive, interactive),
-            };
-            let host = prompt::CliHost::new(&entry.server, &entry.roots, elicitation, interactive);
-            if host.declares_anything() {
-                builder = builder.host_handler(host);
-            }
-            if let Some(pin) = pin {
-                builder = builder.pin(pin);
-            }
-            if let Some(observer) = &observer {
-                builder = builder.diagnostics(observer.clone());
-            }
-            let server = entry.server.clone();
-            async move {
-                builder
-                    .connect_boxed(transport)
-                    .await
-                    .map_err(|e| named(&server, e))
-            }
-        });
-    // All in parallel; the first failure takes the run down at once (the other
-    // connects are dropped, which ends their sessions), naming its server.
-    let mut pending: FuturesUnordered<_> = connects
-        .enumerate()
-        .map(|(index, connect)| async move { (index, connect.await) })
-        .collect();
-    let mut slots: Vec<Option<Client>> = (0..entries.len()).map(|_| None).collect();
-    while let Some((index, result)) = pending.next().await {
-        match result {
-            Ok(client) => slots[index] = Some(client),
-            Err(error) => {
-                drop(pending);
-                let connected: Vec<Client> = slots.into_iter().flatten().collect();
-                close_all(&connected).await;
-                return Err(Failure::Session(error));
-            }
+    let mut group = ClientGroup::builder();
+    for ((entry, transport), pin) in entries.iter().zip(transports).zip(pins) {
+        let mut builder = Client::builder(entry.server.clone())
+            .limits(entry.limits)
+            .protocol(entry.protocol);
+        let (elicitation, interactive) = match asking {
+            Asking::Nothing => (false, false),
+            Asking::Elicitation { interactive } => (interactive, interactive),
+        };
+        let host = prompt::CliHost::new(&entry.server, &entry.roots, elicitation, interactive);
+        if host.declares_anything() {
+            builder = builder.host_handler(host);
         }
-    }
-    let clients: Vec<Client> = slots.into_iter().flatten().collect();
-    let mut sources = Vec::with_capacity(clients.len());
-    for (client, entry) in clients.iter().zip(entries) {
-        match flows::source_from_client(client, &entry.projection) {
-            Ok(source) => sources.push(source),
-            Err(error) => {
-                close_all(&clients).await;
-                return Err(projection_failure(label, error));
-            }
+        if let Some(pin) = pin {
+            builder = builder.pin(pin);
         }
-    }
-    match flows::compose(sources) {
-        Ok(catalog) => Ok((clients, catalog)),
-        Err(error) => {
-            close_all(&clients).await;
-            Err(projection_failure(label, error))
+        if let Some(observer) = &observer {
+            builder = builder.diagnostics(observer.clone());
         }
+        group =
+            group.entry(GroupEntry::boxed(builder, transport).projection(entry.projection.clone()));
     }
+    group.connect().await.map_err(|error| match error {
+        GroupError::Projection(error) => projection_failure(label, error),
+        GroupError::Connect(error) => Failure::Session(error),
+        other => Failure::Session(other.into()),
+    })
 }
 
 /// An unknown `include` name or a duplicate flow name, found after connecting: a
@@ -690,7 +657,10 @@ fn projection_failure(label: &str, error: flows::ProjectionError) -> Failure {
 /// Builds the transport of one entry. Nothing is spawned or connected here; an
 /// HTTP entry reads its `bearerTokenEnv` variable now (unset or empty fails,
 /// naming the server and the variable) and is granted exactly its own origin.
-fn transport_for(entry: &ServerEntry) -> Result<Box<dyn Transport>, Error> {
+fn transport_for(
+    entry: &ServerEntry,
+    shared: &SharedHttpClient,
+) -> Result<Box<dyn Transport>, Error> {
     match &entry.transport {
         EntryTransport::Stdio(stdio) => {
             let mut command = StdioCommand::new(&stdio.command).args(&stdio.args);
@@ -711,8 +681,11 @@ fn transport_for(entry: &ServerEntry) -> Result<Box<dyn Transport>, Error> {
             if let Some(var) = &http.bearer_token_env {
                 builder = builder.bearer_token_env(var.clone());
             }
-            if let Some(oauth) = &http.oauth {
-                builder = builder.oauth(login::oauth(&entry.server, oauth)?);
+            match &http.oauth {
+                // The OAuth chain guards its client's addresses per endpoint:
+                // an OAuth entry keeps a client of its own.
+                Some(oauth) => builder = builder.oauth(login::oauth(&entry.server, oauth)?),
+                None => builder = builder.http_client(shared.clone()),
             }
             Ok(Box::new(builder.build()?))
         }
@@ -725,10 +698,6 @@ fn print_stdout(text: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{text}").and_then(|()| stdout.flush());
-}
-
-async fn close_all(clients: &[Client]) {
-    futures_util::future::join_all(clients.iter().map(Client::close)).await;
 }
 
 /// Prefixes the server name unless the message already names it.

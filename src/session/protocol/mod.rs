@@ -162,6 +162,38 @@ pub(crate) enum Connected {
     Done(ServerFacts, Option<&'static str>),
     /// Start the child again and connect legacy (why).
     Respawn(&'static str),
+    /// The era cache's legacy hint failed: run the full negotiation on a fresh
+    /// session ([`connect_known_legacy`]).
+    Renegotiate,
+}
+
+/// The fallback reason reported when the era cache skipped the probe.
+pub(crate) const KNOWN_LEGACY: &str =
+    "another server of this origin was found legacy; server/discover skipped";
+
+/// Steps 2-3 when the era cache knows the server's origin as legacy (a
+/// group's, `auto` only): `initialize` at once, no probe. A failure that may
+/// mean the era is wrong (a JSON-RPC error, -32022 included, an HTTP status, a
+/// version or result refused) asks for the full negotiation
+/// ([`Connected::Renegotiate`]); a failure that says nothing about the era
+/// (a timeout, `401`/`403`, a closed connection, TLS, egress) is the error.
+pub(crate) async fn connect_known_legacy(link: &Link) -> Result<Connected> {
+    match legacy::initialize(link).await {
+        Ok(facts) => Ok(Connected::Done(facts, Some(KNOWN_LEGACY))),
+        Err(error)
+            if matches!(
+                error.kind(),
+                ErrorKind::RemoteError
+                    | ErrorKind::UnsupportedProtocolVersion
+                    | ErrorKind::HttpStatus
+                    | ErrorKind::ProtocolError
+                    | ErrorKind::InvalidResponse
+            ) =>
+        {
+            Ok(Connected::Renegotiate)
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// Steps 2-3 of the connect on an open session: the probe (unless legacy is

@@ -164,7 +164,7 @@ pub(crate) async fn call_tool(
             ResultBody::Selected(members) => ToolCallMembers::from_selected(members),
             ResultBody::Value(Value::Object(object)) => {
                 if declaring && object.get("resultType").and_then(Value::as_str) == Some("task") {
-                    // A task carries no progress: the token is retired now.
+                    // Progress is not carried on tasks (beyond-tools.md §4.2).
                     if let Some(progress) = progress {
                         progress.retire();
                     }

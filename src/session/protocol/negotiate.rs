@@ -28,7 +28,11 @@
 //! corrective retry, once per `tools/call` and once per catalog walk (the walk
 //! switches version once, for all its pages) ([`retry_after_version_error`]).
 //! [`ProtocolMode::Legacy`] skips the probe; [`ProtocolMode::Modern`]
-//! refuses any verdict but modern with `unsupported_protocol_version`.
+//! refuses any verdict but modern with `unsupported_protocol_version`. A
+//! group's era cache (`crate::group`) skips it too, for an `auto` server whose
+//! HTTP origin another server was found legacy on: `initialize` first, and the
+//! full negotiation above once on a fresh session when that `initialize` is
+//! refused (`super::connect_known_legacy`).
 
 use std::collections::HashSet;
 

@@ -18,7 +18,10 @@
 //! 5. the MCP header/session layer: `Accept`, `Content-Type`, `Mcp-Session-Id`;
 //! 6. the transport's one HTTP client: hyper-util's pooled `client::legacy::Client`
 //!    over hyper-rustls (the `ring` provider; HTTP/2 via ALPN where the server
-//!    offers it), built once per transport and shared with its OAuth chain.
+//!    offers it), built once per transport and shared with its OAuth chain, or
+//!    one [`SharedHttpClient`] many transports share
+//!    ([`HttpTransportBuilder::http_client`]: one pool, the layers above it
+//!    each transport's own).
 //!
 //! The stack's request type is [`HttpRequest`] (`http::Request<Full<Bytes>>`), its
 //! response [`HttpResponse`] (a boxed body), its error [`BoxError`]. Errors this
@@ -146,7 +149,10 @@ use http_body_util::combinators::UnsyncBoxBody;
 mod driver;
 mod headers;
 mod session_id;
+mod shared;
 mod sse;
+
+pub use shared::{SharedHttpClient, SharedHttpClientBuilder};
 
 pub(crate) use headers::{CallHeaders, HttpHints, ParamHeader};
 
@@ -185,10 +191,25 @@ enum TokenSource {
     Value(SecretString),
 }
 
+/// Where a client's proxies come from. Compared as configured: a transport
+/// shares a [`SharedHttpClient`] only when it says the same.
+#[derive(Default, PartialEq, Eq)]
 enum ProxySource {
+    #[default]
     None,
     Env,
     Explicit(String),
+}
+
+impl ProxySource {
+    /// For `Debug`: never the proxy URL's userinfo.
+    fn describe(&self) -> String {
+        match self {
+            ProxySource::None => "none".to_owned(),
+            ProxySource::Env => "environment".to_owned(),
+            ProxySource::Explicit(url) => redacted_url(url),
+        }
+    }
 }
 
 /// Builds an [`HttpTransport`]. Setters never fail; [`HttpTransportBuilder::build`]
@@ -204,9 +225,25 @@ pub struct HttpTransportBuilder {
     redirects: usize,
     layers: Vec<LayerFn>,
     oauth: Option<crate::auth::OAuth>,
+    shared: Option<SharedHttpClient>,
 }
 
 impl HttpTransportBuilder {
+    /// Sends this transport's requests through `client`, one HTTP client (one
+    /// connection pool) that other transports share ([`SharedHttpClient`]):
+    /// servers on one origin then reuse each other's idle connections. The
+    /// egress policy, the token and every other layer stay this transport's
+    /// own. This transport's TLS and proxy settings must equal the client's,
+    /// and it may have neither OAuth nor a client certificate:
+    /// [`build`](Self::build) refuses otherwise (`invalid_config`, naming the
+    /// setting).
+    ///
+    /// Default: a client of this transport's own.
+    pub fn http_client(mut self, client: SharedHttpClient) -> Self {
+        self.shared = Some(client);
+        self
+    }
+
     /// Authorizes with OAuth 2.1 ([`crate::auth`]): the stack gets an
     /// [`OAuthLayer`] in place of the bearer layer, which
     /// answers a `401` by running the authorization chain and retries once.
@@ -381,12 +418,19 @@ impl HttpTransportBuilder {
             None => EgressGrants::for_endpoint(&endpoint)
                 .map_err(|e| Error::config(format!("server \"{server}\": {e}")))?,
         };
-        let proxies = match self.proxy {
-            ProxySource::None => None,
-            ProxySource::Env => Some(Matcher::from_env()),
-            ProxySource::Explicit(url) => Some(parse_proxy(&server, &url)?),
+        if let Some(shared) = &self.shared {
+            shared.check(&server, &self.proxy, &self.tls, self.oauth.is_some())?;
+        }
+        let proxies = match (&self.shared, self.proxy) {
+            (Some(_), _) | (None, ProxySource::None) => None,
+            (None, ProxySource::Env) => Some(Matcher::from_env()),
+            (None, ProxySource::Explicit(url)) => Some(parse_proxy(&server, &url)?),
         };
-        if let Some(proxy) = proxies.as_ref().and_then(|m| m.intercept(&endpoint)) {
+        let intercepting = match &self.shared {
+            Some(shared) => shared.proxies(),
+            None => proxies.as_ref(),
+        };
+        if let Some(proxy) = intercepting.and_then(|m| m.intercept(&endpoint)) {
             if proxy.uri().scheme_str() != Some("http") {
                 return Err(Error::config(format!(
                     "server \"{server}\": only http:// proxies are supported"
@@ -403,6 +447,21 @@ impl HttpTransportBuilder {
             }
         }
         let needs_roots = endpoint.scheme_str() == Some("https") || self.oauth.is_some();
+        if let Some(shared) = &self.shared {
+            // Checked above: no OAuth, so no chain and no address guard.
+            return Ok(HttpTransport {
+                inner: Arc::new(Prepared {
+                    server,
+                    endpoint,
+                    client: shared.client(needs_roots)?,
+                    bearer,
+                    oauth: None,
+                    egress: EgressPolicyLayer::new(grants),
+                    layers: self.layers,
+                    redirects: self.redirects,
+                }),
+            });
+        }
         let tls = client::tls_config(&server, self.tls, needs_roots)?;
         let oauth = match self.oauth {
             Some(config) => {
@@ -463,20 +522,14 @@ impl fmt::Debug for HttpTransportBuilder {
                 },
             )
             .field("egress_grants", &self.grants)
-            .field(
-                "proxy",
-                &match &self.proxy {
-                    ProxySource::None => "none".to_owned(),
-                    ProxySource::Env => "environment".to_owned(),
-                    ProxySource::Explicit(url) => redacted_url(url),
-                },
-            )
+            .field("proxy", &self.proxy.describe())
             .field("extra_roots", &self.tls.roots.len())
             .field("tls_roots_only", &self.tls.roots_only)
             .field("client_identity", &self.tls.identity.is_some())
             .field("follow_same_origin_redirects", &self.redirects)
             .field("layers", &self.layers.len())
             .field("oauth", &self.oauth)
+            .field("shared_http_client", &self.shared.is_some())
             .finish()
     }
 }
@@ -517,6 +570,7 @@ impl HttpTransport {
             redirects: 0,
             layers: Vec::new(),
             oauth: None,
+            shared: None,
         }
     }
 
@@ -528,6 +582,11 @@ impl HttpTransport {
     /// The egress grants in force.
     pub fn egress_grants(&self) -> &EgressGrants {
         self.inner.egress.grants()
+    }
+
+    /// The endpoint's origin: scheme, lower-cased host, effective port.
+    pub(crate) fn origin(&self) -> Option<(&'static str, String, u16)> {
+        crate::http::origin_of(&self.inner.endpoint)
     }
 
     fn stack(
