@@ -93,14 +93,24 @@ impl std::fmt::Debug for ParamHeader {
 }
 
 /// The per-request headers of a stateless `tools/call`, `resources/read` or
-/// `prompts/get` over HTTP.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// `prompts/get` over HTTP, or of a `tasks/*` request. `Debug` shows the
+/// name's length only: it may be a task id (a possible bearer token) or a URI.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct CallHeaders {
-    /// `Mcp-Name`: the tool's or prompt's name, or the resource's URI, encoded
-    /// like a header value by the engine.
+    /// `Mcp-Name`: the tool's or prompt's name, the resource's URI, or the
+    /// task id, encoded like a header value by the engine.
     pub(crate) name: String,
     /// The `Mcp-Param-*` headers (`tools/call` only).
     pub(crate) params: Vec<ParamHeader>,
+}
+
+impl std::fmt::Debug for CallHeaders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallHeaders")
+            .field("name_bytes", &self.name.len())
+            .field("params", &self.params)
+            .finish()
+    }
 }
 
 /// `MCP-Protocol-Version`.
@@ -224,6 +234,21 @@ mod tests {
         assert!(req.headers().get(&MCP_METHOD).is_none());
         assert!(req.headers().get(&MCP_NAME).is_none());
         assert!(!is_stateless(req.headers()));
+    }
+
+    #[test]
+    fn call_headers_debug_shows_no_name_nor_value() {
+        let call = CallHeaders {
+            name: "bearer-task-7f3a".into(),
+            params: vec![ParamHeader {
+                name: "Region".into(),
+                value: "secret-value".into(),
+            }],
+        };
+        let shown = format!("{call:?}");
+        assert!(!shown.contains("bearer-task-7f3a"), "{shown}");
+        assert!(!shown.contains("secret-value"), "{shown}");
+        assert!(shown.contains("name_bytes: 16"), "{shown}");
     }
 
     /// A 2026-07-28 `tools/call` of `my-tool` with one parameter header.
