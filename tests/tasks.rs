@@ -306,6 +306,34 @@ async fn without_an_interval_the_client_backs_off(via: Via) {
     a.close().await;
 }
 
+/// `taskMaxPollIntervalMs` caps the client's own backoff: with a ceiling under
+/// its first 1 s step, every wait is the ceiling (plus jitter), never the 1 s,
+/// 1.5 s, ... the backoff would reach.
+async fn the_own_backoff_stops_at_the_ceiling(via: Via) {
+    let working = polled(ID, "working", None, json!({}));
+    let gets = vec![working.clone(), working.clone(), working, done(ID, "ok")];
+    let a = open(
+        via,
+        limits(|l| l.task_max_poll_interval_ms = 300),
+        server(None, gets),
+    )
+    .await;
+    call(a.client(), &CallOptions::new()).await.expect("ok");
+    let gaps = gaps_ms(&a);
+    assert_eq!(gaps.len(), 4, "{gaps:?}");
+    for gap in &gaps {
+        assert!(
+            *gap + SLACK_MS >= 300,
+            "no faster than the ceiling: {gaps:?}"
+        );
+        assert!(
+            *gap < 900,
+            "capped at taskMaxPollIntervalMs (300): {gaps:?}"
+        );
+    }
+    a.close().await;
+}
+
 /// A host that accepts every form, recording the messages.
 #[derive(Default)]
 struct Host(Mutex<Vec<String>>);
@@ -1051,6 +1079,7 @@ both_transports!(tasks:
     a_task_runs_to_its_result,
     the_cadence_follows_the_server_and_the_floor,
     without_an_interval_the_client_backs_off,
+    the_own_backoff_stops_at_the_ceiling,
     input_requests_reach_the_host_once_each,
     too_many_input_keys_cancel_the_task,
     a_failed_task_is_a_remote_error,
@@ -1139,5 +1168,46 @@ async fn throttled_polls_wait_as_asked() {
         statuses.contains(&503) && statuses.contains(&429),
         "{statuses:?}"
     );
+    a.close().await;
+}
+
+/// Progress is not carried on tasks (beyond-tools.md §4.2): the call's token is
+/// retired once `tools/call` hands back a task. A `notifications/progress`
+/// naming it before the `CreateTaskResult` reaches the observer; the same
+/// token named while the task is polled does not, and the task's updates do.
+/// (stdio: over 2026-07-28 HTTP a poll's stream is not the call's anyway.)
+#[tokio::test]
+async fn a_tasks_polls_carry_no_progress_for_its_call() {
+    // The first token a session mints is 1 (checked against the record below).
+    let progress = |token: Value, n: u64| {
+        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+               "params": {"progressToken": token, "progress": n}})
+    };
+    let mut working = polled(ID, "working", Some(100), json!({}));
+    working["before"] = json!([progress(json!(1), 2)]);
+    let mut scenario = server(Some(100), vec![working, done(ID, "ok")]);
+    scenario["on_call"]["long"]["raw_lines"] = json!([progress(json!("$PROGRESS_TOKEN"), 1)]);
+    let a = open(Via::Stdio, limits(|_| {}), scenario).await;
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let kept = events.clone();
+    let options = CallOptions::new().on_event(move |event| kept.lock().unwrap().push(event));
+    let result = call(a.client(), &options).await.expect("the task's result");
+    assert_eq!(text_of(&result), "ok");
+    assert_eq!(
+        a.received("tools/call")[0]["params"]["_meta"]["progressToken"],
+        json!(1),
+        "the token the polls' notification names"
+    );
+    assert_eq!(a.received("tasks/get").len(), 2);
+    let events = events.lock().unwrap().clone();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|event| match event {
+            CallEvent::Progress(_) => "progress",
+            CallEvent::Task(_) => "task",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["progress", "task", "task", "task"], "{events:?}");
     a.close().await;
 }
