@@ -191,7 +191,10 @@ pub(crate) fn apply(req: &mut HttpRequest, meta: &FrameMeta) -> Result<()> {
     headers.insert(MCP_METHOD.clone(), HeaderValue::from_static(method));
     let call = hints.call.as_deref();
     if let Some(call) = call {
-        let value = HeaderValue::from_str(&call.name).map_err(|_| invalid())?;
+        let mut value = HeaderValue::from_str(&call.name).map_err(|_| invalid())?;
+        // On `tasks/*` it is the task id (a possible bearer token), elsewhere
+        // a URI may carry secrets: user layers that log headers must not print it.
+        value.set_sensitive(true);
         headers.insert(MCP_NAME.clone(), value);
     }
     for param in call.map_or(&[][..], |call| &call.params) {
@@ -274,6 +277,7 @@ mod tests {
         assert_eq!(h["mcp-protocol-version"], "2026-07-28");
         assert_eq!(h["mcp-method"], "tools/call");
         assert_eq!(h["mcp-name"], "my-tool");
+        assert!(h["mcp-name"].is_sensitive());
         assert_eq!(h["mcp-param-region"], "us-west1");
         assert!(h["mcp-param-region"].is_sensitive());
         assert!(is_stateless(req.headers()));
