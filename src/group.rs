@@ -289,8 +289,8 @@ impl ClientGroupBuilder {
     }
 
     /// How many connects run at once, at least 1 (0 fails the connect with
-    /// `invalid_config` before anything starts). Default:
-    /// [`DEFAULT_MAX_CONCURRENT_CONNECTS`].
+    /// `invalid_config` before anything starts; `usize::MAX` means no bound).
+    /// Default: [`DEFAULT_MAX_CONCURRENT_CONNECTS`].
     pub fn max_concurrent_connects(mut self, max: usize) -> Self {
         self.max_concurrent_connects = max;
         self
@@ -334,7 +334,10 @@ impl ClientGroupBuilder {
                 .map_err(GroupError::Projection)?;
         }
         let count = self.entries.len();
-        let slots = Arc::new(Semaphore::new(self.max_concurrent_connects));
+        // Past the semaphore's ceiling `Semaphore::new` would panic; no group
+        // has that many entries, so the ceiling bounds nothing real.
+        let permits = self.max_concurrent_connects.min(Semaphore::MAX_PERMITS);
+        let slots = Arc::new(Semaphore::new(permits));
         let teardowns = TeardownLog::default();
         let cache = self.era_cache;
         // The first `auto` entry of each HTTP origin leads; the others wait

@@ -461,14 +461,16 @@ impl Limits {
         // The task poll floor under its own backoff's ceiling; one poll's wait
         // within the whole wait.
         if self.task_min_poll_interval_ms > self.task_max_poll_interval_ms {
-            return Err(Error::protocol(
-                "option taskMinPollIntervalMs must be at most taskMaxPollIntervalMs",
-            ));
+            return Err(Error::protocol(format!(
+                "option taskMinPollIntervalMs ({}) must be at most taskMaxPollIntervalMs ({})",
+                self.task_min_poll_interval_ms, self.task_max_poll_interval_ms
+            )));
         }
         if self.task_min_poll_interval_ms > self.max_task_wait_ms {
-            return Err(Error::protocol(
-                "option taskMinPollIntervalMs must be at most maxTaskWaitMs",
-            ));
+            return Err(Error::protocol(format!(
+                "option taskMinPollIntervalMs ({}) must be at most maxTaskWaitMs ({})",
+                self.task_min_poll_interval_ms, self.max_task_wait_ms
+            )));
         }
         Ok(())
     }
@@ -660,15 +662,21 @@ mod tests {
         };
         let error = limits.validate().unwrap_err();
         assert_eq!(error.kind(), crate::ErrorKind::ProtocolError);
-        assert!(error.message().contains("taskMinPollIntervalMs"), "{error}");
-        assert!(error.message().contains("taskMaxPollIntervalMs"), "{error}");
+        assert!(
+            error.message().contains("taskMinPollIntervalMs (30001)"),
+            "{error}"
+        );
+        assert!(
+            error.message().contains("taskMaxPollIntervalMs (30000)"),
+            "{error}"
+        );
         limits.task_min_poll_interval_ms = 30_000;
         limits.validate().expect("equal bounds are fine");
         limits.task_min_poll_interval_ms = 100;
         limits.task_max_poll_interval_ms = 200;
         limits.max_task_wait_ms = 99;
         let error = limits.validate().unwrap_err();
-        assert!(error.message().contains("maxTaskWaitMs"), "{error}");
+        assert!(error.message().contains("maxTaskWaitMs (99)"), "{error}");
     }
 
     #[test]

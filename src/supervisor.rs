@@ -608,7 +608,7 @@ impl Supervisor {
         &self,
         name: &str,
         arguments: Map<String, Value>,
-        options: &crate::CallOptions,
+        options: &crate::session::CallOptions,
     ) -> Result<ToolResult> {
         self.client()?
             .call_tool_with(name, arguments, options)
@@ -758,15 +758,7 @@ impl Task {
                         client.server(),
                         self.shared.server
                     ));
-                    self.emit(SupervisorEvent::AttemptFailed {
-                        number,
-                        kind: ErrorKind::InvalidConfig,
-                    });
-                    self.emit(SupervisorEvent::GaveUp {
-                        attempts: number,
-                        last: ErrorKind::InvalidConfig,
-                    });
-                    return Run::Stop(error);
+                    return self.refused(number, error);
                 }
                 Ok(client) => {
                     self.shared.state.send_replace(State::Up(client.clone()));
@@ -778,15 +770,7 @@ impl Task {
                     return Run::Stop(self.changed_error(error));
                 }
                 Err(error) if error.kind() == ErrorKind::InvalidConfig => {
-                    self.emit(SupervisorEvent::AttemptFailed {
-                        number,
-                        kind: ErrorKind::InvalidConfig,
-                    });
-                    self.emit(SupervisorEvent::GaveUp {
-                        attempts: number,
-                        last: ErrorKind::InvalidConfig,
-                    });
-                    return Run::Stop(error);
+                    return self.refused(number, error);
                 }
                 Err(error) => {
                     last = error.kind();
@@ -810,6 +794,18 @@ impl Task {
             "the supervisor gave up reconnecting to server \"{}\" after {attempts} attempts (the last ended with {last}); {bound}",
             self.shared.server
         )))
+    }
+
+    /// Attempt `number` was refused as `invalid_config` (no later attempt
+    /// could do better): reported, and the run stops with `error`.
+    fn refused(&self, number: u32, error: Error) -> Run {
+        let kind = ErrorKind::InvalidConfig;
+        self.emit(SupervisorEvent::AttemptFailed { number, kind });
+        self.emit(SupervisorEvent::GaveUp {
+            attempts: number,
+            last: kind,
+        });
+        Run::Stop(error)
     }
 
     fn changed_error(&self, error: Error) -> Error {

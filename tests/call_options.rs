@@ -43,6 +43,17 @@ async fn last_call_cancelled(a: &Attempt, what: &str) {
     .await;
 }
 
+/// The session still answers: an `echo` of `text` comes back.
+async fn still_open(client: &Client, text: &str) {
+    let echoed = guard(
+        "the next call",
+        client.call_tool("echo", args(json!({ "text": text }))),
+    )
+    .await
+    .expect("the session stays open");
+    assert_eq!(text_of(&echoed), text);
+}
+
 /// A call's own timeout replaces `requestTimeoutMs`, is named in the error,
 /// tells the server, and leaves the session open.
 async fn a_call_timeout_replaces_the_session_timeout(via: Via) {
@@ -59,13 +70,7 @@ async fn a_call_timeout_replaces_the_session_timeout(via: Via) {
         assert_eq!(error.kind(), ErrorKind::Timeout, "{era:?}: {error:?}");
         assert!(error.message().contains("300 ms"), "{error}");
         last_call_cancelled(&a, "the timed-out call's cancellation").await;
-        let echoed = guard(
-            "the next call",
-            client.call_tool("echo", args(json!({"text": "still here"}))),
-        )
-        .await
-        .expect("the session stays open");
-        assert_eq!(text_of(&echoed), "still here");
+        still_open(client, "still here").await;
         a.close().await;
     }
 }
@@ -103,13 +108,7 @@ async fn a_cancelled_token_ends_the_call(via: Via) {
         .expect_err("the token is cancelled");
         assert_eq!(error.kind(), ErrorKind::Cancelled);
         assert_eq!(a.received("tools/call").len(), before, "{era:?}");
-        let echoed = guard(
-            "the next call",
-            client.call_tool("echo", args(json!({"text": "on"}))),
-        )
-        .await
-        .expect("the session stays open");
-        assert_eq!(text_of(&echoed), "on");
+        still_open(client, "on").await;
         a.close().await;
     }
 }
@@ -460,13 +459,7 @@ async fn progress_that_breaks_a_rule_is_dropped(via: Via) {
                 "{era:?}: {reason} not in {reasons:?}"
             );
         }
-        let echoed = guard(
-            "the next call",
-            a.client().call_tool("echo", args(json!({"text": "on"}))),
-        )
-        .await
-        .expect("the session stays open");
-        assert_eq!(text_of(&echoed), "on");
+        still_open(a.client(), "on").await;
         a.close().await;
     }
 }
@@ -579,13 +572,7 @@ async fn max_request_ms_ends_a_call_progress_keeps_alive(via: Via) {
             "{error}"
         );
         assert!(!seen.values().is_empty());
-        let echoed = guard(
-            "the next call",
-            a.client().call_tool("echo", args(json!({"text": "on"}))),
-        )
-        .await
-        .expect("the session stays open");
-        assert_eq!(text_of(&echoed), "on");
+        still_open(a.client(), "on").await;
         a.close().await;
     }
 }

@@ -197,6 +197,23 @@ async fn at_most_max_concurrent_connects_handshakes_run_at_once() {
     }
 }
 
+/// A bound past what a semaphore holds (`usize::MAX`) is no bound, not a panic.
+#[tokio::test]
+async fn the_largest_max_concurrent_connects_connects() {
+    let (server, _) = loopback(quick()).await;
+    let group = ClientGroup::builder()
+        .max_concurrent_connects(usize::MAX)
+        .add(
+            Client::builder("a").protocol(ProtocolMode::Legacy),
+            http(&server, "a", "/a", None),
+        )
+        .connect()
+        .await
+        .expect("connects");
+    assert_eq!(group.len(), 1);
+    group.close().await;
+}
+
 #[tokio::test]
 async fn zero_concurrent_connects_and_duplicate_names_are_refused_before_anything_starts() {
     let (server, _) = loopback(quick()).await;

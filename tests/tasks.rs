@@ -306,6 +306,34 @@ async fn without_an_interval_the_client_backs_off(via: Via) {
     a.close().await;
 }
 
+/// `taskMaxPollIntervalMs` caps the client's own backoff: with a ceiling under
+/// its first 1 s step, every wait is the ceiling (plus jitter), never the 1 s,
+/// 1.5 s, ... the backoff would reach.
+async fn the_own_backoff_stops_at_the_ceiling(via: Via) {
+    let working = polled(ID, "working", None, json!({}));
+    let gets = vec![working.clone(), working.clone(), working, done(ID, "ok")];
+    let a = open(
+        via,
+        limits(|l| l.task_max_poll_interval_ms = 300),
+        server(None, gets),
+    )
+    .await;
+    call(a.client(), &CallOptions::new()).await.expect("ok");
+    let gaps = gaps_ms(&a);
+    assert_eq!(gaps.len(), 4, "{gaps:?}");
+    for gap in &gaps {
+        assert!(
+            *gap + SLACK_MS >= 300,
+            "no faster than the ceiling: {gaps:?}"
+        );
+        assert!(
+            *gap < 900,
+            "capped at taskMaxPollIntervalMs (300): {gaps:?}"
+        );
+    }
+    a.close().await;
+}
+
 /// A host that accepts every form, recording the messages.
 #[derive(Default)]
 struct Host(Mutex<Vec<String>>);
@@ -1046,52 +1074,13 @@ async fn other_error_codes_on_a_poll_end_the_call(via: Via) {
     a.close().await;
 }
 
-/// A call with an observer sends a progress token, retired when `tools/call`
-/// returns the task (the extension carries no progress): a progress
-/// notification naming it while the task is polled reaches no observer and is
-/// reported; the task's own updates still arrive.
-async fn a_task_takes_no_progress(via: Via) {
-    let mut first = polled(ID, "working", Some(100), json!({}));
-    first["before"] = json!([{
-        "jsonrpc": "2.0", "method": "notifications/progress",
-        "params": {"progressToken": "$PROGRESS_TOKEN", "progress": 1, "total": 2},
-    }]);
-    let a = open(
-        via,
-        limits(|_| {}),
-        server(Some(100), vec![first, done(ID, "ok")]),
-    )
-    .await;
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let kept = events.clone();
-    let options = CallOptions::new().on_event(move |event| kept.lock().unwrap().push(event));
-    let result = call(a.client(), &options).await.expect("the task's result");
-    assert_eq!(text_of(&result), "ok");
-    let token = &a.received("tools/call")[0]["params"]["_meta"]["progressToken"];
-    assert!(token.is_u64(), "the call sent a token: {token}");
-    let events = events.lock().unwrap().clone();
-    assert!(
-        !events.iter().any(|e| matches!(e, CallEvent::Progress(_))),
-        "{events:?}"
-    );
-    assert!(events.iter().any(|e| matches!(e, CallEvent::Task(_))));
-    let dropped: Vec<_> = a
-        .events
-        .named("notification-dropped")
-        .into_iter()
-        .filter(|e| e.detail == "notifications/progress")
-        .map(|e| e.reason)
-        .collect();
-    assert_eq!(dropped, ["names no active progress token"]);
-    a.close().await;
-}
-
 both_transports!(tasks:
-    a_task_takes_no_progress,
+    a_tasks_polls_carry_no_progress_for_its_call,
     other_error_codes_on_a_poll_end_the_call,
     a_task_runs_to_its_result,
     the_cadence_follows_the_server_and_the_floor,
     without_an_interval_the_client_backs_off,
+    the_own_backoff_stops_at_the_ceiling,
     input_requests_reach_the_host_once_each,
     too_many_input_keys_cancel_the_task,
     a_failed_task_is_a_remote_error,
@@ -1180,5 +1169,50 @@ async fn throttled_polls_wait_as_asked() {
         statuses.contains(&503) && statuses.contains(&429),
         "{statuses:?}"
     );
+    a.close().await;
+}
+
+/// Progress is not carried on tasks (beyond-tools.md §4.2): the call's token is
+/// retired once `tools/call` hands back a task. A `notifications/progress`
+/// naming it before the `CreateTaskResult` reaches the observer; the same
+/// token named while the task is polled does not (it is reported as naming no
+/// active token), and the task's updates do.
+async fn a_tasks_polls_carry_no_progress_for_its_call(via: Via) {
+    let progress = |n: u64| {
+        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+               "params": {"progressToken": "$PROGRESS_TOKEN", "progress": n}})
+    };
+    let mut working = polled(ID, "working", Some(100), json!({}));
+    // `$PROGRESS_TOKEN` in a `methods` line: the last tools/call's token.
+    working["before"] = json!([progress(2)]);
+    let mut scenario = server(Some(100), vec![working, done(ID, "ok")]);
+    scenario["on_call"]["long"]["raw_lines"] = json!([progress(1)]);
+    let a = open(via, limits(|_| {}), scenario).await;
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let kept = events.clone();
+    let options = CallOptions::new().on_event(move |event| kept.lock().unwrap().push(event));
+    let result = call(a.client(), &options).await.expect("the task's result");
+    assert_eq!(text_of(&result), "ok");
+    let token = &a.received("tools/call")[0]["params"]["_meta"]["progressToken"];
+    assert!(token.is_u64(), "the call sent a token: {token}");
+    assert_eq!(a.received("tasks/get").len(), 2);
+    let events = events.lock().unwrap().clone();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|event| match event {
+            CallEvent::Progress(_) => "progress",
+            CallEvent::Task(_) => "task",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["progress", "task", "task", "task"], "{events:?}");
+    let dropped: Vec<_> = a
+        .events
+        .named("notification-dropped")
+        .into_iter()
+        .filter(|e| e.detail == "notifications/progress")
+        .map(|e| e.reason)
+        .collect();
+    assert_eq!(dropped, ["names no active progress token"]);
     a.close().await;
 }

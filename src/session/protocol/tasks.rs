@@ -289,8 +289,8 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// One task as an answer described it (fields checked).
-#[derive(Debug)]
+/// One task as an answer described it (fields checked). `Debug` withholds
+/// the id, the status message and the inlined members (server-authored).
 struct TaskState {
     id: String,
     status: TaskStatus,
@@ -300,6 +300,17 @@ struct TaskState {
     input_requests: Option<Map<String, Value>>,
     result: Option<Map<String, Value>>,
     error: Option<Map<String, Value>>,
+}
+
+impl std::fmt::Debug for TaskState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskState")
+            .field("id", &"[REDACTED]")
+            .field("status", &self.status)
+            .field("ttl", &self.ttl)
+            .field("interval", &self.interval)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Checks a task id (see the module docs); the rule broken, never the id.
@@ -898,6 +909,24 @@ mod tests {
         for bad in ["a b", "a\tb", "a\u{200b}b", "a\u{2028}b", "a\u{7f}"] {
             assert!(check_task_id(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_task_states_debug_withholds_the_id_and_the_servers_text() {
+        let state = TaskState {
+            id: "bearer-task-7f3a".to_owned(),
+            status: TaskStatus::Working,
+            message: Some("private status".to_owned()),
+            ttl: None,
+            interval: Some(Duration::from_millis(100)),
+            input_requests: None,
+            result: None,
+            error: None,
+        };
+        let shown = format!("{state:?}");
+        assert!(!shown.contains("bearer-task-7f3a"), "{shown}");
+        assert!(!shown.contains("private status"), "{shown}");
+        assert!(shown.contains("Working"), "{shown}");
     }
 
     #[test]

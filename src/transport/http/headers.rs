@@ -93,14 +93,24 @@ impl std::fmt::Debug for ParamHeader {
 }
 
 /// The per-request headers of a stateless `tools/call`, `resources/read` or
-/// `prompts/get` over HTTP.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// `prompts/get` over HTTP, or of a `tasks/*` request. `Debug` shows the
+/// name's length only: it may be a task id (a possible bearer token) or a URI.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct CallHeaders {
-    /// `Mcp-Name`: the tool's or prompt's name, or the resource's URI, encoded
-    /// like a header value by the engine.
+    /// `Mcp-Name`: the tool's or prompt's name, the resource's URI, or the
+    /// task id, encoded like a header value by the engine.
     pub(crate) name: String,
     /// The `Mcp-Param-*` headers (`tools/call` only).
     pub(crate) params: Vec<ParamHeader>,
+}
+
+impl std::fmt::Debug for CallHeaders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallHeaders")
+            .field("name_bytes", &self.name.len())
+            .field("params", &self.params)
+            .finish()
+    }
 }
 
 /// `MCP-Protocol-Version`.
@@ -181,7 +191,10 @@ pub(crate) fn apply(req: &mut HttpRequest, meta: &FrameMeta) -> Result<()> {
     headers.insert(MCP_METHOD.clone(), HeaderValue::from_static(method));
     let call = hints.call.as_deref();
     if let Some(call) = call {
-        let value = HeaderValue::from_str(&call.name).map_err(|_| invalid())?;
+        let mut value = HeaderValue::from_str(&call.name).map_err(|_| invalid())?;
+        // On `tasks/*` it is the task id (a possible bearer token), elsewhere
+        // a URI may carry secrets: user layers that log headers must not print it.
+        value.set_sensitive(true);
         headers.insert(MCP_NAME.clone(), value);
     }
     for param in call.map_or(&[][..], |call| &call.params) {
@@ -226,6 +239,21 @@ mod tests {
         assert!(!is_stateless(req.headers()));
     }
 
+    #[test]
+    fn call_headers_debug_shows_no_name_nor_value() {
+        let call = CallHeaders {
+            name: "bearer-task-7f3a".into(),
+            params: vec![ParamHeader {
+                name: "Region".into(),
+                value: "secret-value".into(),
+            }],
+        };
+        let shown = format!("{call:?}");
+        assert!(!shown.contains("bearer-task-7f3a"), "{shown}");
+        assert!(!shown.contains("secret-value"), "{shown}");
+        assert!(shown.contains("name_bytes: 16"), "{shown}");
+    }
+
     /// A 2026-07-28 `tools/call` of `my-tool` with one parameter header.
     fn stateless_call() -> FrameMeta {
         FrameMeta {
@@ -249,6 +277,7 @@ mod tests {
         assert_eq!(h["mcp-protocol-version"], "2026-07-28");
         assert_eq!(h["mcp-method"], "tools/call");
         assert_eq!(h["mcp-name"], "my-tool");
+        assert!(h["mcp-name"].is_sensitive());
         assert_eq!(h["mcp-param-region"], "us-west1");
         assert!(h["mcp-param-region"].is_sensitive());
         assert!(is_stateless(req.headers()));
