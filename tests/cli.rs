@@ -2256,3 +2256,53 @@ fn an_interrupted_call_cancels_its_task() {
             .is_object()
     );
 }
+
+/// `call` prints each accepted progress notification to stderr, the server's
+/// message marked as its words; one with a control character in its message
+/// and a non-increasing one are dropped by the library and never printed.
+#[test]
+fn call_prints_progress_on_stderr() {
+    let dir = tempdir();
+    let note = |progress: Value, total: Value, message: &str| {
+        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+            "progressToken": "$PROGRESS_TOKEN", "progress": progress, "total": total,
+            "message": message,
+        }})
+    };
+    let lines = json!([
+        note(json!(1), json!(4), "bad\u{1b}[31m"),
+        note(json!(1), json!(4), "first"),
+        note(json!(1), json!(4), "again"),
+        note(json!(2.5), json!(null), "half"),
+    ]);
+    let config = server_file(
+        dir.path(),
+        "servers.json",
+        json!([scripted("s", &[r#"{"emit_tool": true}"#])]),
+    );
+    let args = json!({"lines": lines}).to_string();
+    let run = cli(&[
+        "--mcp-config",
+        path_str(&config),
+        "call",
+        "mcp/s/emit",
+        "--args",
+        &args,
+    ])
+    .run();
+    run.expect_code(0);
+    let progress: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .collect();
+    assert_eq!(
+        progress,
+        [
+            "progress: 1 of 4; the server says: first",
+            "progress: 2.5; the server says: half",
+        ],
+        "{}",
+        run.show()
+    );
+}

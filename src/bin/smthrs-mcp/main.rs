@@ -549,15 +549,21 @@ const STATUS_LINE_BYTES: usize = 200;
 
 /// Prints a task's status to stderr when it changes: `task: <status> (poll
 /// N)`, and the server's message marked as its words (control and invisible
-/// characters escaped, cut to [`STATUS_LINE_BYTES`]).
+/// characters escaped, cut to [`STATUS_LINE_BYTES`]); and each accepted
+/// progress notification: `progress: <progress>[ of <total>]` and the message.
 #[derive(Default)]
 struct TaskLines(std::sync::Mutex<Option<(TaskStatus, Option<String>)>>);
 
 impl TaskLines {
     fn observer(self) -> impl Fn(CallEvent) + Send + Sync + 'static {
         move |event| {
-            let CallEvent::Task(update) = event else {
-                return;
+            let update = match event {
+                CallEvent::Task(update) => update,
+                CallEvent::Progress(progress) => {
+                    eprintln!("progress: {}", progress_line(&progress));
+                    return;
+                }
+                _ => return,
             };
             let now = (update.status, update.status_message.clone());
             let mut last = self
@@ -568,20 +574,34 @@ impl TaskLines {
                 return;
             }
             *last = Some(now);
-            let said = match &update.status_message {
-                Some(text) => {
-                    let mut end = text.len().min(STATUS_LINE_BYTES);
-                    while !text.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    let cut = if end < text.len() { "..." } else { "" };
-                    format!("; the server says: {}{cut}", one_line(&text[..end]))
-                }
-                None => String::new(),
-            };
+            let said = server_says(update.status_message.as_deref());
             eprintln!("task: {} (poll {}){said}", update.status, update.polls);
         }
     }
+}
+
+/// `; the server says: <text>` for a server's message (control and invisible
+/// characters escaped, cut to [`STATUS_LINE_BYTES`]), or nothing.
+fn server_says(text: Option<&str>) -> String {
+    let Some(text) = text else {
+        return String::new();
+    };
+    let mut end = text.len().min(STATUS_LINE_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = if end < text.len() { "..." } else { "" };
+    format!("; the server says: {}{cut}", one_line(&text[..end]))
+}
+
+/// A progress line: `<progress>[ of <total>]`, then the server's message.
+fn progress_line(progress: &smthrs_mcp::Progress) -> String {
+    let of = progress
+        .total
+        .map(|total| format!(" of {total}"))
+        .unwrap_or_default();
+    let said = server_says(progress.message.as_deref());
+    format!("{}{of}{said}", progress.progress)
 }
 
 /// What the CLI's host handler answers besides the entry's roots.
