@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use smthrs_mcp::{
-    CallEvent, CallOptions, CancellationToken, Client, Era, ErrorKind, Limits, Progress,
+    CallEvent, CallOptions, CancellationToken, Client, Era, ErrorKind, Limits, Progress, TaskMode,
 };
 
 use eras::*;
@@ -185,11 +185,49 @@ async fn broken_options_are_refused_before_sending(via: Via) {
     }
 }
 
+/// A legacy session has no Tasks (SEP-1686 is out of scope): `Require` is
+/// `missing_capability` naming the revision, and nothing is sent; `Never`
+/// and `Auto` call as usual, declaring nothing.
+async fn a_legacy_session_cannot_require_a_task(via: Via) {
+    let a = open(via, Era::Legacy).await;
+    let client = a.client();
+    let error = guard(
+        "a call requiring a task",
+        client.call_tool_with(
+            "echo",
+            args(json!({"text": "t"})),
+            &CallOptions::new().task(TaskMode::Require),
+        ),
+    )
+    .await
+    .expect_err("no tasks in a legacy session");
+    assert_eq!(error.kind(), ErrorKind::MissingCapability, "{error:?}");
+    assert!(error.message().contains("legacy revision"), "{error}");
+    assert!(a.received("tools/call").is_empty(), "nothing sent");
+    for mode in [TaskMode::Never, TaskMode::Auto] {
+        guard(
+            "a plain call",
+            client.call_tool_with(
+                "echo",
+                args(json!({"text": "t"})),
+                &CallOptions::new().task(mode),
+            ),
+        )
+        .await
+        .expect("the call succeeds");
+    }
+    for call in a.received("tools/call") {
+        assert!(call["params"].get("_meta").is_none(), "{call}");
+    }
+    a.close().await;
+}
+
 both_transports!(options:
     a_call_timeout_replaces_the_session_timeout,
     a_cancelled_token_ends_the_call,
     the_hosts_meta_reaches_the_server,
     broken_options_are_refused_before_sending,
+    a_legacy_session_cannot_require_a_task,
 );
 
 // ---- Progress (beyond-tools.md §4.2) ----
