@@ -56,7 +56,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
 use tokio::net::TcpStream;
-use tower::Service;
+use tower::{Service, ServiceExt};
 
 use super::body::KnownEnd;
 use super::{BoxError, HttpRequest, HttpResponse, same_origin};
@@ -162,7 +162,68 @@ impl Service<Name> for GuardedResolver {
 #[derive(Clone)]
 struct Guarded {
     endpoint: Uri,
+    /// Resolves a name here and keeps what the guard allows: for tunnels, whose
+    /// `CONNECT` names the kept address, never the name.
+    resolver: GuardedResolver,
     http: HttpConnector<GuardedResolver>,
+}
+
+/// The addresses of `host` (an IP literal, bracketed or not, or a name resolved
+/// here) that the guard keeps, each with `port`.
+async fn kept_addresses(
+    resolver: GuardedResolver,
+    host: &str,
+    port: u16,
+) -> std::result::Result<Vec<SocketAddr>, BoxError> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let kept: Vec<SocketAddr> = match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => resolver.guard.keep(vec![SocketAddr::new(ip, port)]).await?,
+        Err(_) => {
+            let name: Name = bare
+                .parse()
+                .map_err(|_| io::Error::other("the destination's host is not a name"))?;
+            resolver.oneshot(name).await?.collect()
+        }
+    };
+    Ok(kept
+        .into_iter()
+        .map(|a| SocketAddr::new(a.ip(), port))
+        .collect())
+}
+
+/// A `CONNECT` tunnel through `proxy` to a guarded `https` destination: the name
+/// is resolved here, the guard keeps the allowed addresses, and each is tried in
+/// turn as the tunnel's target (`CONNECT 203.0.113.7:443`), so the proxy never
+/// resolves the name itself. TLS, above this connector, still verifies the
+/// destination's name (hyper-rustls takes it from the original URI).
+async fn guarded_tunnel(
+    resolver: GuardedResolver,
+    http: HttpConnector,
+    proxy: Uri,
+    auth: Option<http::HeaderValue>,
+    dst: Uri,
+) -> std::result::Result<TokioIo<TcpStream>, BoxError> {
+    let host = dst
+        .host()
+        .ok_or_else(|| io::Error::other("the destination has no host"))?;
+    let port = dst.port_u16().unwrap_or(443);
+    let mut last: Option<BoxError> = None;
+    for addr in kept_addresses(resolver, host, port).await? {
+        let target = Uri::builder()
+            .scheme("https")
+            .authority(addr.to_string())
+            .path_and_query("/")
+            .build()?;
+        let mut tunnel = Tunnel::new(proxy.clone(), http.clone());
+        if let Some(auth) = &auth {
+            tunnel = tunnel.with_auth(auth.clone());
+        }
+        match tunnel.call(target).await {
+            Ok(io) => return Ok(io),
+            Err(e) => last = Some(e.into()),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("no address to tunnel to").into()))
 }
 
 /// The TCP connector: through a proxy when the matcher says so, directly
@@ -185,12 +246,17 @@ impl Connector {
         let mut http = HttpConnector::new();
         tcp_settings(&mut http);
         let guarded = guard.map(|(endpoint, guard)| {
-            let mut http = HttpConnector::new_with_resolver(GuardedResolver {
+            let resolver = GuardedResolver {
                 inner: GaiResolver::new(),
                 guard,
-            });
+            };
+            let mut http = HttpConnector::new_with_resolver(resolver.clone());
             tcp_settings(&mut http);
-            Guarded { endpoint, http }
+            Guarded {
+                endpoint,
+                resolver,
+                http,
+            }
         });
         Connector {
             http,
@@ -214,13 +280,33 @@ impl Service<Uri> for Connector {
             io,
             absolute_form: false,
         };
+        let intercept = self.proxies.as_ref().and_then(|m| m.intercept(&dst));
         if let Some(guarded) = &self.guarded
             && !same_origin(&dst, &guarded.endpoint)
         {
-            let mut http = guarded.http.clone();
-            return Box::pin(async move { Ok(direct(http.call(dst).await?)) });
+            // Outside the endpoint's origin: `https` through the proxy (when it
+            // intercepts) tunnels to an address checked here; anything else (plain
+            // `http`, which the policy allows on loopback only: a proxy elsewhere
+            // cannot reach this machine's loopback, and would read the request)
+            // connects directly to the addresses the guard keeps.
+            let intercept = intercept.filter(|_| dst.scheme_str() == Some("https"));
+            let Some(intercept) = intercept else {
+                let mut http = guarded.http.clone();
+                return Box::pin(async move { Ok(direct(http.call(dst).await?)) });
+            };
+            let resolver = guarded.resolver.clone();
+            let http = self.http.clone();
+            return Box::pin(async move {
+                let proxy = intercept.uri().clone();
+                if proxy.scheme_str() != Some("http") {
+                    return Err(io::Error::other("only http:// proxies are supported").into());
+                }
+                let auth = intercept.basic_auth().cloned();
+                Ok(direct(
+                    guarded_tunnel(resolver, http, proxy, auth, dst).await?,
+                ))
+            });
         }
-        let intercept = self.proxies.as_ref().and_then(|m| m.intercept(&dst));
         let mut http = self.http.clone();
         Box::pin(async move {
             let Some(intercept) = intercept else {
@@ -698,34 +784,140 @@ pub(crate) mod tests {
         }
     }
 
-    /// The guard applies to every origin but the endpoint's, and a guarded
-    /// origin is never reached through the proxy.
+    /// The guard applies to every origin but the endpoint's, before any proxy:
+    /// a refused destination, `http` or `https`, never reaches the proxy.
     #[tokio::test]
-    async fn the_guard_holds_outside_the_endpoints_origin_and_bypasses_the_proxy() {
+    async fn the_guard_holds_outside_the_endpoints_origin_before_any_proxy() {
         let server = Counting::start().await;
         let (proxy, _seen, proxied) = fake_proxy().await;
         let tls = tls_config("t", TlsOptions::default(), false).unwrap();
         let endpoint: Uri = server.url("/mcp").parse().unwrap();
         let guard: Arc<dyn AddressGuard> = Arc::new(RefuseAll);
         let matcher = Matcher::builder()
-            .http(format!("http://{proxy}"))
+            .all(format!("http://{proxy}"))
             .no("127.0.0.1")
             .build();
         let client = HttpClient::new(tls, Some(matcher), Some((endpoint, guard)));
         // The endpoint's origin: reached as configured (here: NO_PROXY, direct).
         assert_eq!(&call(&client, &server.url("/")).await[..], b"{}");
         // The same server under another name is another origin: guarded, and
-        // direct although the proxy would take `localhost` (not under NO_PROXY).
-        let other = format!("http://localhost:{}/", server.addr.port());
-        let error = client.clone().oneshot(get(&other)).await.unwrap_err();
-        match super::super::stack_failure(&*error, false) {
-            super::super::StackFailure::Ours(e) => {
-                assert_eq!(e.kind(), crate::error::ErrorKind::EgressDenied, "{e}");
+        // refused before the proxy (which would take `localhost`, not under
+        // NO_PROXY) is asked anything, for `http` and for `https` alike.
+        for scheme in ["http", "https"] {
+            let other = format!("{scheme}://localhost:{}/", server.addr.port());
+            let error = client.clone().oneshot(get(&other)).await.unwrap_err();
+            match super::super::stack_failure(&*error, false) {
+                super::super::StackFailure::Ours(e) => {
+                    assert_eq!(e.kind(), crate::error::ErrorKind::EgressDenied, "{e}");
+                }
+                _ => panic!("{scheme}: not the guard's refusal: {error}"),
             }
-            _ => panic!("not the guard's refusal: {error}"),
         }
-        assert_eq!(proxied.load(Ordering::SeqCst), 0);
+        assert_eq!(proxied.load(Ordering::SeqCst), 0, "the proxy was reached");
         assert_eq!(server.accepted(), 1);
+    }
+
+    /// Keeps only one address.
+    struct KeepOnly(std::net::IpAddr);
+
+    impl AddressGuard for KeepOnly {
+        fn keep(&self, addrs: Vec<SocketAddr>) -> BoxFuture<'_, Result<Vec<SocketAddr>>> {
+            Box::pin(async move { Ok(addrs.into_iter().filter(|a| a.ip() == self.0).collect()) })
+        }
+    }
+
+    /// A `CONNECT` proxy on loopback that records each request line's target and
+    /// `Proxy-Authorization`, then refuses the tunnel (`502`) and closes.
+    async fn refusing_connect_proxy() -> (
+        SocketAddr,
+        Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>,
+    ) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") && head.len() < 8192 {
+                        if tcp.read_exact(&mut byte).await.is_err() {
+                            return;
+                        }
+                        head.push(byte[0]);
+                    }
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    let mut lines = head.split("\r\n");
+                    let target = lines
+                        .next()
+                        .and_then(|l| l.strip_prefix("CONNECT "))
+                        .and_then(|l| l.split(' ').next())
+                        .unwrap_or("(not a CONNECT)")
+                        .to_owned();
+                    let auth = lines
+                        .find(|l| l.to_ascii_lowercase().starts_with("proxy-authorization:"))
+                        .map(|l| l.split_once(':').unwrap().1.trim().to_owned());
+                    log.lock().unwrap().push((target, auth));
+                    let _ = tcp.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n").await;
+                });
+            }
+        });
+        (addr, seen)
+    }
+
+    /// A guarded `https` destination goes through the proxy, tunnelled to the
+    /// address resolved here and kept by the guard, never to the name (which the
+    /// proxy would resolve itself); the proxy's credentials go in the `CONNECT`.
+    #[tokio::test]
+    async fn a_guarded_https_destination_is_tunnelled_to_the_checked_address() {
+        let (proxy, seen) = refusing_connect_proxy().await;
+        let matcher = Matcher::builder()
+            .all(format!("http://user:pass@{proxy}"))
+            .build();
+        let tls = tls_config("t", TlsOptions::default(), false).unwrap();
+        let endpoint: Uri = "https://127.0.0.1:9/mcp".parse().unwrap();
+        let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
+        let guard: Arc<dyn AddressGuard> = Arc::new(KeepOnly(loopback));
+        let client = HttpClient::new(tls, Some(matcher), Some((endpoint, guard)));
+        // The proxy refuses the tunnel: the request fails, the CONNECT is recorded.
+        let error = client
+            .clone()
+            .oneshot(get("https://localhost:8443/token"))
+            .await;
+        assert!(error.is_err());
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            [(
+                "127.0.0.1:8443".to_owned(),
+                Some("Basic dXNlcjpwYXNz".to_owned())
+            )],
+            "one CONNECT, to the kept address, with the proxy's credentials"
+        );
+    }
+
+    /// NO_PROXY holds for guarded destinations as for the endpoint's: a guarded
+    /// `https` destination under it connects directly (to a kept address).
+    #[tokio::test]
+    async fn no_proxy_is_honoured_for_guarded_destinations() {
+        let target = Counting::start().await;
+        let (proxy, seen) = refusing_connect_proxy().await;
+        let matcher = Matcher::builder()
+            .all(format!("http://{proxy}"))
+            .no("localhost")
+            .build();
+        let tls = tls_config("t", TlsOptions::default(), false).unwrap();
+        let endpoint: Uri = "https://127.0.0.1:9/mcp".parse().unwrap();
+        let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
+        let guard: Arc<dyn AddressGuard> = Arc::new(KeepOnly(loopback));
+        let client = HttpClient::new(tls, Some(matcher), Some((endpoint, guard)));
+        // The target speaks plain HTTP: TLS fails, after a direct connection.
+        let url = format!("https://localhost:{}/token", target.addr.port());
+        assert!(client.clone().oneshot(get(&url)).await.is_err());
+        assert_eq!(target.accepted(), 1, "not connected directly");
+        assert!(seen.lock().unwrap().is_empty(), "the proxy was asked");
     }
 
     /// Keeps every address.
