@@ -10,8 +10,8 @@ mod oauth_server;
 
 use std::sync::Arc;
 
-use http_server::{CountingListener, TestPki, TestServer, full, status, with_header};
-use oauth_server::OAuthServer;
+use http_server::{ConnectProxy, CountingListener, TestPki, TestServer, full, status, with_header};
+use oauth_server::{OAuthServer, SplitServer};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Map, Value, json};
 use smthrs_mcp::auth::store::StoredTokens;
@@ -281,6 +281,70 @@ async fn the_whole_chain_over_tls() {
         .unwrap();
     let err = Client::builder("srv").connect(transport).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Tls, "{err}");
+}
+
+/// With a proxy, the chain's requests (outside the MCP endpoint's origin) go
+/// through it as the MCP requests do, but each tunnel's target is an address
+/// resolved here and checked by the address policy, never the name: the proxy
+/// does not resolve the authorization server's name. TLS still verifies the name
+/// (`localhost`), and the proxy's credentials go in every `CONNECT`.
+#[tokio::test]
+async fn the_chains_requests_go_through_the_proxy_to_the_checked_address() {
+    let pki = TestPki::new();
+    let split = SplitServer::start(pki.server_config.clone()).await;
+    let proxy = ConnectProxy::start().await;
+    let transport = HttpTransport::builder("srv", split.url())
+        .add_root_certificate(pki.ca_der.clone())
+        .tls_roots_only(true)
+        .proxy(format!("http://puser:ppass@{}", proxy.addr))
+        .oauth(OAuth::new().authorizer(headless()))
+        .build()
+        .unwrap();
+    let client = Client::builder("srv").connect(transport).await.unwrap();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    client.close().await;
+    // The chain reached the authorization server's own listener.
+    let at_as: Vec<String> = split
+        .authorization
+        .server
+        .requests()
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.uri.path()))
+        .collect();
+    for step in [
+        "GET /.well-known/oauth-authorization-server",
+        "POST /register",
+        "GET /authorize",
+        "POST /token",
+    ] {
+        assert!(at_as.contains(&step.to_owned()), "{step}: {at_as:?}");
+    }
+    let tunnels = proxy.tunnels();
+    let as_port = split.authorization.server.addr.port();
+    let to_as: Vec<_> = tunnels
+        .iter()
+        .filter(|(target, _)| target.ends_with(&format!(":{as_port}")))
+        .collect();
+    assert!(
+        to_as
+            .iter()
+            .any(|(target, _)| *target == format!("127.0.0.1:{as_port}")),
+        "{tunnels:?}"
+    );
+    for (target, auth) in &to_as {
+        assert!(
+            target.parse::<std::net::SocketAddr>().is_ok(),
+            "a tunnel named the host, not an address: {target}"
+        );
+        assert_eq!(auth.as_deref(), Some("Basic cHVzZXI6cHBhc3M="), "{target}");
+    }
+    // The MCP requests went through the proxy too.
+    let mcp = format!("127.0.0.1:{}", split.resource.addr.port());
+    assert!(
+        tunnels.iter().any(|(target, _)| *target == mcp),
+        "{tunnels:?}"
+    );
+    assert!(split.resource.accepted() >= 1);
 }
 
 // ----- the CLI -----

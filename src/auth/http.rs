@@ -310,6 +310,15 @@ pub(crate) mod tests {
     /// The chain's stack as a transport builds it: `policy` for the URL checks
     /// and, through the client's guard, for the addresses DNS gives.
     pub(crate) fn auth_http(grants: EgressGrants, policy: AddressPolicy) -> AuthHttp {
+        auth_http_via(grants, policy, None)
+    }
+
+    /// [`auth_http`], its client going through `proxies`.
+    fn auth_http_via(
+        grants: EgressGrants,
+        policy: AddressPolicy,
+        proxies: Option<hyper_util::client::proxy::matcher::Matcher>,
+    ) -> AuthHttp {
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
@@ -319,7 +328,7 @@ pub(crate) mod tests {
         .with_no_client_auth();
         let guard: Arc<dyn AddressGuard> = Arc::new(PolicyGuard::fixed(policy.clone()));
         let endpoint = "https://mcp.invalid/mcp".parse().unwrap();
-        let client = HttpClient::new(tls, None, Some((endpoint, guard)));
+        let client = HttpClient::new(tls, proxies, Some((endpoint, guard)));
         AuthHttp::new(grants, policy, client)
     }
 
@@ -352,18 +361,30 @@ pub(crate) mod tests {
             }
         });
         let grants = EgressGrants::parse(["net:get|post:https://**:*"]).unwrap();
-        let http = auth_http(grants, AddressPolicy::public_only());
-        // The DNS path: a name that passes the URL check but resolves to loopback.
-        if let Some(alias) = loopback_alias() {
-            let url = Url::parse(&format!("https://{alias}:{port}/.well-known/x")).unwrap();
-            let err = get(&http, &url, 1024).await.unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::EgressDenied, "{alias}: {err}");
-        }
-        // The literal path: refused before any resolution.
-        for host in ["127.0.0.1", "localhost", "[::ffff:127.0.0.1]"] {
-            let url = Url::parse(&format!("https://{host}:{port}/x")).unwrap();
-            let err = get(&http, &url, 1024).await.unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::EgressDenied, "{host}: {err}");
+        // Without a proxy, and through one (the listener itself: a connection
+        // to the proxy is counted too), which is never asked to tunnel there.
+        let proxy = hyper_util::client::proxy::matcher::Matcher::builder()
+            .all(format!("http://127.0.0.1:{port}"))
+            .build();
+        for proxies in [None, Some(proxy)] {
+            let via = if proxies.is_some() {
+                "proxied"
+            } else {
+                "direct"
+            };
+            let http = auth_http_via(grants.clone(), AddressPolicy::public_only(), proxies);
+            // The DNS path: a name that passes the URL check but resolves to loopback.
+            if let Some(alias) = loopback_alias() {
+                let url = Url::parse(&format!("https://{alias}:{port}/.well-known/x")).unwrap();
+                let err = get(&http, &url, 1024).await.unwrap_err();
+                assert_eq!(err.kind(), ErrorKind::EgressDenied, "{via} {alias}: {err}");
+            }
+            // The literal path: refused before any resolution.
+            for host in ["127.0.0.1", "localhost", "[::ffff:127.0.0.1]"] {
+                let url = Url::parse(&format!("https://{host}:{port}/x")).unwrap();
+                let err = get(&http, &url, 1024).await.unwrap_err();
+                assert_eq!(err.kind(), ErrorKind::EgressDenied, "{via} {host}: {err}");
+            }
         }
         assert_eq!(accepted.load(Ordering::SeqCst), 0);
         task.abort();
