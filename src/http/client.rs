@@ -24,13 +24,26 @@
 //!   `proxy`). `https` destinations go through a `CONNECT` tunnel; `http`
 //!   destinations are sent to the proxy in absolute form, with
 //!   `Proxy-Authorization` from the proxy URL's userinfo when present. Proxies
-//!   with an `https://` URL are not supported.
+//!   with an `https://` URL are not supported. Whether a destination is proxied
+//!   is the matcher's answer for its URL (so `NO_PROXY` is matched against the
+//!   URL's host, as curl does), for every origin alike.
 //! - The address guard ([`AddressGuard`], the OAuth chain's address policy): a
-//!   connection to any origin but the endpoint's is made directly (never through
-//!   the proxy, as the chain's requests always were) and only to the addresses the
-//!   guard keeps of those DNS gave, so a discovered URL whose name resolves inside
-//!   the network is refused before connecting. The endpoint's own origin is
-//!   reached as the transport reaches it: its address is the one configured.
+//!   connection to any origin but the endpoint's goes only to addresses the
+//!   guard keeps of those the name resolves to here, so a discovered URL whose
+//!   name resolves inside the network is refused before anything is connected,
+//!   the proxy included. Such an `https` destination that the matcher proxies
+//!   goes through a `CONNECT` tunnel whose target is the kept address
+//!   (`CONNECT 203.0.113.7:443`, each kept address in turn until one tunnel
+//!   opens), never the name: a proxy given the name would resolve it itself,
+//!   and could be led anywhere (DNS rebinding). TLS still verifies the name
+//!   (hyper-rustls takes the server name from the request's URI, not from the
+//!   tunnel), and the proxy's credentials go in the `CONNECT` as for the
+//!   endpoint's requests. An `http` destination outside the endpoint's origin
+//!   (which the policy allows on loopback only) is always connected directly: a
+//!   proxy elsewhere cannot reach this machine's loopback, and a plain-HTTP
+//!   proxy would read the request (a token request's code or secret). The
+//!   endpoint's own origin is reached as the transport reaches it: its address
+//!   is the one configured, and the proxy may resolve its name.
 
 use std::fmt;
 use std::io;
@@ -129,6 +142,15 @@ pub(crate) trait AddressGuard: Send + Sync + 'static {
     /// The addresses of `addrs` that may be connected to, in their order; an
     /// error (`egress_denied`) when none may.
     fn keep(&self, addrs: Vec<SocketAddr>) -> BoxFuture<'_, Result<Vec<SocketAddr>>>;
+
+    /// True when a guarded `https` destination named by a host name, that the
+    /// proxy takes, is tunnelled by that name (`CONNECT as.example:443`): the
+    /// proxy resolves it, and [`keep`](Self::keep) never sees its addresses.
+    /// For networks where only the proxy resolves names; an explicit opt-in.
+    /// Default: false (resolved here, tunnelled to a kept address).
+    fn proxy_resolves_names(&self) -> bool {
+        false
+    }
 }
 
 /// The system's resolver, minus every address the guard refuses.
@@ -207,11 +229,24 @@ async fn guarded_tunnel(
         .host()
         .ok_or_else(|| io::Error::other("the destination has no host"))?;
     let port = dst.port_u16().unwrap_or(443);
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let targets: Vec<String> =
+        if resolver.guard.proxy_resolves_names() && bare.parse::<std::net::IpAddr>().is_err() {
+            // The opt-in: the proxy resolves the name (the URL's string checks
+            // were made above this client).
+            vec![format!("{host}:{port}")]
+        } else {
+            kept_addresses(resolver, host, port)
+                .await?
+                .iter()
+                .map(SocketAddr::to_string)
+                .collect()
+        };
     let mut last: Option<BoxError> = None;
-    for addr in kept_addresses(resolver, host, port).await? {
+    for authority in targets {
         let target = Uri::builder()
             .scheme("https")
-            .authority(addr.to_string())
+            .authority(authority)
             .path_and_query("/")
             .build()?;
         let mut tunnel = Tunnel::new(proxy.clone(), http.clone());
@@ -395,8 +430,9 @@ type Pooled = Client<HttpsConnector<Connector>, Full<Bytes>>;
 pub(crate) struct HttpClient {
     client: Arc<Pooled>,
     proxies: Option<Arc<Matcher>>,
-    /// The endpoint, when a guard is set: requests outside its origin connect
-    /// directly ([`Connector`]), so they carry no proxy credentials either.
+    /// The endpoint, when a guard is set: `http` requests outside its origin
+    /// connect directly ([`Connector`]), so they carry no proxy credentials
+    /// (`https` ones carry them in the tunnel's `CONNECT` only).
     guarded_endpoint: Option<Uri>,
 }
 
@@ -465,8 +501,8 @@ impl Service<HttpRequest> for HttpClient {
     fn call(&mut self, mut req: HttpRequest) -> Self::Future {
         // Plain-HTTP proxying sends the request itself to the proxy: it carries the
         // proxy's credentials (a CONNECT tunnel carries them in the CONNECT instead).
-        // A guarded request (outside the endpoint's origin) never goes through the
-        // proxy, so it never carries them.
+        // A guarded `http` request (outside the endpoint's origin) never goes
+        // through the proxy, so it never carries them.
         let guarded = self
             .guarded_endpoint
             .as_ref()
@@ -895,6 +931,58 @@ pub(crate) mod tests {
                 Some("Basic dXNlcjpwYXNz".to_owned())
             )],
             "one CONNECT, to the kept address, with the proxy's credentials"
+        );
+    }
+
+    /// Refuses every address, and lets the proxy resolve names (the opt-in).
+    struct TrustsTheProxy;
+
+    impl AddressGuard for TrustsTheProxy {
+        fn keep(&self, addrs: Vec<SocketAddr>) -> BoxFuture<'_, Result<Vec<SocketAddr>>> {
+            RefuseAll.keep(addrs)
+        }
+
+        fn proxy_resolves_names(&self) -> bool {
+            true
+        }
+    }
+
+    /// With the opt-in, a proxied guarded `https` name is tunnelled by name (the
+    /// guard never sees its addresses); an IP literal is still checked here.
+    #[tokio::test]
+    async fn with_the_opt_in_the_proxy_resolves_names_but_literals_are_checked() {
+        let (proxy, seen) = refusing_connect_proxy().await;
+        let matcher = Matcher::builder()
+            .all(format!("http://user:pass@{proxy}"))
+            .build();
+        let tls = tls_config("t", TlsOptions::default(), false).unwrap();
+        let endpoint: Uri = "https://127.0.0.1:9/mcp".parse().unwrap();
+        let guard: Arc<dyn AddressGuard> = Arc::new(TrustsTheProxy);
+        let client = HttpClient::new(tls, Some(matcher), Some((endpoint, guard)));
+        for literal in ["https://127.0.0.1:8443/token", "https://[::1]:8443/token"] {
+            let error = client.clone().oneshot(get(literal)).await.unwrap_err();
+            match super::super::stack_failure(&*error, true) {
+                super::super::StackFailure::Ours(e) => {
+                    assert_eq!(e.kind(), crate::error::ErrorKind::EgressDenied, "{e}");
+                }
+                _ => panic!("{literal}: not the guard's refusal: {error}"),
+            }
+        }
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "a refused literal was tunnelled"
+        );
+        let error = client
+            .clone()
+            .oneshot(get("https://as.example:8443/token"))
+            .await;
+        assert!(error.is_err());
+        assert_eq!(
+            seen.lock().unwrap().clone(),
+            [(
+                "as.example:8443".to_owned(),
+                Some("Basic dXNlcjpwYXNz".to_owned())
+            )]
         );
     }
 
