@@ -190,6 +190,12 @@ struct Guarded {
     http: HttpConnector<GuardedResolver>,
 }
 
+/// A guarded destination's name that this machine cannot resolve, on the way to
+/// the proxy: the proxy is not asked, and the message names the opt-in.
+const UNRESOLVED: &str = "the host name of an authorization URL could not be resolved here, \
+     and the proxy is not asked to resolve it (oauth_proxy_resolves_names lets it, \
+     where only the proxy resolves names)";
+
 /// The addresses of `host` (an IP literal, bracketed or not, or a name resolved
 /// here) that the guard keeps, each with `port`.
 async fn kept_addresses(
@@ -204,7 +210,12 @@ async fn kept_addresses(
             let name: Name = bare
                 .parse()
                 .map_err(|_| io::Error::other("the destination's host is not a name"))?;
-            resolver.oneshot(name).await?.collect()
+            let addrs = resolver
+                .inner
+                .oneshot(name)
+                .await
+                .map_err(|_| Error::closed(UNRESOLVED))?;
+            resolver.guard.keep(addrs.collect()).await?
         }
     };
     Ok(kept
@@ -984,6 +995,31 @@ pub(crate) mod tests {
                 Some("Basic dXNlcjpwYXNz".to_owned())
             )]
         );
+    }
+
+    /// A guarded name this machine cannot resolve is not handed to the proxy;
+    /// the error names the opt-in that would.
+    #[tokio::test]
+    async fn an_unresolvable_name_is_not_handed_to_the_proxy() {
+        let (proxy, seen) = refusing_connect_proxy().await;
+        let matcher = Matcher::builder().all(format!("http://{proxy}")).build();
+        let tls = tls_config("t", TlsOptions::default(), false).unwrap();
+        let endpoint: Uri = "https://127.0.0.1:9/mcp".parse().unwrap();
+        let guard: Arc<dyn AddressGuard> = Arc::new(AllowAll);
+        let client = HttpClient::new(tls, Some(matcher), Some((endpoint, guard)));
+        let error = client
+            .oneshot(get("https://nowhere.invalid/token"))
+            .await
+            .unwrap_err();
+        match super::super::stack_failure(&*error, true) {
+            super::super::StackFailure::Ours(e) => {
+                assert_eq!(e.kind(), crate::error::ErrorKind::ConnectionClosed, "{e}");
+                assert!(e.message().contains("oauth_proxy_resolves_names"), "{e}");
+                assert!(!e.message().contains("nowhere"), "{e}");
+            }
+            _ => panic!("not the resolution failure: {error}"),
+        }
+        assert!(seen.lock().unwrap().is_empty(), "the proxy was asked");
     }
 
     /// NO_PROXY holds for guarded destinations as for the endpoint's: a guarded

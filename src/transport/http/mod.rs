@@ -329,7 +329,9 @@ impl HttpTransportBuilder {
     /// By default the chain resolves such a name itself, keeps only the
     /// addresses its address policy allows, and opens the proxy's `CONNECT`
     /// tunnel to one of them, so a discovered URL cannot lead the proxy into a
-    /// network the policy refuses. With this set, the tunnel names the host
+    /// network the policy refuses (a name it cannot resolve is a
+    /// `connection_closed` error naming this setting; the proxy is not asked).
+    /// With this set, the tunnel names the host
     /// instead, and the proxy decides where it leads: the policy's checks of
     /// resolved addresses no longer apply to these requests (the proxy's own
     /// egress rules must keep it from internal addresses such as the cloud
