@@ -10,8 +10,8 @@ mod oauth_server;
 
 use std::sync::Arc;
 
-use http_server::{CountingListener, TestPki, TestServer, full, status, with_header};
-use oauth_server::OAuthServer;
+use http_server::{ConnectProxy, CountingListener, TestPki, TestServer, full, status, with_header};
+use oauth_server::{OAuthServer, SplitServer};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Map, Value, json};
 use smthrs_mcp::auth::store::StoredTokens;
@@ -281,6 +281,86 @@ async fn the_whole_chain_over_tls() {
         .unwrap();
     let err = Client::builder("srv").connect(transport).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Tls, "{err}");
+}
+
+/// Connects to a [`SplitServer`] through a recording `CONNECT` proxy (with
+/// credentials), calls a tool, and returns the tunnel targets to the
+/// authorization server's port, each checked to carry the proxy's credentials.
+async fn through_a_proxy(proxy_resolves_names: bool) -> (Vec<String>, u16) {
+    let pki = TestPki::new();
+    let split = SplitServer::start(pki.server_config.clone()).await;
+    let proxy = ConnectProxy::start().await;
+    let transport = HttpTransport::builder("srv", split.url())
+        .add_root_certificate(pki.ca_der.clone())
+        .tls_roots_only(true)
+        .proxy(format!("http://puser:ppass@{}", proxy.addr))
+        .oauth_proxy_resolves_names(proxy_resolves_names)
+        .oauth(OAuth::new().authorizer(headless()))
+        .build()
+        .unwrap();
+    let client = Client::builder("srv").connect(transport).await.unwrap();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    client.close().await;
+    // The chain reached the authorization server's own listener.
+    let at_as: Vec<String> = split
+        .authorization
+        .server
+        .requests()
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.uri.path()))
+        .collect();
+    for step in [
+        "GET /.well-known/oauth-authorization-server",
+        "POST /register",
+        "GET /authorize",
+        "POST /token",
+    ] {
+        assert!(at_as.contains(&step.to_owned()), "{step}: {at_as:?}");
+    }
+    let tunnels = proxy.tunnels();
+    // The MCP requests went through the proxy too.
+    let mcp = format!("127.0.0.1:{}", split.resource.addr.port());
+    assert!(
+        tunnels.iter().any(|(target, _)| *target == mcp),
+        "{tunnels:?}"
+    );
+    let as_port = split.authorization.server.addr.port();
+    let mut to_as = Vec::new();
+    for (target, auth) in tunnels {
+        assert_eq!(auth.as_deref(), Some("Basic cHVzZXI6cHBhc3M="), "{target}");
+        if target.ends_with(&format!(":{as_port}")) {
+            to_as.push(target);
+        }
+    }
+    (to_as, as_port)
+}
+
+/// With a proxy, the chain's requests (outside the MCP endpoint's origin) go
+/// through it as the MCP requests do, but each tunnel's target is an address
+/// resolved here and checked by the address policy, never the name: the proxy
+/// does not resolve the authorization server's name (`localhost`). TLS still
+/// verifies that name, and the proxy's credentials go in every `CONNECT`.
+#[tokio::test]
+async fn the_chains_requests_go_through_the_proxy_to_the_checked_address() {
+    let (to_as, as_port) = through_a_proxy(false).await;
+    assert!(to_as.contains(&format!("127.0.0.1:{as_port}")), "{to_as:?}");
+    for target in &to_as {
+        assert!(
+            target.parse::<std::net::SocketAddr>().is_ok(),
+            "a tunnel named the host, not an address: {target}"
+        );
+    }
+}
+
+/// `oauth_proxy_resolves_names`: the tunnels name the authorization server's
+/// host, and the proxy resolves it.
+#[tokio::test]
+async fn with_the_opt_in_the_proxy_resolves_the_authorization_servers_name() {
+    let (to_as, as_port) = through_a_proxy(true).await;
+    assert!(!to_as.is_empty());
+    for target in &to_as {
+        assert_eq!(*target, format!("localhost:{as_port}"));
+    }
 }
 
 // ----- the CLI -----

@@ -77,6 +77,9 @@ pub struct AsState {
     pub register_error: Mutex<Option<String>>,
     /// The `scope` of every registration request (`None` when absent).
     pub register_scopes: Mutex<Vec<Option<String>>>,
+    /// The MCP resource's base when it has an origin of its own
+    /// ([`SplitServer`]); default: `base`.
+    pub resource_base: OnceLock<String>,
 }
 
 /// Server-authored text planted in every refusal: it must never surface.
@@ -91,6 +94,14 @@ impl AsState {
 
     pub fn base(&self) -> String {
         self.base.get().cloned().unwrap()
+    }
+
+    /// The MCP resource's base: [`Self::resource_base`], or `base`.
+    pub fn resource(&self) -> String {
+        self.resource_base
+            .get()
+            .cloned()
+            .unwrap_or_else(|| self.base())
     }
 
     fn issue(&self, family: u64, scopes: &[String]) -> Value {
@@ -164,7 +175,7 @@ fn json_response(code: u16, v: Value) -> Response<Body> {
 fn unauthorized(state: &AsState, code: u16, error: &str, scope: Option<String>) -> Response<Body> {
     let mut challenge = format!(
         "Bearer error=\"{error}\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
-        state.base()
+        state.resource()
     );
     let omitted = code == 403 && *state.step_up_without_scope.lock().unwrap();
     if let Some(scope) = scope.filter(|_| !omitted) {
@@ -198,8 +209,7 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 .unwrap()
                 .clone()
                 .unwrap_or(base.clone());
-            let mut prm =
-                json!({"resource": format!("{base}/mcp"), "authorization_servers": [issuer]});
+            let mut prm = json!({"resource": format!("{}/mcp", state.resource()), "authorization_servers": [issuer]});
             if let Some(scopes) = state.prm_scopes.lock().unwrap().clone() {
                 prm["scopes_supported"] = json!(scopes);
             }
@@ -472,5 +482,41 @@ impl OAuthServer {
 
     pub fn issuer(&self) -> String {
         self.state.base()
+    }
+}
+
+// ----- the resource and its authorization server on two origins -----
+
+/// One authorization server state served over TLS on two listeners: the MCP
+/// resource at `https://127.0.0.1:<port>/mcp` and its authorization server
+/// (issuer, metadata, registration, authorization, tokens) at
+/// `https://localhost:<other port>`, so every request of the chain leaves the
+/// MCP endpoint's origin. Both listeners serve every path; each records what
+/// reached it.
+pub struct SplitServer {
+    pub resource: TestServer,
+    pub authorization: OAuthServer,
+}
+
+impl SplitServer {
+    pub async fn start(tls: rustls::ServerConfig) -> Self {
+        let authorization = OAuthServer::start_with(Some(tls.clone())).await;
+        let s = authorization.state.clone();
+        let handler = move |req: Recorded| {
+            let s = s.clone();
+            async move { handle(&s, req) }
+        };
+        let resource = TestServer::start_tls(handler, tls).await;
+        let base = format!("https://127.0.0.1:{}", resource.addr.port());
+        authorization.state.resource_base.set(base).unwrap();
+        SplitServer {
+            resource,
+            authorization,
+        }
+    }
+
+    /// The MCP endpoint: `https://127.0.0.1:<port>/mcp`.
+    pub fn url(&self) -> String {
+        format!("{}/mcp", self.authorization.state.resource())
     }
 }

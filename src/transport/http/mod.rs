@@ -226,6 +226,7 @@ pub struct HttpTransportBuilder {
     layers: Vec<LayerFn>,
     oauth: Option<crate::auth::OAuth>,
     shared: Option<SharedHttpClient>,
+    oauth_proxy_resolves_names: bool,
 }
 
 impl HttpTransportBuilder {
@@ -290,7 +291,12 @@ impl HttpTransportBuilder {
     /// endpoints are sent to the proxy in absolute form. Only `http://` proxy URLs
     /// are supported. The egress policy still checks the real destination. A bearer
     /// token with an `http://` endpoint that the proxy would intercept is refused at
-    /// `build()`: the proxy would see the token.
+    /// `build()`: the proxy would see the token. With [`oauth`](Self::oauth), the
+    /// chain's `https` requests to other origins go through the proxy as well,
+    /// each tunnel naming an address resolved here and allowed by the chain's
+    /// address policy (see
+    /// [`oauth_proxy_resolves_names`](Self::oauth_proxy_resolves_names));
+    /// its plain `http` requests (loopback only) are made directly.
     ///
     /// Default: `false` (the environment's proxies are ignored).
     pub fn use_env_proxy(mut self, enabled: bool) -> Self {
@@ -305,11 +311,38 @@ impl HttpTransportBuilder {
     /// Sends every request through the `http://` proxy at `url` (userinfo, if any,
     /// becomes `Proxy-Authorization: Basic`). Replaces
     /// [`use_env_proxy`](Self::use_env_proxy); `NO_PROXY` is not consulted. The
-    /// egress policy still checks the real destination.
+    /// egress policy still checks the real destination. The OAuth chain's
+    /// requests go through it as described for
+    /// [`use_env_proxy`](Self::use_env_proxy).
     ///
     /// Default: no proxy.
     pub fn proxy(mut self, url: impl Into<String>) -> Self {
         self.proxy = ProxySource::Explicit(url.into());
+        self
+    }
+
+    /// With OAuth and a proxy: lets the proxy resolve the host names of the
+    /// OAuth chain's `https` requests outside the endpoint's origin (metadata,
+    /// registration, authorization, tokens), for networks where this machine
+    /// cannot resolve names and only the proxy can.
+    ///
+    /// By default the chain resolves such a name itself, keeps only the
+    /// addresses its address policy allows, and opens the proxy's `CONNECT`
+    /// tunnel to one of them, so a discovered URL cannot lead the proxy into a
+    /// network the policy refuses (a name it cannot resolve is a
+    /// `connection_closed` error naming this setting; the proxy is not asked).
+    /// With this set, the tunnel names the host
+    /// instead, and the proxy decides where it leads: the policy's checks of
+    /// resolved addresses no longer apply to these requests (the proxy's own
+    /// egress rules must keep it from internal addresses such as the cloud
+    /// metadata service), while its checks of the URL itself still do (`https`
+    /// only, cloud metadata host names and IP literals of refused classes
+    /// refused), as do the egress grants. Destinations the proxy does not take
+    /// (`NO_PROXY`) and plain `http` (loopback only) are unaffected.
+    ///
+    /// Default: `false`. Without OAuth or without a proxy it changes nothing.
+    pub fn oauth_proxy_resolves_names(mut self, trusted: bool) -> Self {
+        self.oauth_proxy_resolves_names = trusted;
         self
     }
 
@@ -476,9 +509,12 @@ impl HttpTransportBuilder {
         };
         // With OAuth, the chain's address policy holds every connection the
         // client makes outside the endpoint's origin.
-        let guard = oauth
-            .as_ref()
-            .map(|(_, url)| Arc::new(PolicyGuard::for_server(url.clone())));
+        let guard = oauth.as_ref().map(|(_, url)| {
+            Arc::new(
+                PolicyGuard::for_server(url.clone())
+                    .with_proxy_resolving_names(self.oauth_proxy_resolves_names),
+            )
+        });
         let client = HttpClient::new(
             tls,
             proxies,
@@ -530,6 +566,10 @@ impl fmt::Debug for HttpTransportBuilder {
             .field("layers", &self.layers.len())
             .field("oauth", &self.oauth)
             .field("shared_http_client", &self.shared.is_some())
+            .field(
+                "oauth_proxy_resolves_names",
+                &self.oauth_proxy_resolves_names,
+            )
             .finish()
     }
 }
@@ -571,6 +611,7 @@ impl HttpTransport {
             layers: Vec::new(),
             oauth: None,
             shared: None,
+            oauth_proxy_resolves_names: false,
         }
     }
 
