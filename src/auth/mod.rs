@@ -43,6 +43,13 @@
 //! `call`), the request fails at once with `unauthorized` and the configured
 //! [`OAuth::login_hint`].
 //!
+//! A dynamic registration is made once per authorization server and redirect
+//! URI and reused by later logins ([`registration`]). Logging out
+//! ([`HttpTransport::logout`](crate::transport::http::HttpTransport::logout))
+//! revokes the stored tokens at the authorization server's revocation endpoint
+//! (RFC 7009, [`revocation`]) and forgets them whatever the answer; the
+//! [`Logout`] outcome says whether they were revoked.
+//!
 //! # Example
 //!
 //! ```no_run
@@ -100,6 +107,7 @@ pub mod loopback;
 pub(crate) mod metadata;
 pub mod policy;
 pub mod registration;
+pub mod revocation;
 pub mod store;
 pub mod token;
 
@@ -109,6 +117,7 @@ pub use client_credentials::ClientCredentials;
 pub use file_store::FileStore;
 pub use loopback::LoopbackAuthorizer;
 pub use registration::PreRegisteredClient;
+pub use revocation::Logout;
 pub use store::{MemoryStore, StoreLock, StoredAuth, TokenStore};
 
 use crate::layer::EgressGrants;
