@@ -933,6 +933,7 @@ async fn logout_revokes_the_refresh_then_the_access_token_with_the_registrations
             client_id: held.client_id.clone(),
             auth: auth.to_owned(),
             authenticated: true,
+            assertion: None,
         };
         assert_eq!(
             seen,
@@ -1420,4 +1421,108 @@ async fn cli_logout_notes_a_failed_or_absent_revocation_and_forgets_anyway() {
         (0, "ok: logged out of srv", "")
     );
     assert_eq!(revocations(&server).len(), 2);
+}
+
+#[tokio::test]
+async fn a_machine_clients_token_is_revoked_with_its_own_credentials() {
+    use smthrs_mcp::auth::ClientCredentials;
+    // A secret: HTTP Basic, as at the token endpoint. No refresh token was
+    // issued, so only the access token is revoked.
+    let server = OAuthServer::start().await;
+    *server.state.register_auth_method.lock().unwrap() = Some("client_secret_basic".into());
+    server.state.registered.lock().unwrap().insert(
+        "machine".into(),
+        oauth_server::KnownClient {
+            redirect_uris: vec![],
+            secret: Some("machine-secret".into()),
+            method: "client_secret_basic".into(),
+        },
+    );
+    let store = Arc::new(MemoryStore::new());
+    let oauth = OAuth::new()
+        .client_credentials(ClientCredentials::Secret {
+            client_id: "machine".into(),
+            client_secret: SecretString::from("machine-secret"),
+        })
+        .store(store.clone());
+    let transport = HttpTransport::builder("srv", server.url())
+        .oauth(oauth)
+        .build()
+        .unwrap();
+    let client = Client::builder("srv")
+        .connect(transport.clone())
+        .await
+        .unwrap();
+    client.close().await;
+    let held = store.load("srv").unwrap().unwrap().tokens.unwrap();
+    assert!(held.tokens.refresh_token.is_none());
+    let outcome = transport.logout().await.unwrap();
+    assert!(
+        matches!(outcome, smthrs_mcp::auth::Logout::Revoked),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        revocations(&server),
+        [oauth_server::RevocationSeen {
+            token: held.tokens.access_token.expose_secret().to_owned(),
+            hint: Some("access_token".into()),
+            client_id: "machine".into(),
+            auth: "basic".into(),
+            authenticated: true,
+            assertion: None,
+        }]
+    );
+    assert!(
+        !server
+            .state
+            .is_live(held.tokens.access_token.expose_secret())
+    );
+
+    // A key: a fresh client assertion (RFC 7523) for the issuer.
+    let server = OAuthServer::start().await;
+    server.state.registered.lock().unwrap().insert(
+        "robot".into(),
+        oauth_server::KnownClient {
+            redirect_uris: vec![],
+            secret: None,
+            method: "private_key_jwt".into(),
+        },
+    );
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let store = Arc::new(MemoryStore::new());
+    let oauth = OAuth::new()
+        .client_credentials(ClientCredentials::PrivateKeyJwt {
+            client_id: "robot".into(),
+            private_key_pem: SecretString::from(key.serialize_pem()),
+        })
+        .store(store.clone());
+    let transport = HttpTransport::builder("srv", server.url())
+        .oauth(oauth)
+        .build()
+        .unwrap();
+    let client = Client::builder("srv")
+        .connect(transport.clone())
+        .await
+        .unwrap();
+    client.close().await;
+    let outcome = transport.logout().await.unwrap();
+    assert!(
+        matches!(outcome, smthrs_mcp::auth::Logout::Revoked),
+        "{outcome:?}"
+    );
+    let seen = revocations(&server);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(
+        (seen[0].auth.as_str(), seen[0].client_id.as_str()),
+        ("jwt", "robot")
+    );
+    let public = jsonwebtoken::DecodingKey::from_ec_pem(key.public_key_pem().as_bytes()).unwrap();
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::ES256);
+    validation.set_audience(&[server.issuer()]);
+    validation.set_issuer(&["robot"]);
+    let claims =
+        jsonwebtoken::decode::<Value>(seen[0].assertion.as_deref().unwrap(), &public, &validation)
+            .unwrap()
+            .claims;
+    assert_eq!(claims["sub"], "robot");
 }

@@ -25,8 +25,9 @@ use super::registration::{Registration, RegistrationKind};
 use super::token::TokenSet;
 use crate::error::Result;
 
-/// Tokens as stored: the token set and what it is bound to.
-#[derive(Clone, Debug)]
+/// Tokens as stored: the token set and what it is bound to. `Debug` shows no
+/// token, and the endpoints without userinfo, query or fragment.
+#[derive(Clone)]
 pub struct StoredTokens {
     /// The authorization server that issued them.
     pub issuer: String,
@@ -41,6 +42,36 @@ pub struct StoredTokens {
     /// The authorization server's revocation endpoint (RFC 7009), when its
     /// metadata named one, for revoking at logout without discovery.
     pub revocation_endpoint: Option<String>,
+}
+
+/// `scheme://host[:port]/path` of an endpoint (no userinfo, query or fragment).
+fn endpoint_for_debug(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(url) => {
+            let host = url.host_str().unwrap_or("");
+            match url.port() {
+                Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
+                None => format!("{}://{host}{}", url.scheme(), url.path()),
+            }
+        }
+        Err(_) => "[invalid URL]".to_owned(),
+    }
+}
+
+impl fmt::Debug for StoredTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredTokens")
+            .field("issuer", &self.issuer)
+            .field("resource", &self.resource)
+            .field("token_endpoint", &endpoint_for_debug(&self.token_endpoint))
+            .field("client_id", &self.client_id)
+            .field("tokens", &self.tokens)
+            .field(
+                "revocation_endpoint",
+                &self.revocation_endpoint.as_deref().map(endpoint_for_debug),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 /// The most dynamic registrations kept under one key (one per authorization
@@ -376,6 +407,16 @@ mod tests {
             let mut v = s.to_json();
             v["redirectPort"] = bad.clone();
             assert!(StoredAuth::from_json(&v).is_none(), "{bad}");
+        }
+        let mut queried = back.clone();
+        if let Some(t) = queried.tokens.as_mut() {
+            t.token_endpoint = "https://u:pw-x@as/token?k=query-x".into();
+            t.revocation_endpoint = Some("https://as/revoke?k=query-x#frag-x".into());
+        }
+        let debug = format!("{queried:?}");
+        assert!(debug.contains("\"https://as/revoke\""), "{debug}");
+        for secret in ["query-x", "pw-x", "frag-x"] {
+            assert!(!debug.contains(secret), "{debug}");
         }
         let debug = format!("{back:?}");
         for secret in ["access-x", "refresh-x", "client-secret-x"] {

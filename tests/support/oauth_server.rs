@@ -60,6 +60,8 @@ pub struct RevocationSeen {
     pub auth: String,
     /// The client authentication matched its registration.
     pub authenticated: bool,
+    /// The client assertion, for `jwt`.
+    pub assertion: Option<String>,
 }
 
 #[derive(Default)]
@@ -233,7 +235,8 @@ fn json_response(code: u16, v: Value) -> Response<Body> {
 }
 
 /// How a token or revocation request authenticated: (client id, secret, `basic`,
-/// `post` or `none`).
+/// `post`, `jwt` (a client assertion, its text in place of the secret) or
+/// `none`).
 fn client_auth(req: &Recorded, f: &HashMap<String, String>) -> (String, Option<String>, String) {
     if let Some(basic) = req
         .header("authorization")
@@ -253,6 +256,11 @@ fn client_auth(req: &Recorded, f: &HashMap<String, String>) -> (String, Option<S
         return (decode(id), Some(decode(secret)), "basic".into());
     }
     let id = f.get("client_id").cloned().unwrap_or_default();
+    if f.get("client_assertion_type").map(String::as_str)
+        == Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+    {
+        return (id, f.get("client_assertion").cloned(), "jwt".into());
+    }
     match f.get("client_secret") {
         Some(secret) => (id, Some(secret.clone()), "post".into()),
         None => (id, None, "none".into()),
@@ -264,6 +272,8 @@ fn authenticates(client: &KnownClient, secret: &Option<String>, auth: &str) -> b
     let expected = match client.method.as_str() {
         "client_secret_basic" => "basic",
         "client_secret_post" => "post",
+        // The test verifies the assertion itself.
+        "private_key_jwt" => return auth == "jwt" && secret.is_some(),
         _ => "none",
     };
     auth == expected && (expected == "none" || *secret == client.secret)
@@ -497,7 +507,7 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 .push(format!("token:{client}"));
             // A client registered with a secret must authenticate as registered.
             let known = state.registered.lock().unwrap().get(&client).cloned();
-            if let Some(known) = known.filter(|k| k.secret.is_some())
+            if let Some(known) = known.filter(|k| k.method != "none")
                 && !authenticates(&known, &secret, &auth)
             {
                 return json_response(401, json!({"error": "invalid_client"}));
@@ -553,6 +563,23 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                     };
                     json_response(200, state.issue(family, &scopes))
                 }
+                Some("client_credentials") => {
+                    if !state
+                        .registered
+                        .lock()
+                        .unwrap()
+                        .get(&client)
+                        .is_some_and(|k| authenticates(k, &secret, &auth))
+                    {
+                        return json_response(401, json!({"error": "invalid_client"}));
+                    }
+                    let scopes: Vec<String> = f
+                        .get("scope")
+                        .map(|s| s.split(' ').map(str::to_owned).collect())
+                        .unwrap_or_default();
+                    let family = state.next();
+                    json_response(200, state.issue_with(family, &scopes, false))
+                }
                 _ => json_response(400, json!({"error": "unsupported_grant_type"})),
             }
         }
@@ -567,6 +594,7 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 token: token.clone(),
                 hint: hint.clone(),
                 client_id,
+                assertion: (auth == "jwt").then(|| secret.clone()).flatten(),
                 auth,
                 authenticated,
             });
