@@ -12,7 +12,8 @@
 //!    (RFC 8414, then OpenID Connect) and its `issuer` must equal the one asked for;
 //! 4. the client is registered: pre-registered credentials, a Client ID Metadata
 //!    Document, or Dynamic Client Registration ([`registration`]; a registration
-//!    refused for its optional `scope` is retried once without it), per issuer;
+//!    refused for its optional `scope` is retried once without it), per issuer
+//!    (and, for dynamic registrations, per redirect URI);
 //! 5. an [`Authorizer`] has a person (or, headless, the client itself) open the
 //!    authorization URL (PKCE S256, `state`, `resource`, scope rules), and the
 //!    redirect is validated (`state`, RFC 9207 `iss`) ([`authorize`]);
