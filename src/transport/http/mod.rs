@@ -489,6 +489,7 @@ impl HttpTransportBuilder {
                     client: shared.client(needs_roots)?,
                     bearer,
                     oauth: None,
+                    chain: None,
                     egress: EgressPolicyLayer::new(grants),
                     layers: self.layers,
                     redirects: self.redirects,
@@ -522,13 +523,17 @@ impl HttpTransportBuilder {
                 .clone()
                 .map(|g| (endpoint.clone(), g as Arc<dyn AddressGuard>)),
         );
-        let oauth = match (oauth, guard) {
-            (Some((config, url)), Some(guard)) => {
-                let chain = Chain::new(server.clone(), url, config, client.clone(), guard);
-                Some(OAuthLayer::new(Arc::new(chain), &endpoint))
-            }
+        let chain = match (oauth, guard) {
+            (Some((config, url)), Some(guard)) => Some(Arc::new(Chain::new(
+                server.clone(),
+                url,
+                config,
+                client.clone(),
+                guard,
+            ))),
             _ => None,
         };
+        let oauth = chain.clone().map(|chain| OAuthLayer::new(chain, &endpoint));
         Ok(HttpTransport {
             inner: Arc::new(Prepared {
                 server,
@@ -536,6 +541,7 @@ impl HttpTransportBuilder {
                 client,
                 bearer,
                 oauth,
+                chain,
                 egress: EgressPolicyLayer::new(grants),
                 layers: self.layers,
                 redirects: self.redirects,
@@ -590,6 +596,8 @@ struct Prepared {
     client: HttpClient,
     bearer: Option<BearerAuthLayer>,
     oauth: Option<OAuthLayer>,
+    /// The OAuth chain behind `oauth` (for [`HttpTransport::logout`]).
+    chain: Option<Arc<Chain>>,
     egress: EgressPolicyLayer,
     layers: Vec<LayerFn>,
     redirects: usize,
@@ -623,6 +631,28 @@ impl HttpTransport {
     /// The egress grants in force.
     pub fn egress_grants(&self) -> &EgressGrants {
         self.inner.egress.grants()
+    }
+
+    /// Logs out of an OAuth server: revokes the stored tokens at the revocation
+    /// endpoint the authorization server named when it issued them (RFC 7009;
+    /// no discovery runs), then forgets them whatever the answer, keeping the
+    /// client registrations for the next login. Sessions on this transport drop
+    /// their token at once. The requests go through the chain's egress grants and
+    /// address policy, like every other request it makes
+    /// ([`auth::revocation`](crate::auth::revocation)).
+    ///
+    /// The outcome says whether the tokens were revoked; a failed revocation is
+    /// [`Logout::NotRevoked`](crate::auth::Logout::NotRevoked), not an error.
+    /// Fails with `invalid_config` when the transport has no OAuth
+    /// configuration, and when the token store fails.
+    pub async fn logout(&self) -> Result<crate::auth::Logout> {
+        match &self.inner.chain {
+            Some(chain) => chain.logout().await,
+            None => Err(Error::config(format!(
+                "server \"{}\" has no OAuth configuration; there is nothing to log out of",
+                self.inner.server
+            ))),
+        }
     }
 
     /// The endpoint's origin: scheme, lower-cased host, effective port.
