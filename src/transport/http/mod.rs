@@ -470,13 +470,22 @@ impl HttpTransportBuilder {
                 )));
             }
             // A plain-http endpoint goes through the proxy in absolute form, headers
-            // and all: the bearer token would reach the proxy, a host it was not
-            // configured for. (https endpoints are tunnelled with CONNECT, and the
-            // proxy never sees the token.)
-            if bearer.is_some() && endpoint.scheme_str() == Some("http") {
-                return Err(Error::config(format!(
-                    "server \"{server}\": refusing to send a bearer token to an http:// endpoint through a proxy"
-                )));
+            // and all: the bearer token (static or OAuth's) would reach the proxy, a
+            // host it was not configured for. (https endpoints are tunnelled with
+            // CONNECT, and the proxy never sees the token.)
+            if endpoint.scheme_str() == Some("http") {
+                let what = if bearer.is_some() {
+                    Some("a bearer token")
+                } else if self.oauth.is_some() {
+                    Some("OAuth tokens")
+                } else {
+                    None
+                };
+                if let Some(what) = what {
+                    return Err(Error::config(format!(
+                        "server \"{server}\": refusing to send {what} to an http:// endpoint through a proxy"
+                    )));
+                }
             }
         }
         let needs_roots = endpoint.scheme_str() == Some("https") || self.oauth.is_some();
