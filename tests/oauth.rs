@@ -371,8 +371,10 @@ async fn two_processes_refreshing_at_once_keep_the_rotating_token() {
                             refresh_token: Some(SecretString::from(refresh.clone())),
                             expires_at: Some(1),
                             scopes: vec![],
+                            dpop_bound: false,
                         },
                     }),
+                    ..Default::default()
                 },
             )
             .unwrap();
@@ -603,8 +605,10 @@ fn logged_in(server: &OAuthServer, scopes: &[&str]) -> CliSetup {
                         refresh_token: Some(SecretString::from(refresh)),
                         expires_at: None,
                         scopes: scopes.iter().map(|s| s.to_string()).collect(),
+                        dpop_bound: false,
                     },
                 }),
+                ..Default::default()
             },
         )
         .unwrap();

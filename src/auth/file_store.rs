@@ -239,8 +239,10 @@ mod tests {
                     refresh_token: None,
                     expires_at: None,
                     scopes: vec![],
+                    dpop_bound: false,
                 },
             }),
+            ..Default::default()
         }
     }
 

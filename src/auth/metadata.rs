@@ -76,6 +76,8 @@ pub struct AuthorizationServerMetadata {
     pub client_id_metadata_document_supported: bool,
     /// `authorization_response_iss_parameter_supported` (RFC 9207).
     pub authorization_response_iss_parameter_supported: bool,
+    /// `dpop_signing_alg_values_supported` (RFC 9449 §5.1).
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 fn invalid(what: &str) -> Error {
@@ -162,6 +164,11 @@ pub fn decode_authorization_server_metadata(bytes: &[u8]) -> Result<Authorizatio
         authorization_response_iss_parameter_supported: flag(
             &map,
             "authorization_response_iss_parameter_supported",
+        ),
+        dpop_signing_alg_values_supported: list(
+            &map,
+            "dpop_signing_alg_values_supported",
+            MAX_LIST_ENTRIES,
         ),
     })
 }

@@ -44,6 +44,17 @@ pub struct StoredAuth {
     pub registrations: Vec<Registration>,
     /// The current tokens, if any.
     pub tokens: Option<StoredTokens>,
+    /// The DPoP keys, one per issuer ([`crate::auth::dpop`]).
+    pub dpop_keys: Vec<StoredDpopKey>,
+}
+
+/// A DPoP private key as stored. `Debug` shows the issuer only.
+#[derive(Clone, Debug)]
+pub struct StoredDpopKey {
+    /// The authorization server the key proves possession to.
+    pub issuer: String,
+    /// The P-256 private key: PKCS#8 DER, base64url without padding.
+    pub pkcs8: SecretString,
 }
 
 impl StoredAuth {
@@ -57,6 +68,17 @@ impl StoredAuth {
         self.registrations
             .retain(|r| r.issuer != registration.issuer);
         self.registrations.push(registration);
+    }
+
+    /// The DPoP key for `issuer`.
+    pub fn dpop_key(&self, issuer: &str) -> Option<&StoredDpopKey> {
+        self.dpop_keys.iter().find(|k| k.issuer == issuer)
+    }
+
+    /// Replaces the DPoP key for its issuer.
+    pub fn set_dpop_key(&mut self, key: StoredDpopKey) {
+        self.dpop_keys.retain(|k| k.issuer != key.issuer);
+        self.dpop_keys.push(key);
     }
 
     /// Encodes for a file (secrets in clear: the file is owner-only).
@@ -79,7 +101,12 @@ impl StoredAuth {
                 "refreshToken": secret(&t.tokens.refresh_token),
                 "expiresAt": t.tokens.expires_at,
                 "scopes": t.tokens.scopes,
+                "tokenType": if t.tokens.dpop_bound { "DPoP" } else { "Bearer" },
             })),
+            "dpopKeys": self.dpop_keys.iter().map(|k| json!({
+                "issuer": k.issuer,
+                "pkcs8": k.pkcs8.expose_secret(),
+            })).collect::<Vec<_>>(),
         })
     }
 
@@ -124,13 +151,26 @@ impl StoredAuth {
                     refresh_token: secret(t, "refreshToken"),
                     expires_at: t.get("expiresAt").and_then(Value::as_u64),
                     scopes: strings(t, "scopes"),
+                    dpop_bound: s(t, "tokenType").as_deref() == Some("DPoP"),
                 },
             }),
             Some(_) => return None,
         };
+        // Absent in files written before DPoP.
+        let mut dpop_keys = Vec::new();
+        if let Some(keys) = obj.get("dpopKeys") {
+            for k in keys.as_array()? {
+                let k = k.as_object()?;
+                dpop_keys.push(StoredDpopKey {
+                    issuer: s(k, "issuer")?,
+                    pkcs8: secret(k, "pkcs8")?,
+                });
+            }
+        }
         Some(StoredAuth {
             registrations,
             tokens,
+            dpop_keys,
         })
     }
 }
@@ -270,8 +310,13 @@ mod tests {
                     refresh_token: Some(SecretString::from("refresh-x")),
                     expires_at: Some(5),
                     scopes: vec!["a".into()],
+                    dpop_bound: true,
                 },
             }),
+            dpop_keys: vec![StoredDpopKey {
+                issuer: "http://as".into(),
+                pkcs8: SecretString::from("dpop-key-x"),
+            }],
         }
     }
 
@@ -294,8 +339,19 @@ mod tests {
                 .expose_secret(),
             "client-secret-x"
         );
+        assert!(t.tokens.dpop_bound);
+        assert_eq!(
+            back.dpop_key("http://as").unwrap().pkcs8.expose_secret(),
+            "dpop-key-x"
+        );
+        // A file written before DPoP: no keys, Bearer tokens.
+        let mut old = s.to_json();
+        old.as_object_mut().unwrap().remove("dpopKeys");
+        old["tokens"].as_object_mut().unwrap().remove("tokenType");
+        let old = StoredAuth::from_json(&old).unwrap();
+        assert!(old.dpop_keys.is_empty() && !old.tokens.unwrap().tokens.dpop_bound);
         let debug = format!("{back:?}");
-        for secret in ["access-x", "refresh-x", "client-secret-x"] {
+        for secret in ["access-x", "refresh-x", "client-secret-x", "dpop-key-x"] {
             assert!(!debug.contains(secret), "{debug}");
         }
         assert!(StoredAuth::from_json(&json!({"tokens": 3})).is_none());
