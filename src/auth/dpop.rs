@@ -125,7 +125,9 @@ impl DpopKey {
         let rng = SystemRandom::new();
         let document = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
             .map_err(|_| Error::new(ErrorKind::InvalidConfig, "could not generate a DPoP key"))?;
-        Self::from_pkcs8(&SecretString::from(URL_SAFE_NO_PAD.encode(document.as_ref())))
+        Self::from_pkcs8(&SecretString::from(
+            URL_SAFE_NO_PAD.encode(document.as_ref()),
+        ))
     }
 
     /// The key whose PKCS#8 DER, base64url without padding, is `pkcs8`.
@@ -133,12 +135,9 @@ impl DpopKey {
         let der = URL_SAFE_NO_PAD
             .decode(pkcs8.expose_secret())
             .map_err(|_| key_error())?;
-        let pair = EcdsaKeyPair::from_pkcs8(
-            &ECDSA_P256_SHA256_FIXED_SIGNING,
-            &der,
-            &SystemRandom::new(),
-        )
-        .map_err(|_| key_error())?;
+        let pair =
+            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &SystemRandom::new())
+                .map_err(|_| key_error())?;
         // Uncompressed point: 0x04 || x || y.
         let public = pair.public_key().as_ref();
         if public.len() != 65 || public[0] != 4 {
@@ -391,8 +390,15 @@ mod tests {
             .unwrap();
         // Fresh jti each time; the key round-trips through its PKCS#8 form.
         let again = key.proof("POST", &url, None, None).unwrap();
-        assert_ne!(decode(again.expose_secret().split('.').nth(1).unwrap())["jti"], claims["jti"]);
-        assert!(decode(again.expose_secret().split('.').nth(1).unwrap()).get("ath").is_none());
+        assert_ne!(
+            decode(again.expose_secret().split('.').nth(1).unwrap())["jti"],
+            claims["jti"]
+        );
+        assert!(
+            decode(again.expose_secret().split('.').nth(1).unwrap())
+                .get("ath")
+                .is_none()
+        );
         let back = DpopKey::from_pkcs8(key.pkcs8()).unwrap();
         assert_eq!(back.thumbprint(), key.thumbprint());
         assert!(!format!("{key:?}").contains(key.pkcs8().expose_secret()));

@@ -8,8 +8,8 @@ use secrecy::{ExposeSecret, SecretString};
 use url::Url;
 
 use crate::auth::ClientCredentials;
-use crate::auth::dpop::{DpopMode, DpopSigner};
 use crate::auth::authorize::{AuthorizationRequest, authorization_url, validate_callback};
+use crate::auth::dpop::{DpopMode, DpopSigner};
 use crate::auth::http::{AuthHttp, MAX_TOKEN_RESPONSE_BYTES};
 use crate::auth::metadata::{AuthorizationServerMetadata, decode_registration};
 use crate::auth::registration::{self, Plan, Registration, RegistrationKind};

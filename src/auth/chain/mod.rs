@@ -27,9 +27,7 @@ use url::Url;
 
 use super::OAuth;
 use super::challenge::{BearerChallenge, asks_for_dpop_nonce};
-use super::dpop::{
-    DPOP, DpopKey, DpopMode, DpopSigner, NonceError, Nonces, nonce_from_headers,
-};
+use super::dpop::{DPOP, DpopKey, DpopMode, DpopSigner, NonceError, Nonces, nonce_from_headers};
 use super::http::{AuthHttp, PolicyGuard};
 use super::metadata::{
     AuthorizationServerMetadata, ProtectedResourceMetadata, legacy_resource, resource_matches,
@@ -68,7 +66,10 @@ impl RequestProof for ResourceProof {
         uri: &http::Uri,
     ) -> Result<(http::HeaderName, HeaderValue)> {
         let url = Url::parse(&uri.to_string()).map_err(|_| {
-            Error::new(ErrorKind::InvalidConfig, "the request URL is not a valid URL")
+            Error::new(
+                ErrorKind::InvalidConfig,
+                "the request URL is not a valid URL",
+            )
         })?;
         let nonce = self.nonces.get(&url);
         let value = self.key.proof_header(
