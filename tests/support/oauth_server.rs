@@ -380,7 +380,7 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
             }
             let jkt = match dpop_token_request(state, &req, &f) {
                 Ok(jkt) => jkt,
-                Err(refusal) => return refusal,
+                Err(refusal) => return *refusal,
             };
             if f.get("grant_type").map(String::as_str) == Some("refresh_token") {
                 let bound = state
@@ -401,7 +401,7 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
         }
         (_, "/mcp") => {
             if let Err(refusal) = dpop_resource_request(state, &req) {
-                return refusal;
+                return *refusal;
             }
             mcp(state, req)
         }
@@ -616,11 +616,10 @@ pub fn verify_proof(
         return Err("iat outside the window".into());
     }
     match access_token {
-        Some(token) => {
-            if claims["ath"] != b64(&sha2::Sha256::digest(token.as_bytes())) {
-                return Err("ath does not match the token".into());
-            }
+        Some(token) if claims["ath"] != b64(&sha2::Sha256::digest(token.as_bytes())) => {
+            return Err("ath does not match the token".into());
         }
+        Some(_) => {}
         None if claims.get("ath").is_some() => return Err("ath on a token request".into()),
         None => {}
     }
@@ -639,13 +638,13 @@ fn dpop_token_request(
     state: &AsState,
     req: &Recorded,
     _form: &HashMap<String, String>,
-) -> Result<Option<String>, Response<Body>> {
+) -> Result<Option<String>, Box<Response<Body>>> {
     if state.dpop_algs.lock().unwrap().is_none() || req.headers.get("dpop").is_none() {
         return Ok(None);
     }
     let htu = format!("{}/token", state.base());
     let (jkt, nonce) = verify_proof(state, &req.headers, "POST", &htu, None)
-        .map_err(|why| dpop_refusal(state, &format!("token: {why}")))?;
+        .map_err(|why| Box::new(dpop_refusal(state, &format!("token: {why}"))))?;
     if let Some(wanted) = state.dpop_as_nonce.lock().unwrap().clone()
         && nonce.as_deref() != Some(wanted.as_str())
     {
@@ -658,7 +657,7 @@ fn dpop_token_request(
             400,
             json!({"error": "use_dpop_nonce", "error_description": REMOTE_TEXT}),
         );
-        return Err(with_header(refusal, "dpop-nonce", &wanted));
+        return Err(Box::new(with_header(refusal, "dpop-nonce", &wanted)));
     }
     state.dpop_verified.lock().unwrap().push("token".into());
     Ok(Some(jkt))
@@ -693,7 +692,7 @@ fn dpop_challenge(state: &AsState, error: &str) -> Response<Body> {
 }
 
 /// The MCP server's DPoP checks for a request carrying a bound token.
-fn dpop_resource_request(state: &AsState, req: &Recorded) -> Result<(), Response<Body>> {
+fn dpop_resource_request(state: &AsState, req: &Recorded) -> Result<(), Box<Response<Body>>> {
     let Some(auth) = req.header("authorization") else {
         return Ok(());
     };
@@ -701,7 +700,7 @@ fn dpop_resource_request(state: &AsState, req: &Recorded) -> Result<(), Response
     let bound = state.dpop_bound.lock().unwrap().get(token).cloned();
     let fail = |why: String| {
         state.dpop_failures.lock().unwrap().push(why);
-        dpop_challenge(state, "invalid_token")
+        Box::new(dpop_challenge(state, "invalid_token"))
     };
     let Some(bound) = bound else {
         if scheme.eq_ignore_ascii_case("dpop") {
@@ -732,11 +731,11 @@ fn dpop_resource_request(state: &AsState, req: &Recorded) -> Result<(), Response
             .unwrap()
             .clone()
             .unwrap_or(wanted);
-        return Err(with_header(
+        return Err(Box::new(with_header(
             dpop_challenge(state, "use_dpop_nonce"),
             "dpop-nonce",
             &sent,
-        ));
+        )));
     }
     state.dpop_verified.lock().unwrap().push("mcp".into());
     Ok(())
