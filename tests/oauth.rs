@@ -997,6 +997,26 @@ async fn a_dpop_nonce_over_the_bound_is_a_typed_error_and_never_shown() {
     // One nonce challenge, no retry, no second authorization.
     assert_eq!(server.state.dpop_nonce_challenges.lock().unwrap().len(), 1);
     assert_eq!(count(&server, "GET /authorize"), 1);
+
+    // The same at the token endpoint: no retry with it, a typed error.
+    let server = OAuthServer::start().await;
+    dpop_server_state(&server);
+    *server.state.dpop_as_nonce.lock().unwrap() = Some("wanted".into());
+    *server.state.dpop_as_nonce_header.lock().unwrap() = Some(long.clone());
+    let err = connect(&server.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ProtocolError, "{err}");
+    let text = format!("{err} {err:?}");
+    assert!(
+        text.contains("token endpoint") && text.contains("1025 bytes"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(&long[..64]) && !text.contains("remote-text"),
+        "{text}"
+    );
+    assert_eq!(count(&server, "POST /token"), 1);
 }
 
 #[tokio::test]

@@ -95,6 +95,9 @@ pub struct AsState {
     /// DPoP: the `DPoP-Nonce` sent with the MCP server's nonce challenge, when
     /// not `dpop_rs_nonce` itself.
     pub dpop_rs_nonce_header: Mutex<Option<String>>,
+    /// DPoP: the `DPoP-Nonce` sent with the token endpoint's nonce challenge,
+    /// when not `dpop_as_nonce` itself.
+    pub dpop_as_nonce_header: Mutex<Option<String>>,
     /// DPoP: answer a proof with a Bearer token.
     pub dpop_bearer_answer: Mutex<bool>,
     /// DPoP: answer `token_type: DPoP` to a request without a proof.
@@ -657,7 +660,13 @@ fn dpop_token_request(
             400,
             json!({"error": "use_dpop_nonce", "error_description": REMOTE_TEXT}),
         );
-        return Err(Box::new(with_header(refusal, "dpop-nonce", &wanted)));
+        let sent = state
+            .dpop_as_nonce_header
+            .lock()
+            .unwrap()
+            .clone()
+            .unwrap_or(wanted);
+        return Err(Box::new(with_header(refusal, "dpop-nonce", &sent)));
     }
     state.dpop_verified.lock().unwrap().push("token".into());
     Ok(Some(jkt))
