@@ -998,6 +998,21 @@ async fn a_dpop_nonce_over_the_bound_is_a_typed_error_and_never_shown() {
     assert_eq!(server.state.dpop_nonce_challenges.lock().unwrap().len(), 1);
     assert_eq!(count(&server, "GET /authorize"), 1);
 
+    // A server that keeps asking for a nonce it never accepts: one retry, then
+    // `unauthorized`, never a new authorization.
+    let server = OAuthServer::start().await;
+    dpop_server_state(&server);
+    *server.state.dpop_rs_nonce.lock().unwrap() = Some("wanted".into());
+    *server.state.dpop_rs_nonce_header.lock().unwrap() = Some("not-the-one".into());
+    let err = connect(&server.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    assert!(err.message().contains("nonce again"), "{err}");
+    assert_eq!(server.state.dpop_nonce_challenges.lock().unwrap().len(), 2);
+    assert_eq!(count(&server, "GET /authorize"), 1);
+    assert_eq!(count(&server, "POST /token"), 1);
+
     // The same at the token endpoint: no retry with it, a typed error.
     let server = OAuthServer::start().await;
     dpop_server_state(&server);

@@ -253,7 +253,17 @@ where
                         &diagnostics,
                     )
                     .map_err(boxed)?;
-                if again && !nonce_retried {
+                if again && nonce_retried {
+                    // A second nonce challenge: never answered by authorizing anew.
+                    return Err(boxed(Error::new(
+                        ErrorKind::Unauthorized,
+                        format!(
+                            "server \"{}\" asked for a new proof nonce again after a retry with its nonce",
+                            chain.server_name()
+                        ),
+                    )));
+                }
+                if again {
                     nonce_retried = true;
                     drop(response);
                     let mut next = template.clone();
