@@ -64,8 +64,9 @@ pub enum DiagnosticEvent {
         server: Arc<str>,
         /// The step: `protected-resource-metadata`,
         /// `authorization-server-metadata`, `registration`, `authorization`,
-        /// `token` (the code exchange), `refresh`, `client-credentials`, or
-        /// `step-up` (the whole answer to a `403 insufficient_scope`).
+        /// `token` (the code exchange), `refresh`, `client-credentials`,
+        /// `step-up` (the whole answer to a `403 insufficient_scope`), or
+        /// `dpop-nonce` (a malformed or over-long `DPoP-Nonce` ignored).
         step: &'static str,
         /// `ok` or `failed`.
         outcome: &'static str,

@@ -196,11 +196,15 @@ pub mod fuzzing {
     /// What an over-long stderr line becomes (`redact::WITHHELD_LINE`).
     pub use crate::redact::WITHHELD_LINE;
 
+    /// The DPoP challenge error and the `DPoP-Nonce` parser with its bound
+    /// (`auth::challenge`, `auth::dpop`), for the `www_authenticate` target.
+    pub use crate::auth::challenge::dpop_error;
     /// The `WWW-Authenticate` parser and its bounds (`auth::challenge`), for the
     /// `www_authenticate` target.
     pub use crate::auth::challenge::{
         MAX_CHALLENGES, MAX_HEADER_BYTES, MAX_PARAMS, parse_challenges, render_challenges,
     };
+    pub use crate::auth::dpop::{MAX_NONCE_BYTES, NonceError, nonce_from_headers, parse_nonce};
     /// The OAuth metadata decoders and their bounds (`auth::metadata`).
     pub use crate::auth::metadata::{
         MAX_AUTHORIZATION_SERVERS, MAX_LIST_ENTRIES, decode_authorization_server_metadata,

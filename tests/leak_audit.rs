@@ -1173,10 +1173,12 @@ async fn oauth_revocation_errors() {
                     refresh_token: Some(SecretString::from(REFRESH_SECRET)),
                     expires_at: None,
                     scopes: vec![],
+                    dpop_bound: false,
                 },
                 revocation_endpoint: Some(endpoint.clone()),
             }),
             redirect_port: None,
+            dpop_keys: vec![],
         };
         audit_debug("stored auth", &stored);
         store.save("remote", &stored).unwrap();
@@ -1191,5 +1193,189 @@ async fn oauth_revocation_errors() {
         };
         audit("revocation refused", &error, kind);
         assert!(store.load("remote").unwrap().unwrap().tokens.is_none());
+    }
+}
+
+// ----- DPoP: the private key and the proofs -----
+
+/// A DPoP peer: MCP + authorization server advertising ES256. Every `DPoP`
+/// header it receives is kept in `proofs`. The MCP endpoint answers a nonce
+/// challenge with an over-long nonce when `long_nonce`, else `invalid_token`
+/// (so the chain refreshes, and the token endpoint refuses the proof with
+/// remote text).
+async fn dpop_peer(proofs: Arc<std::sync::Mutex<Vec<String>>>, long_nonce: bool) -> TestServer {
+    TestServer::start(move |req: http_server::Recorded| {
+        let proofs = proofs.clone();
+        async move {
+            if let Some(p) = req.header("dpop") {
+                proofs.lock().unwrap().push(p.to_owned());
+            }
+            let base = format!("http://{}", req.header("host").unwrap());
+            match req.uri.path() {
+                "/.well-known/oauth-protected-resource/mcp" => full(200, "application/json", json!({
+                    "resource": format!("{base}/mcp"), "authorization_servers": [base]}).to_string()),
+                "/.well-known/oauth-authorization-server" => full(200, "application/json", json!({
+                    "issuer": base, "authorization_endpoint": format!("{base}/authorize"),
+                    "token_endpoint": format!("{base}/token"),
+                    "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+                    "token_endpoint_auth_methods_supported": ["none"],
+                    "dpop_signing_alg_values_supported": ["ES256"]}).to_string()),
+                "/token" => full(400, "application/json",
+                    json!({"error": "invalid_dpop_proof", "error_description": BODY_SECRET}).to_string()),
+                _ if long_nonce => with_header(
+                    with_header(status(401), "www-authenticate", "DPoP error=\"use_dpop_nonce\""),
+                    "dpop-nonce",
+                    &"n".repeat(2000),
+                ),
+                _ => with_header(status(401), "www-authenticate",
+                    &format!("DPoP error=\"invalid_token\", error_description=\"{BODY_SECRET}\"")),
+            }
+        }
+    })
+    .await
+}
+
+/// A planted DPoP key: (PKCS#8 base64url as stored, the private scalar `d` in
+/// base64url as a JWK would carry it).
+fn planted_dpop_key() -> (String, String) {
+    use base64::Engine;
+    let rng = ring::rand::SystemRandom::new();
+    let der = ring::signature::EcdsaKeyPair::generate_pkcs8(
+        &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+        &rng,
+    )
+    .unwrap();
+    let der = der.as_ref();
+    // ECPrivateKey: version 1, then the 32-byte private key octets.
+    let at = der
+        .windows(5)
+        .position(|w| w == [0x02, 0x01, 0x01, 0x04, 0x20])
+        .unwrap()
+        + 5;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    (b64.encode(der), b64.encode(&der[at..at + 32]))
+}
+
+fn planted_dpop_store(issuer: &str, pkcs8: &str) -> smthrs_mcp::auth::StoredAuth {
+    use smthrs_mcp::auth::StoredDpopKey;
+    use smthrs_mcp::auth::store::StoredTokens;
+    use smthrs_mcp::auth::token::TokenSet;
+    smthrs_mcp::auth::StoredAuth {
+        registrations: vec![],
+        tokens: Some(StoredTokens {
+            issuer: issuer.to_owned(),
+            resource: format!("{issuer}/mcp"),
+            token_endpoint: format!("{issuer}/token"),
+            client_id: "c".into(),
+            tokens: TokenSet {
+                access_token: SecretString::from(ACCESS_SECRET),
+                refresh_token: Some(SecretString::from(CODE_SECRET)),
+                expires_at: None,
+                scopes: vec![],
+                dpop_bound: true,
+            },
+            revocation_endpoint: None,
+        }),
+        redirect_port: None,
+        dpop_keys: vec![StoredDpopKey {
+            issuer: issuer.to_owned(),
+            pkcs8: SecretString::from(pkcs8.to_owned()),
+        }],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dpop_keys_and_proofs_never_surface() {
+    use smthrs_mcp::auth::{MemoryStore, OAuth, TokenStore};
+    let (pkcs8, d) = planted_dpop_key();
+    let check = |what: &str, text: &str, proofs: &[String]| {
+        assert_clean(what, text);
+        assert!(!text.contains(&pkcs8), "{what} leaks the DPoP key: {text}");
+        assert!(!text.contains(&d), "{what} leaks the DPoP key's d: {text}");
+        for proof in proofs {
+            // A proof's signature is its unguessable part.
+            let signature = proof.rsplit('.').next().unwrap();
+            assert!(
+                !text.contains(signature),
+                "{what} leaks a DPoP proof: {text}"
+            );
+        }
+    };
+    for long_nonce in [true, false] {
+        let what = if long_nonce {
+            "over-long nonce"
+        } else {
+            "refused proof"
+        };
+        let proofs = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let server = dpop_peer(proofs.clone(), long_nonce).await;
+        let issuer = server.url().strip_suffix("/mcp").unwrap().to_owned();
+        let store = Arc::new(MemoryStore::new());
+        store
+            .save("remote", &planted_dpop_store(&issuer, &pkcs8))
+            .unwrap();
+        let transport = HttpTransport::builder("remote", server.url())
+            .oauth(OAuth::new().store(store.clone()))
+            .build()
+            .unwrap();
+        let observer = Collect::new();
+        let error = Client::builder("remote")
+            .diagnostics(observer.clone())
+            .connect(transport)
+            .await
+            .unwrap_err();
+        let proofs = proofs.lock().unwrap().clone();
+        // Proofs were really made with the planted key, and sent.
+        assert!(!proofs.is_empty(), "{what}");
+        let kind = if long_nonce {
+            ErrorKind::ProtocolError
+        } else {
+            ErrorKind::Unauthorized
+        };
+        assert_eq!(error.kind(), kind, "{what}: {error}");
+        for text in [
+            error.to_string(),
+            format!("{error:?}"),
+            format!("{error:#?}"),
+            format!("{:?}", store.load("remote").unwrap()),
+        ] {
+            check(what, &text, &proofs);
+        }
+        for (_, text) in observer.events() {
+            check(what, &text, &proofs);
+        }
+    }
+
+    // The CLI, from a token file holding the key: nothing on stdout or stderr.
+    let proofs = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let server = dpop_peer(proofs.clone(), false).await;
+    let issuer = server.url().strip_suffix("/mcp").unwrap().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let store = smthrs_mcp::auth::FileStore::new(dir.path().join("smthrs-mcp/tokens.json"));
+    store
+        .save("srv", &planted_dpop_store(&issuer, &pkcs8))
+        .unwrap();
+    let config = dir.path().join("servers.json");
+    std::fs::write(
+        &config,
+        json!([{"server": "srv", "url": server.url(), "oauth": {}}]).to_string(),
+    )
+    .unwrap();
+    let state_home = dir.path().to_str().unwrap().to_owned();
+    for args in [
+        vec!["--mcp-config", config.to_str().unwrap(), "tools"],
+        vec![
+            "--mcp-config",
+            config.to_str().unwrap(),
+            "--diagnostics",
+            "tools",
+        ],
+    ] {
+        let (code, stdout, stderr) = run_cli(&args, &[("XDG_STATE_HOME", &state_home)]).await;
+        assert_eq!(code, Some(1), "{stderr}");
+        let proofs = proofs.lock().unwrap().clone();
+        assert!(!proofs.is_empty());
+        check("CLI stdout", &stdout, &proofs);
+        check("CLI stderr", &stderr, &proofs);
     }
 }

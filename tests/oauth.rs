@@ -451,10 +451,12 @@ async fn two_processes_refreshing_at_once_keep_the_rotating_token() {
                             refresh_token: Some(SecretString::from(refresh.clone())),
                             expires_at: Some(1),
                             scopes: vec![],
+                            dpop_bound: false,
                         },
                         revocation_endpoint: None,
                     }),
                     redirect_port: None,
+                    ..Default::default()
                 },
             )
             .unwrap();
@@ -685,10 +687,12 @@ fn logged_in(server: &OAuthServer, scopes: &[&str]) -> CliSetup {
                         refresh_token: Some(SecretString::from(refresh)),
                         expires_at: None,
                         scopes: scopes.iter().map(|s| s.to_string()).collect(),
+                        dpop_bound: false,
                     },
                     revocation_endpoint: Some(format!("{}/revoke", server.issuer())),
                 }),
                 redirect_port: None,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -1605,4 +1609,266 @@ async fn a_machine_clients_token_is_revoked_with_its_own_credentials() {
             .unwrap()
             .claims;
     assert_eq!(claims["sub"], "robot");
+}
+
+// ----- DPoP (RFC 9449) -----
+
+fn dpop_server_state(server: &OAuthServer) {
+    *server.state.dpop_algs.lock().unwrap() = Some(vec!["RS256".into(), "ES256".into()]);
+}
+
+fn dpop_failures(server: &OAuthServer) -> Vec<String> {
+    server.state.dpop_failures.lock().unwrap().clone()
+}
+
+fn verified(server: &OAuthServer, what: &str) -> usize {
+    server
+        .state
+        .dpop_verified
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|v| *v == what)
+        .count()
+}
+
+fn count(server: &OAuthServer, line: &str) -> usize {
+    log(server).iter().filter(|l| *l == line).count()
+}
+
+#[tokio::test]
+async fn dpop_binds_the_tokens_and_a_second_process_uses_the_stored_key() {
+    let server = OAuthServer::start().await;
+    dpop_server_state(&server);
+    let setup = CliSetup::new(&server.url());
+    let store = Arc::new(setup.store());
+    let client = connect(
+        &server.url(),
+        OAuth::new().authorizer(headless()).store(store.clone()),
+    )
+    .await
+    .unwrap();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    // The server verified every proof: the token request's and one per MCP
+    // request (signature with the JWK, htm, htu, ath, fresh jti, iat, key).
+    assert!(
+        dpop_failures(&server).is_empty(),
+        "{:?}",
+        dpop_failures(&server)
+    );
+    assert_eq!(verified(&server, "token"), 1);
+    let mcp_before = verified(&server, "mcp");
+    assert!(mcp_before >= 3, "{mcp_before}");
+    // A refused token is refreshed with a proof by the same key (the refresh
+    // token is bound too).
+    server.state.expire_access_tokens();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    assert_eq!(*server.state.refreshes.lock().unwrap(), 1);
+    assert_eq!(verified(&server, "token"), 2);
+    assert!(
+        dpop_failures(&server).is_empty(),
+        "{:?}",
+        dpop_failures(&server)
+    );
+    client.close().await;
+    let stored = store.load("srv").unwrap().unwrap();
+    assert!(stored.tokens.as_ref().unwrap().tokens.dpop_bound);
+    assert_eq!(stored.dpop_keys.len(), 1);
+    assert_eq!(stored.dpop_keys[0].issuer, server.issuer());
+    let raw = std::fs::read_to_string(setup.state_home().join("smthrs-mcp/tokens.json")).unwrap();
+    let raw: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(raw["srv"]["tokens"]["tokenType"], "DPoP", "{raw}");
+    assert!(raw["srv"]["dpopKeys"][0]["pkcs8"].is_string(), "{raw}");
+
+    // Another process (the CLI, no authorizer) uses the stored token with the
+    // stored key, then refreshes the bound refresh token with it.
+    let authorizations = count(&server, "GET /authorize");
+    let (code, stdout, stderr) = run(setup.command(&["tools"])).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("echo"), "{stdout}");
+    server.state.expire_access_tokens();
+    let (code, _, stderr) = run(setup.command(&["tools"])).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(*server.state.refreshes.lock().unwrap(), 2);
+    assert_eq!(count(&server, "GET /authorize"), authorizations);
+    assert!(
+        dpop_failures(&server).is_empty(),
+        "{:?}",
+        dpop_failures(&server)
+    );
+    assert!(verified(&server, "mcp") > mcp_before);
+    // The key never left the store: no process printed it.
+    let key = stored.dpop_keys[0].pkcs8.expose_secret().to_owned();
+    assert!(!stdout.contains(&key) && !stderr.contains(&key));
+}
+
+#[tokio::test]
+async fn dpop_nonces_of_the_token_endpoint_and_the_mcp_server_are_retried_once() {
+    let server = OAuthServer::start().await;
+    dpop_server_state(&server);
+    *server.state.dpop_as_nonce.lock().unwrap() = Some("as-nonce-1".into());
+    *server.state.dpop_rs_nonce.lock().unwrap() = Some("rs-nonce-1".into());
+    let client = connect(&server.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    let challenges = server.state.dpop_nonce_challenges.lock().unwrap().clone();
+    // One challenge each: the nonce is then kept for the origin.
+    assert_eq!(challenges, ["token", "mcp"], "{challenges:?}");
+    assert!(
+        dpop_failures(&server).is_empty(),
+        "{:?}",
+        dpop_failures(&server)
+    );
+    assert_eq!(count(&server, "GET /authorize"), 1);
+    // A new nonce at the MCP server: one retry, no new authorization or token.
+    *server.state.dpop_rs_nonce.lock().unwrap() = Some("rs-nonce-2".into());
+    client.call_tool("echo", Map::new()).await.unwrap();
+    assert_eq!(server.state.dpop_nonce_challenges.lock().unwrap().len(), 3);
+    assert_eq!(count(&server, "POST /token"), 2);
+    assert_eq!(count(&server, "GET /authorize"), 1);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_dpop_nonce_over_the_bound_is_a_typed_error_and_never_shown() {
+    let server = OAuthServer::start().await;
+    dpop_server_state(&server);
+    *server.state.dpop_rs_nonce.lock().unwrap() = Some("wanted".into());
+    let long = "n".repeat(smthrs_mcp::auth::dpop::MAX_NONCE_BYTES + 1);
+    *server.state.dpop_rs_nonce_header.lock().unwrap() = Some(long.clone());
+    let err = connect(&server.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ProtocolError, "{err}");
+    let text = format!("{err} {err:?}");
+    assert!(
+        text.contains("1025 bytes") && text.contains("1024"),
+        "{text}"
+    );
+    assert!(!text.contains(&long[..64]), "{text}");
+    // One nonce challenge, no retry, no second authorization.
+    assert_eq!(server.state.dpop_nonce_challenges.lock().unwrap().len(), 1);
+    assert_eq!(count(&server, "GET /authorize"), 1);
+
+    // A server that keeps asking for a nonce it never accepts: one retry, then
+    // `unauthorized`, never a new authorization.
+    let server = OAuthServer::start().await;
+    dpop_server_state(&server);
+    *server.state.dpop_rs_nonce.lock().unwrap() = Some("wanted".into());
+    *server.state.dpop_rs_nonce_header.lock().unwrap() = Some("not-the-one".into());
+    let err = connect(&server.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    assert!(err.message().contains("nonce again"), "{err}");
+    assert_eq!(server.state.dpop_nonce_challenges.lock().unwrap().len(), 2);
+    assert_eq!(count(&server, "GET /authorize"), 1);
+    assert_eq!(count(&server, "POST /token"), 1);
+
+    // The same at the token endpoint: no retry with it, a typed error.
+    let server = OAuthServer::start().await;
+    dpop_server_state(&server);
+    *server.state.dpop_as_nonce.lock().unwrap() = Some("wanted".into());
+    *server.state.dpop_as_nonce_header.lock().unwrap() = Some(long.clone());
+    let err = connect(&server.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ProtocolError, "{err}");
+    let text = format!("{err} {err:?}");
+    assert!(
+        text.contains("token endpoint") && text.contains("1025 bytes"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(&long[..64]) && !text.contains("remote-text"),
+        "{text}"
+    );
+    assert_eq!(count(&server, "POST /token"), 1);
+}
+
+#[tokio::test]
+async fn token_type_and_mode_mismatches() {
+    // A DPoP token to a request without a proof (DPoP not advertised): refused.
+    let server = OAuthServer::start().await;
+    *server.state.dpop_type_without_proof.lock().unwrap() = true;
+    let err = refused(&server).await;
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    assert!(err.message().contains("without a DPoP proof"), "{err}");
+
+    // A Bearer answer to a proof: accepted and sent as Bearer (Auto) ...
+    let server = OAuthServer::start().await;
+    dpop_server_state(&server);
+    *server.state.dpop_bearer_answer.lock().unwrap() = true;
+    let store = Arc::new(MemoryStore::new());
+    let client = connect(
+        &server.url(),
+        OAuth::new().authorizer(headless()).store(store.clone()),
+    )
+    .await
+    .unwrap();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    client.close().await;
+    assert_eq!(verified(&server, "token"), 1);
+    assert_eq!(verified(&server, "mcp"), 0);
+    assert!(
+        dpop_failures(&server).is_empty(),
+        "{:?}",
+        dpop_failures(&server)
+    );
+    assert!(
+        !store
+            .load("srv")
+            .unwrap()
+            .unwrap()
+            .tokens
+            .unwrap()
+            .tokens
+            .dpop_bound
+    );
+    // ... and refused when DPoP is required.
+    let err = connect(
+        &server.url(),
+        OAuth::new()
+            .authorizer(headless())
+            .dpop(smthrs_mcp::auth::DpopMode::Required),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    assert!(
+        err.message().contains("Bearer") && err.message().contains("OAuth::dpop"),
+        "{err}"
+    );
+
+    // Required, but the server does not advertise ES256: refused before any token request.
+    let server = OAuthServer::start().await;
+    *server.state.dpop_algs.lock().unwrap() = Some(vec!["RS256".into()]);
+    let err = connect(
+        &server.url(),
+        OAuth::new()
+            .authorizer(headless())
+            .dpop(smthrs_mcp::auth::DpopMode::Required),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    assert!(err.message().contains("OAuth::dpop"), "{err}");
+    assert_eq!(count(&server, "POST /token"), 0);
+
+    // Off: no proof even where DPoP is advertised; a Bearer token.
+    let server = OAuthServer::start().await;
+    dpop_server_state(&server);
+    let client = connect(
+        &server.url(),
+        OAuth::new()
+            .authorizer(headless())
+            .dpop(smthrs_mcp::auth::DpopMode::Off),
+    )
+    .await
+    .unwrap();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    client.close().await;
+    assert_eq!(verified(&server, "token") + verified(&server, "mcp"), 0);
+    assert!(server.state.dpop_bound.lock().unwrap().is_empty());
 }

@@ -106,6 +106,24 @@ impl BearerChallenge {
     }
 }
 
+/// The `error` of the first `DPoP` challenge (RFC 9449 §7.1), such as
+/// `use_dpop_nonce` (§9), from the parsed list.
+pub fn dpop_error(challenges: &[Challenge]) -> Option<&str> {
+    challenges
+        .iter()
+        .find(|c| c.scheme_is("dpop"))
+        .and_then(|c| c.param("error"))
+}
+
+/// True when `headers` carry a `DPoP` challenge with `error="use_dpop_nonce"`.
+pub(crate) fn asks_for_dpop_nonce(headers: &http::HeaderMap) -> bool {
+    let values = headers
+        .get_all(http::header::WWW_AUTHENTICATE)
+        .iter()
+        .map(|v| v.as_bytes());
+    dpop_error(&parse_challenges(values)) == Some("use_dpop_nonce")
+}
+
 fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
@@ -379,6 +397,10 @@ mod tests {
             Some("read")
         );
         let dpop = parse(r#"DPoP error="use_dpop_nonce", algs="ES256""#);
+        assert_eq!(dpop_error(&dpop), Some("use_dpop_nonce"));
+        let both = parse(r#"Bearer error="invalid_token", DPoP error="use_dpop_nonce""#);
+        assert_eq!(dpop_error(&both), Some("use_dpop_nonce"));
+        assert_eq!(dpop_error(&parse(r#"Bearer error="use_dpop_nonce""#)), None);
         assert_eq!(
             BearerChallenge::from_challenges(&dpop).error.as_deref(),
             Some("use_dpop_nonce")

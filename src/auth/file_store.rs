@@ -239,10 +239,12 @@ mod tests {
                     refresh_token: None,
                     expires_at: None,
                     scopes: vec![],
+                    dpop_bound: false,
                 },
                 revocation_endpoint: None,
             }),
             redirect_port: None,
+            ..Default::default()
         }
     }
 

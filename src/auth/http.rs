@@ -30,6 +30,7 @@ use tower::util::BoxCloneService;
 use tower::{Layer, ServiceExt};
 use url::Url;
 
+use super::dpop::{DPOP, DpopSigner, nonce_from_headers};
 use super::policy::AddressPolicy;
 use crate::error::{Error, ErrorKind, Result};
 use crate::http::body::{BodyError, collect_limited, declared_too_large};
@@ -223,11 +224,17 @@ impl AuthHttp {
         }
     }
 
-    /// The `oauth2` crate's HTTP client hook, running through this stack.
-    pub(crate) fn oauth2_client(&self, what: &'static str) -> Oauth2Client {
+    /// The `oauth2` crate's HTTP client hook, running through this stack; with
+    /// `dpop`, every request carries a fresh proof (see [`Oauth2Client`]).
+    pub(crate) fn oauth2_client(
+        &self,
+        what: &'static str,
+        dpop: Option<DpopSigner>,
+    ) -> Oauth2Client {
         Oauth2Client {
             http: self.clone(),
             what,
+            dpop,
         }
     }
 }
@@ -247,10 +254,25 @@ fn classify(error: &(dyn std::error::Error + 'static), what: &str, https: bool) 
 
 /// [`oauth2::AsyncHttpClient`] over [`AuthHttp`]: token requests go through the
 /// egress policy, the address policy, the body cap and the deadline.
+///
+/// With a DPoP signer, each request carries `DPoP: <fresh proof>` (with the
+/// nonce held for the endpoint's origin); a `DPoP-Nonce` in any answer is kept,
+/// and a `400 use_dpop_nonce` that brings one is retried once with a new proof
+/// carrying it. `oauth2` never sees response headers, so this is the place.
 #[derive(Clone)]
 pub(crate) struct Oauth2Client {
     http: AuthHttp,
     what: &'static str,
+    dpop: Option<DpopSigner>,
+}
+
+/// The `error` of a token endpoint's JSON error body, if it is `use_dpop_nonce`.
+fn asks_for_nonce(status: StatusCode, body: &[u8]) -> bool {
+    status == StatusCode::BAD_REQUEST
+        && crate::json_bounds::scan_frame(body).within_depth()
+        && serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .is_some_and(|v| v.get("error").and_then(|e| e.as_str()) == Some("use_dpop_nonce"))
 }
 
 impl<'c> oauth2::AsyncHttpClient<'c> for Oauth2Client {
@@ -272,17 +294,47 @@ impl<'c> oauth2::AsyncHttpClient<'c> for Oauth2Client {
             if let Some(v) = headers.get_mut(http::header::AUTHORIZATION) {
                 v.set_sensitive(true);
             }
-            let fetched = self
-                .http
-                .send(
-                    parts.method,
-                    &url,
-                    headers,
-                    Bytes::from(body),
-                    MAX_TOKEN_RESPONSE_BYTES,
-                    self.what,
-                )
-                .await?;
+            let body = Bytes::from(body);
+            let mut retried = false;
+            let fetched = loop {
+                if let Some(dpop) = &self.dpop {
+                    let nonce = dpop.nonces.get(&url);
+                    let proof = dpop.key.proof_header(
+                        parts.method.as_str(),
+                        &url,
+                        None,
+                        nonce.as_deref(),
+                    )?;
+                    headers.insert(DPOP, proof);
+                }
+                let fetched = self
+                    .http
+                    .send(
+                        parts.method.clone(),
+                        &url,
+                        headers.clone(),
+                        body.clone(),
+                        MAX_TOKEN_RESPONSE_BYTES,
+                        self.what,
+                    )
+                    .await?;
+                let Some(dpop) = &self.dpop else {
+                    break fetched;
+                };
+                let asks = asks_for_nonce(fetched.status, &fetched.body);
+                match nonce_from_headers(&fetched.headers) {
+                    Ok(Some(nonce)) => dpop.nonces.set(&url, nonce),
+                    Ok(None) => {}
+                    Err(e) if asks => return Err(e.into_error(&dpop.server, self.what)),
+                    // Not asked for: ignored (the next answer may ask again).
+                    Err(_) => {}
+                }
+                if asks && !retried && dpop.nonces.get(&url).is_some() {
+                    retried = true;
+                    continue;
+                }
+                break fetched;
+            };
             if fetched.status.is_redirection() {
                 return Err(Error::new(
                     ErrorKind::Unauthorized,

@@ -80,6 +80,8 @@ pub struct AuthorizationServerMetadata {
     /// logout revokes them without discovery. Like every endpoint it is checked by
     /// the address policy when it is used.
     pub revocation_endpoint: Option<String>,
+    /// `dpop_signing_alg_values_supported` (RFC 9449 §5.1).
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 fn invalid(what: &str) -> Error {
@@ -168,6 +170,11 @@ pub fn decode_authorization_server_metadata(bytes: &[u8]) -> Result<Authorizatio
             "authorization_response_iss_parameter_supported",
         ),
         revocation_endpoint: string(&map, "revocation_endpoint"),
+        dpop_signing_alg_values_supported: list(
+            &map,
+            "dpop_signing_alg_values_supported",
+            MAX_LIST_ENTRIES,
+        ),
     })
 }
 

@@ -24,7 +24,10 @@
 //!    challenge's, or when it names none the resource metadata's
 //!    `scopes_supported`; with nothing new to ask for, `unauthorized` with the
 //!    login hint);
-//! 7. machine clients use [`ClientCredentials`] instead of steps 4-5.
+//! 7. machine clients use [`ClientCredentials`] instead of steps 4-5;
+//! 8. when the authorization server advertises DPoP (ES256), tokens are bound to
+//!    a key per authorization server and every token and MCP request carries a
+//!    fresh proof, with the servers' nonces ([`dpop`], [`OAuth::dpop`]).
 //!
 //! Each step's outcome (discovery, registration, authorization, token, refresh,
 //! step-up) goes to the session's
@@ -102,6 +105,7 @@ pub mod authorize;
 pub(crate) mod chain;
 pub(crate) mod challenge;
 pub mod client_credentials;
+pub mod dpop;
 pub mod file_store;
 pub(crate) mod http;
 pub mod loopback;
@@ -115,11 +119,12 @@ pub mod token;
 pub use authorize::{AuthorizationRequest, Authorizer, HeadlessAuthorizer};
 pub use chain::default_grants;
 pub use client_credentials::ClientCredentials;
+pub use dpop::DpopMode;
 pub use file_store::FileStore;
 pub use loopback::LoopbackAuthorizer;
 pub use registration::PreRegisteredClient;
 pub use revocation::Logout;
-pub use store::{MemoryStore, StoreLock, StoredAuth, TokenStore};
+pub use store::{MemoryStore, StoreLock, StoredAuth, StoredDpopKey, TokenStore};
 
 use crate::layer::EgressGrants;
 
@@ -140,6 +145,7 @@ pub struct OAuth {
     pub(crate) client_name: String,
     pub(crate) login_hint: Option<String>,
     pub(crate) offline_access: bool,
+    pub(crate) dpop: DpopMode,
 }
 
 impl Default for OAuth {
@@ -157,6 +163,7 @@ impl Default for OAuth {
             client_name: "smthrs-mcp".into(),
             login_hint: None,
             offline_access: true,
+            dpop: DpopMode::Auto,
         }
     }
 }
@@ -258,6 +265,16 @@ impl OAuth {
         self
     }
 
+    /// When tokens are bound to a key with DPoP (RFC 9449; see [`dpop`]):
+    /// [`DpopMode::Auto`] uses DPoP when the authorization server advertises
+    /// ES256 in `dpop_signing_alg_values_supported`; [`DpopMode::Required`]
+    /// refuses a server that does not (or that answers with a Bearer token);
+    /// [`DpopMode::Off`] never sends a proof. Default: [`DpopMode::Auto`].
+    pub fn dpop(mut self, mode: DpopMode) -> Self {
+        self.dpop = mode;
+        self
+    }
+
     pub(crate) fn validate(&self, server: &str) -> crate::error::Result<()> {
         let named = |e: crate::error::Error| {
             let message = format!("server \"{server}\": {}", e.message());
@@ -291,6 +308,7 @@ impl fmt::Debug for OAuth {
             .field("store_key", &self.store_key)
             .field("egress_grants", &self.grants)
             .field("legacy_discovery", &self.legacy_discovery)
+            .field("dpop", &self.dpop)
             .finish_non_exhaustive()
     }
 }

@@ -90,6 +90,17 @@ pub struct StoredAuth {
     /// one, bound again by later logins so that the redirect URI, and with it the
     /// registration, stays the same (the CLI's default for `oauth.redirectPort`).
     pub redirect_port: Option<u16>,
+    /// The DPoP keys, one per issuer ([`crate::auth::dpop`]).
+    pub dpop_keys: Vec<StoredDpopKey>,
+}
+
+/// A DPoP private key as stored. `Debug` shows the issuer only.
+#[derive(Clone, Debug)]
+pub struct StoredDpopKey {
+    /// The authorization server the key proves possession to.
+    pub issuer: String,
+    /// The P-256 private key: PKCS#8 DER, base64url without padding.
+    pub pkcs8: SecretString,
 }
 
 impl StoredAuth {
@@ -142,6 +153,17 @@ impl StoredAuth {
         }
     }
 
+    /// The DPoP key for `issuer`.
+    pub fn dpop_key(&self, issuer: &str) -> Option<&StoredDpopKey> {
+        self.dpop_keys.iter().find(|k| k.issuer == issuer)
+    }
+
+    /// Replaces the DPoP key for its issuer.
+    pub fn set_dpop_key(&mut self, key: StoredDpopKey) {
+        self.dpop_keys.retain(|k| k.issuer != key.issuer);
+        self.dpop_keys.push(key);
+    }
+
     /// Encodes for a file (secrets in clear: the file is owner-only).
     pub(crate) fn to_json(&self) -> Value {
         let secret = |s: &Option<SecretString>| s.as_ref().map(|s| s.expose_secret().to_owned());
@@ -163,8 +185,13 @@ impl StoredAuth {
                 "expiresAt": t.tokens.expires_at,
                 "scopes": t.tokens.scopes,
                 "revocationEndpoint": t.revocation_endpoint,
+                "tokenType": if t.tokens.dpop_bound { "DPoP" } else { "Bearer" },
             })),
             "redirectPort": self.redirect_port,
+            "dpopKeys": self.dpop_keys.iter().map(|k| json!({
+                "issuer": k.issuer,
+                "pkcs8": k.pkcs8.expose_secret(),
+            })).collect::<Vec<_>>(),
         })
     }
 
@@ -209,6 +236,7 @@ impl StoredAuth {
                     refresh_token: secret(t, "refreshToken"),
                     expires_at: t.get("expiresAt").and_then(Value::as_u64),
                     scopes: strings(t, "scopes"),
+                    dpop_bound: s(t, "tokenType").as_deref() == Some("DPoP"),
                 },
                 revocation_endpoint: s(t, "revocationEndpoint"),
             }),
@@ -222,10 +250,22 @@ impl StoredAuth {
                     .filter(|p| *p != 0)?,
             ),
         };
+        // Absent in files written before DPoP.
+        let mut dpop_keys = Vec::new();
+        if let Some(keys) = obj.get("dpopKeys") {
+            for k in keys.as_array()? {
+                let k = k.as_object()?;
+                dpop_keys.push(StoredDpopKey {
+                    issuer: s(k, "issuer")?,
+                    pkcs8: secret(k, "pkcs8")?,
+                });
+            }
+        }
         Some(StoredAuth {
             registrations,
             tokens,
             redirect_port,
+            dpop_keys,
         })
     }
 }
@@ -365,10 +405,15 @@ mod tests {
                     refresh_token: Some(SecretString::from("refresh-x")),
                     expires_at: Some(5),
                     scopes: vec!["a".into()],
+                    dpop_bound: true,
                 },
                 revocation_endpoint: Some("http://as/revoke".into()),
             }),
             redirect_port: Some(8765),
+            dpop_keys: vec![StoredDpopKey {
+                issuer: "http://as".into(),
+                pkcs8: SecretString::from("dpop-key-x"),
+            }],
         }
     }
 
@@ -418,8 +463,19 @@ mod tests {
         for secret in ["query-x", "pw-x", "frag-x"] {
             assert!(!debug.contains(secret), "{debug}");
         }
+        assert!(t.tokens.dpop_bound);
+        assert_eq!(
+            back.dpop_key("http://as").unwrap().pkcs8.expose_secret(),
+            "dpop-key-x"
+        );
+        // A file written before DPoP: no keys, Bearer tokens.
+        let mut old = s.to_json();
+        old.as_object_mut().unwrap().remove("dpopKeys");
+        old["tokens"].as_object_mut().unwrap().remove("tokenType");
+        let old = StoredAuth::from_json(&old).unwrap();
+        assert!(old.dpop_keys.is_empty() && !old.tokens.unwrap().tokens.dpop_bound);
         let debug = format!("{back:?}");
-        for secret in ["access-x", "refresh-x", "client-secret-x"] {
+        for secret in ["access-x", "refresh-x", "client-secret-x", "dpop-key-x"] {
             assert!(!debug.contains(secret), "{debug}");
         }
         assert!(StoredAuth::from_json(&json!({"tokens": 3})).is_none());

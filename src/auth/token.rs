@@ -16,6 +16,7 @@ use oauth2::basic::{BasicErrorResponseType, BasicTokenType};
 use oauth2::{RequestTokenError, StandardErrorResponse, TokenResponse};
 use secrecy::{ExposeSecret, SecretString};
 
+use super::dpop::DpopSigner;
 use super::http::AuthHttp;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -33,6 +34,10 @@ pub struct TokenSet {
     pub expires_at: Option<u64>,
     /// The granted scopes (the requested ones when the response names none).
     pub scopes: Vec<String>,
+    /// True when the token is DPoP-bound (`token_type: DPoP`): it is sent as
+    /// `Authorization: DPoP` with a proof made with the issuer's key
+    /// ([`crate::auth::dpop`]).
+    pub dpop_bound: bool,
 }
 
 impl fmt::Debug for TokenSet {
@@ -45,6 +50,7 @@ impl fmt::Debug for TokenSet {
             )
             .field("expires_at", &self.expires_at)
             .field("scopes", &self.scopes)
+            .field("dpop_bound", &self.dpop_bound)
             .finish()
     }
 }
@@ -117,6 +123,8 @@ pub(crate) struct TokenEndpoint<'a> {
     pub(crate) client_secret: Option<oauth2::ClientSecret>,
     pub(crate) method: AuthMethod,
     pub(crate) resource: &'a str,
+    /// The key and nonces when the request carries a DPoP proof.
+    pub(crate) dpop: Option<DpopSigner>,
 }
 
 type Client = oauth2::basic::BasicClient<
@@ -184,6 +192,10 @@ fn token_error_name(error: &BasicErrorResponseType) -> &'static str {
         BasicErrorResponseType::UnsupportedGrantType => "unsupported_grant_type",
         BasicErrorResponseType::InvalidScope => "invalid_scope",
         BasicErrorResponseType::Extension(code) if code == "invalid_target" => "invalid_target",
+        BasicErrorResponseType::Extension(code) if code == "use_dpop_nonce" => "use_dpop_nonce",
+        BasicErrorResponseType::Extension(code) if code == "invalid_dpop_proof" => {
+            "invalid_dpop_proof"
+        }
         BasicErrorResponseType::Extension(_) => "an unknown error",
     }
 }
@@ -244,15 +256,37 @@ fn token_set(
     response: oauth2::basic::BasicTokenResponse,
     requested: &[String],
     old_refresh: Option<&SecretString>,
+    dpop: Option<&DpopSigner>,
 ) -> std::result::Result<TokenSet, TokenFailure> {
-    if !matches!(response.token_type(), BasicTokenType::Bearer) {
-        return Err(TokenFailure::Other(Error::new(
-            ErrorKind::Unauthorized,
-            format!(
-                "server \"{server}\": the token endpoint issued a token type this client does not support (only Bearer)"
-            ),
-        )));
-    }
+    // oauth2 lower-cases the type: `DPoP` arrives as `dpop`.
+    let dpop_bound = match response.token_type() {
+        BasicTokenType::Bearer if dpop.is_some_and(|d| d.required) => {
+            return Err(TokenFailure::Other(Error::new(
+                ErrorKind::Unauthorized,
+                format!(
+                    "server \"{server}\": the token endpoint answered a DPoP proof with a Bearer token, and the configuration requires DPoP (OAuth::dpop)"
+                ),
+            )));
+        }
+        BasicTokenType::Bearer => false,
+        BasicTokenType::Extension(t) if t == "dpop" && dpop.is_some() => true,
+        BasicTokenType::Extension(t) if t == "dpop" => {
+            return Err(TokenFailure::Other(Error::new(
+                ErrorKind::Unauthorized,
+                format!(
+                    "server \"{server}\": the token endpoint issued a DPoP token to a request without a DPoP proof"
+                ),
+            )));
+        }
+        _ => {
+            return Err(TokenFailure::Other(Error::new(
+                ErrorKind::Unauthorized,
+                format!(
+                    "server \"{server}\": the token endpoint issued a token type this client does not support (only Bearer and DPoP)"
+                ),
+            )));
+        }
+    };
     let access = response.access_token().secret();
     if access.is_empty() || http::HeaderValue::from_str(&format!("Bearer {access}")).is_err() {
         return Err(TokenFailure::Other(Error::new(
@@ -275,6 +309,7 @@ fn token_set(
             Some(scopes) => scopes.iter().map(|s| s.to_string()).collect(),
             None => requested.to_vec(),
         },
+        dpop_bound,
     })
 }
 
@@ -290,7 +325,7 @@ pub(crate) async fn exchange_code(
     let client = endpoint
         .client(Some(redirect_uri))
         .map_err(TokenFailure::Other)?;
-    let hook = http.oauth2_client("token endpoint");
+    let hook = http.oauth2_client("token endpoint", endpoint.dpop.clone());
     let response = client
         .exchange_code(code)
         .set_pkce_verifier(verifier)
@@ -298,7 +333,13 @@ pub(crate) async fn exchange_code(
         .request_async(&hook)
         .await
         .map_err(|e| map_error(endpoint.server, e))?;
-    token_set(endpoint.server, response, scopes, None)
+    token_set(
+        endpoint.server,
+        response,
+        scopes,
+        None,
+        endpoint.dpop.as_ref(),
+    )
 }
 
 /// Refreshes with `refresh_token`; a response without a new refresh token keeps
@@ -310,7 +351,7 @@ pub(crate) async fn refresh(
     scopes: &[String],
 ) -> std::result::Result<TokenSet, TokenFailure> {
     let client = endpoint.client(None).map_err(TokenFailure::Other)?;
-    let hook = http.oauth2_client("token endpoint");
+    let hook = http.oauth2_client("token endpoint", endpoint.dpop.clone());
     let token = oauth2::RefreshToken::new(refresh_token.expose_secret().to_owned());
     let response = client
         .exchange_refresh_token(&token)
@@ -318,7 +359,13 @@ pub(crate) async fn refresh(
         .request_async(&hook)
         .await
         .map_err(|e| map_error(endpoint.server, e))?;
-    token_set(endpoint.server, response, scopes, Some(refresh_token))
+    token_set(
+        endpoint.server,
+        response,
+        scopes,
+        Some(refresh_token),
+        endpoint.dpop.as_ref(),
+    )
 }
 
 /// The client credentials grant; `extra` carries a client assertion when the
@@ -330,7 +377,7 @@ pub(crate) async fn client_credentials(
     extra: &[(&'static str, SecretString)],
 ) -> std::result::Result<TokenSet, TokenFailure> {
     let client = endpoint.client(None).map_err(TokenFailure::Other)?;
-    let hook = http.oauth2_client("token endpoint");
+    let hook = http.oauth2_client("token endpoint", endpoint.dpop.clone());
     let mut request = client
         .exchange_client_credentials()
         .add_scopes(scopes.iter().map(|s| oauth2::Scope::new(s.clone())))
@@ -342,7 +389,13 @@ pub(crate) async fn client_credentials(
         .request_async(&hook)
         .await
         .map_err(|e| map_error(endpoint.server, e))?;
-    token_set(endpoint.server, response, scopes, None)
+    token_set(
+        endpoint.server,
+        response,
+        scopes,
+        None,
+        endpoint.dpop.as_ref(),
+    )
 }
 
 #[cfg(test)]
@@ -414,6 +467,7 @@ mod tests {
             refresh_token: None,
             expires_at: Some(1000),
             scopes: vec![],
+            dpop_bound: false,
         };
         assert!(t.needs_refresh(980));
         assert!(!t.needs_refresh(900));

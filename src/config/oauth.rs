@@ -16,6 +16,7 @@
 //! | `scopes` | Optional array of non-empty strings, requested in addition to the ones the server asks for. |
 //! | `redirectPort` | Optional port (1-65535) for `login`'s loopback redirect listener, for servers that registered a fixed redirect URI. Default: an ephemeral port chosen at the first login and remembered in the token file, bound again by later logins. |
 //! | `legacyDiscovery` | Optional boolean: 2025-03-26 discovery for servers without protected resource metadata. Default: `false`. |
+//! | `dpop` | Optional `"auto"`, `"required"` or `"off"`: when tokens are DPoP-bound (RFC 9449; [`crate::auth::DpopMode`]). Default: `"auto"` (when the authorization server advertises ES256). |
 //!
 //! `{}` opts in with Dynamic Client Registration. `oauth` and `bearerTokenEnv`
 //! are exclusive. Unknown keys are errors. Tokens are never written in the server
@@ -40,9 +41,11 @@ pub struct OAuthEntry {
     pub redirect_port: Option<u16>,
     /// 2025-03-26 discovery.
     pub legacy_discovery: bool,
+    /// When tokens are DPoP-bound.
+    pub dpop: crate::auth::DpopMode,
 }
 
-const FIELDS: [&str; 7] = [
+const FIELDS: [&str; 8] = [
     "clientId",
     "clientSecretEnv",
     "issuer",
@@ -50,6 +53,7 @@ const FIELDS: [&str; 7] = [
     "scopes",
     "redirectPort",
     "legacyDiscovery",
+    "dpop",
 ];
 
 /// Decodes the `oauth` value; the error is `(field, message)`.
@@ -152,6 +156,18 @@ pub(super) fn decode(value: &Value) -> Result<OAuthEntry, (&'static str, String)
             ));
         }
     };
+    let dpop = match map.get("dpop").map(|v| v.as_str()) {
+        None => crate::auth::DpopMode::Auto,
+        Some(Some("auto")) => crate::auth::DpopMode::Auto,
+        Some(Some("required")) => crate::auth::DpopMode::Required,
+        Some(Some("off")) => crate::auth::DpopMode::Off,
+        Some(_) => {
+            return Err((
+                "dpop",
+                "oauth.dpop must be \"auto\", \"required\" or \"off\"".to_owned(),
+            ));
+        }
+    };
     let _: &Map<String, Value> = map;
     Ok(OAuthEntry {
         client_id,
@@ -161,6 +177,7 @@ pub(super) fn decode(value: &Value) -> Result<OAuthEntry, (&'static str, String)
         scopes,
         redirect_port,
         legacy_discovery,
+        dpop,
     })
 }
 
@@ -173,7 +190,12 @@ mod tests {
     fn fields_and_their_rules() {
         let e = decode(&json!({"clientId": "c", "clientSecretEnv": "S", "issuer": "https://as",
             "clientMetadataUrl": "https://app.example/c.json", "scopes": ["a", "b"], "redirectPort": 8765,
-            "legacyDiscovery": true})).unwrap();
+            "legacyDiscovery": true, "dpop": "required"})).unwrap();
+        assert_eq!(e.dpop, crate::auth::DpopMode::Required);
+        assert_eq!(
+            decode(&json!({"dpop": "off"})).unwrap().dpop,
+            crate::auth::DpopMode::Off
+        );
         assert_eq!(e.redirect_port, Some(8765));
         assert_eq!(e.scopes, ["a", "b"]);
         assert_eq!(decode(&json!({})).unwrap(), OAuthEntry::default());
@@ -196,6 +218,8 @@ mod tests {
             (json!({"redirectPort": 0}), "redirectPort"),
             (json!({"redirectPort": 70000}), "redirectPort"),
             (json!({"legacyDiscovery": "yes"}), "legacyDiscovery"),
+            (json!({"dpop": "always"}), "dpop"),
+            (json!({"dpop": true}), "dpop"),
         ] {
             assert_eq!(decode(&bad).unwrap_err().0, field, "{bad}");
         }

@@ -11,6 +11,11 @@
 //! is an `unauthorized` error. Requests bodies are `Full<Bytes>`, so the retry
 //! sends the same bytes.
 //!
+//! A token bound to a key (DPoP) goes with a fresh proof on every request, made
+//! by the token's `RequestProof` for the request's method and URI. A response
+//! that asks for a proof nonce (the chain's `observe` says so) is retried
+//! **once** with the same token and a fresh proof, without running the chain.
+//!
 //! The chain's own requests do not go through the stack below this layer: they
 //! go through a stack of their own (their egress grants, the address policy, no
 //! session headers) over the transport's one HTTP client.
@@ -43,8 +48,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_util::future::BoxFuture;
-use http::header::{AUTHORIZATION, HeaderValue};
-use http::{HeaderMap, StatusCode};
+use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
+use http::{HeaderMap, Method, StatusCode, Uri};
 use tower::{Layer, Service, ServiceExt};
 
 use super::BoxError;
@@ -56,10 +61,20 @@ use crate::http::{HttpRequest, HttpResponse, origin_of};
 /// tokens it is (a challenge answering an older one need not run the chain).
 #[derive(Clone)]
 pub(crate) struct Token {
-    /// `Bearer <token>`, marked sensitive.
+    /// `Bearer <token>` (or another scheme), marked sensitive.
     pub(crate) header: HeaderValue,
     /// Counts the tokens the chain obtained.
     pub(crate) generation: u64,
+    /// Proves possession of the token's key on each request, when the token is
+    /// bound to one.
+    pub(crate) proof: Option<Arc<dyn RequestProof>>,
+}
+
+/// Makes the header that proves, for one request, possession of the key a token
+/// is bound to (the auth module's DPoP proofs implement it).
+pub(crate) trait RequestProof: Send + Sync {
+    /// A fresh header for `method` on `uri`: never reused.
+    fn header(&self, method: &Method, uri: &Uri) -> Result<(HeaderName, HeaderValue), Error>;
 }
 
 /// What the layer asks of an OAuth chain (the auth module's chain implements it).
@@ -74,6 +89,19 @@ pub(crate) trait Authorization: Send + Sync + fmt::Debug {
         diagnostics: &'a Diagnostics,
     ) -> BoxFuture<'a, Result<Option<Token>, Error>>;
 
+    /// Sees every response from the server's origin to a request for `uri`
+    /// (`proved`: it carried a proof). True when the response asks for the same
+    /// request again with a fresh proof (a proof nonce challenge), which the
+    /// layer does once, without running the chain.
+    fn observe(
+        &self,
+        uri: &Uri,
+        status: StatusCode,
+        headers: &HeaderMap,
+        proved: bool,
+        diagnostics: &Diagnostics,
+    ) -> Result<bool, Error>;
+
     /// True when a response is a challenge the chain answers: `401`, or `403`
     /// with `error="insufficient_scope"`.
     fn is_challenge(&self, status: StatusCode, headers: &HeaderMap) -> bool;
@@ -87,6 +115,22 @@ pub(crate) trait Authorization: Send + Sync + fmt::Debug {
         sent: Option<u64>,
         diagnostics: &'a Diagnostics,
     ) -> BoxFuture<'a, Result<Token, Error>>;
+}
+
+/// Puts `token` on `req`: its `Authorization` and, when bound to a key, a fresh
+/// proof; without a token, neither.
+fn apply(req: &mut HttpRequest, token: Option<&Token>) -> Result<(), Error> {
+    let Some(token) = token else {
+        req.headers_mut().remove(AUTHORIZATION);
+        return Ok(());
+    };
+    req.headers_mut()
+        .insert(AUTHORIZATION, token.header.clone());
+    if let Some(proof) = &token.proof {
+        let (name, value) = proof.header(req.method(), req.uri())?;
+        req.headers_mut().insert(name, value);
+    }
+    Ok(())
 }
 
 /// The origin a token is for: scheme, lower-cased host, effective port.
@@ -188,37 +232,65 @@ where
                 req.headers_mut().remove(AUTHORIZATION);
                 return first.call(req).await;
             }
-            let current = chain
-                .token(&diagnostics)
-                .await
-                .map_err(|e| Box::new(e) as BoxError)?;
+            let boxed = |e: Error| Box::new(e) as BoxError;
+            let current = chain.token(&diagnostics).await.map_err(boxed)?;
             let sent = current.as_ref().map(|c| c.generation);
-            let retry = req.clone();
-            match &current {
-                Some(c) => {
-                    req.headers_mut().insert(AUTHORIZATION, c.header.clone());
+            let template = req.clone();
+            apply(&mut req, current.as_ref()).map_err(boxed)?;
+            let mut response = first.call(req).await?;
+            let mut token = current;
+            // At most one proof nonce retry and one run of the chain.
+            let mut nonce_retried = false;
+            let mut chain_ran = false;
+            loop {
+                let proved = token.as_ref().is_some_and(|t| t.proof.is_some());
+                let again = chain
+                    .observe(
+                        template.uri(),
+                        response.status(),
+                        response.headers(),
+                        proved,
+                        &diagnostics,
+                    )
+                    .map_err(boxed)?;
+                if again && nonce_retried {
+                    // A second nonce challenge: never answered by authorizing anew.
+                    return Err(boxed(Error::new(
+                        ErrorKind::Unauthorized,
+                        format!(
+                            "server \"{}\" asked for a new proof nonce again after a retry with its nonce",
+                            chain.server_name()
+                        ),
+                    )));
                 }
-                None => {
-                    req.headers_mut().remove(AUTHORIZATION);
+                if again {
+                    nonce_retried = true;
+                    drop(response);
+                    let mut next = template.clone();
+                    apply(&mut next, token.as_ref()).map_err(boxed)?;
+                    response = retry_service.clone().oneshot(next).await?;
+                    continue;
                 }
+                if chain_ran {
+                    break;
+                }
+                if !chain.is_challenge(response.status(), response.headers()) {
+                    return Ok(response);
+                }
+                let status = response.status();
+                let headers = response.headers().clone();
+                // The refusal's body is never read.
+                drop(response);
+                let next = chain
+                    .on_challenge(status, &headers, sent, &diagnostics)
+                    .await
+                    .map_err(boxed)?;
+                chain_ran = true;
+                let mut retry = template.clone();
+                apply(&mut retry, Some(&next)).map_err(boxed)?;
+                token = Some(next);
+                response = retry_service.clone().oneshot(retry).await?;
             }
-            let response = first.call(req).await?;
-            if !chain.is_challenge(response.status(), response.headers()) {
-                return Ok(response);
-            }
-            let status = response.status();
-            let headers = response.headers().clone();
-            // The refusal's body is never read.
-            drop(response);
-            let next = chain
-                .on_challenge(status, &headers, sent, &diagnostics)
-                .await
-                .map_err(|e| Box::new(e) as BoxError)?;
-            let mut retry = retry;
-            retry
-                .headers_mut()
-                .insert(AUTHORIZATION, next.header.clone());
-            let response = retry_service.oneshot(retry).await?;
             if matches!(
                 response.status(),
                 StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN

@@ -26,6 +26,15 @@
 //!   `no_revocation`; another URL with `revocation_endpoint`): checks the client
 //!   authentication, revokes the token (a refresh token with its whole family),
 //!   and records every request in `revocations`; `revoke_error` refuses.
+//! - DPoP (RFC 9449), off unless `dpop_algs` is set: metadata lists the algs; a
+//!   token request with a `DPoP` proof gets a `DPoP` token bound to the proof's
+//!   key (access and refresh token), and every use of a bound token must carry a
+//!   proof that verifies (signature with its JWK, `typ`, `alg`, `htm`, `htu`,
+//!   `ath`, a `jti` never seen, `iat` within 60 s, the key bound to the token,
+//!   the nonce when one is required); each failure is recorded in
+//!   `dpop_failures`. Knobs: nonces required by the token endpoint and the MCP
+//!   server, a Bearer answer to a proof, a DPoP type without a proof, a raw
+//!   `DPoP-Nonce` to send on the MCP server's nonce challenge.
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
@@ -128,6 +137,32 @@ pub struct AsState {
     pub revoke_error: Mutex<Option<(u16, String)>>,
     /// Every request to `/revoke`.
     pub revocations: Mutex<Vec<RevocationSeen>>,
+    /// DPoP: `dpop_signing_alg_values_supported` (DPoP is off when `None`).
+    pub dpop_algs: Mutex<Option<Vec<String>>>,
+    /// DPoP: the nonce the token endpoint requires (`use_dpop_nonce` otherwise).
+    pub dpop_as_nonce: Mutex<Option<String>>,
+    /// DPoP: the nonce the MCP server requires (`use_dpop_nonce` otherwise).
+    pub dpop_rs_nonce: Mutex<Option<String>>,
+    /// DPoP: the `DPoP-Nonce` sent with the MCP server's nonce challenge, when
+    /// not `dpop_rs_nonce` itself.
+    pub dpop_rs_nonce_header: Mutex<Option<String>>,
+    /// DPoP: the `DPoP-Nonce` sent with the token endpoint's nonce challenge,
+    /// when not `dpop_as_nonce` itself.
+    pub dpop_as_nonce_header: Mutex<Option<String>>,
+    /// DPoP: answer a proof with a Bearer token.
+    pub dpop_bearer_answer: Mutex<bool>,
+    /// DPoP: answer `token_type: DPoP` to a request without a proof.
+    pub dpop_type_without_proof: Mutex<bool>,
+    /// DPoP: token (access or refresh) -> the thumbprint of the key it is bound to.
+    pub dpop_bound: Mutex<HashMap<String, String>>,
+    /// DPoP: every `jti` seen.
+    pub dpop_jtis: Mutex<HashSet<String>>,
+    /// DPoP: why a proof was refused, one entry per refusal.
+    pub dpop_failures: Mutex<Vec<String>>,
+    /// DPoP: `token` or `mcp`, one entry per proof that verified.
+    pub dpop_verified: Mutex<Vec<String>>,
+    /// DPoP: `token` or `mcp`, one entry per nonce challenge sent.
+    pub dpop_nonce_challenges: Mutex<Vec<String>>,
 }
 
 /// Server-authored text planted in every refusal: it must never surface.
@@ -364,6 +399,9 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                         .unwrap_or(format!("{base}/revoke"))
                 );
             }
+            if let Some(algs) = state.dpop_algs.lock().unwrap().clone() {
+                metadata["dpop_signing_alg_values_supported"] = json!(algs);
+            }
             if oidc {
                 metadata["scopes_supported"] = json!(["openid", "offline_access", "read", "write"]);
                 metadata["jwks_uri"] = json!(format!("{base}/jwks"));
@@ -528,70 +566,36 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                     json!({"error": error, "error_description": REMOTE_TEXT}),
                 );
             }
-            match f.get("grant_type").map(String::as_str) {
-                Some("authorization_code") => {
-                    let Some((challenge, scopes, _client, with_refresh)) =
-                        state.pending.lock().unwrap().remove(&f["code"])
-                    else {
-                        return json_response(400, json!({"error": "invalid_grant"}));
-                    };
-                    let digest = sha2::Sha256::digest(f["code_verifier"].as_bytes());
-                    if base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest) != challenge
-                    {
-                        return json_response(400, json!({"error": "invalid_grant"}));
-                    }
-                    let family = state.next();
-                    json_response(200, state.issue_with(family, &scopes, with_refresh))
+            let jkt = match dpop_token_request(state, &req, &f) {
+                Ok(jkt) => jkt,
+                Err(refusal) => return *refusal,
+            };
+            if f.get("grant_type").map(String::as_str) == Some("refresh_token") {
+                let bound = state
+                    .dpop_bound
+                    .lock()
+                    .unwrap()
+                    .get(&f["refresh_token"])
+                    .cloned();
+                if bound.is_some() && bound != jkt {
+                    return dpop_refusal(state, "a bound refresh token without its key's proof");
                 }
-                Some("refresh_token") => {
-                    let token = f["refresh_token"].clone();
-                    *state.refreshes.lock().unwrap() += 1;
-                    if !state.used.lock().unwrap().insert(token.clone()) {
-                        // Reuse of a rotated token: revoke the family.
-                        *state.reuse_detected.lock().unwrap() += 1;
-                        let family = state.refresh.lock().unwrap().get(&token).map(|f| f.0);
-                        if let Some(family) = family {
-                            for access in state
-                                .families
-                                .lock()
-                                .unwrap()
-                                .remove(&family)
-                                .unwrap_or_default()
-                            {
-                                state.live.lock().unwrap().remove(&access);
-                            }
-                            state.refresh.lock().unwrap().retain(|_, v| v.0 != family);
-                        }
-                        return json_response(
-                            400,
-                            json!({"error": "invalid_grant", "error_description": "remote-reuse-text"}),
-                        );
-                    }
-                    let Some((family, scopes)) = state.refresh.lock().unwrap().get(&token).cloned()
-                    else {
-                        return json_response(400, json!({"error": "invalid_grant"}));
-                    };
-                    json_response(200, state.issue(family, &scopes))
-                }
-                Some("client_credentials") => {
-                    if !state
-                        .registered
-                        .lock()
-                        .unwrap()
-                        .get(&client)
-                        .is_some_and(|k| authenticates(k, &secret, &auth))
-                    {
-                        return json_response(401, json!({"error": "invalid_client"}));
-                    }
-                    let scopes: Vec<String> = f
-                        .get("scope")
-                        .map(|s| s.split(' ').map(str::to_owned).collect())
-                        .unwrap_or_default();
-                    let family = state.next();
-                    json_response(200, state.issue_with(family, &scopes, false))
-                }
-                _ => json_response(400, json!({"error": "unsupported_grant_type"})),
             }
+            if f.get("grant_type").map(String::as_str) == Some("client_credentials")
+                && !state
+                    .registered
+                    .lock()
+                    .unwrap()
+                    .get(&client)
+                    .is_some_and(|k| authenticates(k, &secret, &auth))
+            {
+                return json_response(401, json!({"error": "invalid_client"}));
+            }
+            let (code, mut answer) = token_answer(state, &f);
+            if code == 200 {
+                bind_answer(state, &mut answer, jkt);
+            }
+            json_response(code, answer)
         }
         ("POST", "/revoke") => {
             let f = form(&req.body);
@@ -638,53 +642,112 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
             status(200)
         }
         (_, "/mcp") => {
-            let token = req
-                .header("authorization")
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::to_owned);
-            let scopes = token
-                .as_ref()
-                .and_then(|t| state.live.lock().unwrap().get(t).cloned());
-            let Some(scopes) = scopes else {
-                let scope = state.challenge_scope.lock().unwrap().clone();
-                return unauthorized(state, 401, "invalid_token", scope);
-            };
-            if req.method != http::Method::POST {
-                return status(405);
+            if let Err(refusal) = dpop_resource_request(state, &req) {
+                return *refusal;
             }
-            let msg: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-            let id = msg.get("id").cloned();
-            let result = match msg["method"].as_str().unwrap_or("") {
-                "initialize" => json!({
-                    "protocolVersion": msg["params"]["protocolVersion"],
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "oauth-test", "version": "1"},
-                }),
-                "tools/list" => {
-                    json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
-                }
-                "tools/call" => {
-                    let needed = state.call_scopes.lock().unwrap().clone();
-                    if !needed.iter().all(|s| scopes.contains(s)) {
-                        return unauthorized(
-                            state,
-                            403,
-                            "insufficient_scope",
-                            Some(needed.join(" ")),
-                        );
-                    }
-                    json!({"content": [{"type": "text", "text": "ok"}], "isError": false})
-                }
-                _ => return status(202),
-            };
-            match id {
-                Some(id) => {
-                    json_response(200, json!({"jsonrpc": "2.0", "id": id, "result": result}))
-                }
-                None => status(202),
-            }
+            mcp(state, req)
         }
         _ => status(404),
+    }
+}
+
+fn token_answer(state: &AsState, f: &HashMap<String, String>) -> (u16, Value) {
+    match f.get("grant_type").map(String::as_str) {
+        Some("authorization_code") => {
+            let Some((challenge, scopes, _client, with_refresh)) =
+                state.pending.lock().unwrap().remove(&f["code"])
+            else {
+                return (400, json!({"error": "invalid_grant"}));
+            };
+            let digest = sha2::Sha256::digest(f["code_verifier"].as_bytes());
+            if base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest) != challenge {
+                return (400, json!({"error": "invalid_grant"}));
+            }
+            let family = state.next();
+            (200, state.issue_with(family, &scopes, with_refresh))
+        }
+        Some("refresh_token") => {
+            let token = f["refresh_token"].clone();
+            *state.refreshes.lock().unwrap() += 1;
+            if !state.used.lock().unwrap().insert(token.clone()) {
+                // Reuse of a rotated token: revoke the family.
+                *state.reuse_detected.lock().unwrap() += 1;
+                let family = state.refresh.lock().unwrap().get(&token).map(|f| f.0);
+                if let Some(family) = family {
+                    for access in state
+                        .families
+                        .lock()
+                        .unwrap()
+                        .remove(&family)
+                        .unwrap_or_default()
+                    {
+                        state.live.lock().unwrap().remove(&access);
+                    }
+                    state.refresh.lock().unwrap().retain(|_, v| v.0 != family);
+                }
+                return (
+                    400,
+                    json!({"error": "invalid_grant", "error_description": "remote-reuse-text"}),
+                );
+            }
+            let Some((family, scopes)) = state.refresh.lock().unwrap().get(&token).cloned() else {
+                return (400, json!({"error": "invalid_grant"}));
+            };
+            (200, state.issue(family, &scopes))
+        }
+        Some("client_credentials") => {
+            let scopes: Vec<String> = f
+                .get("scope")
+                .map(|s| s.split(' ').map(str::to_owned).collect())
+                .unwrap_or_default();
+            let family = state.next();
+            (200, state.issue_with(family, &scopes, false))
+        }
+        _ => (400, json!({"error": "unsupported_grant_type"})),
+    }
+}
+
+fn mcp(state: &AsState, req: Recorded) -> Response<Body> {
+    let token = req
+        .header("authorization")
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("DPoP "))
+        })
+        .map(str::to_owned);
+    let scopes = token
+        .as_ref()
+        .and_then(|t| state.live.lock().unwrap().get(t).cloned());
+    let Some(scopes) = scopes else {
+        let scope = state.challenge_scope.lock().unwrap().clone();
+        return unauthorized(state, 401, "invalid_token", scope);
+    };
+    if req.method != http::Method::POST {
+        return status(405);
+    }
+    let msg: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+    let id = msg.get("id").cloned();
+    let result = match msg["method"].as_str().unwrap_or("") {
+        "initialize" => json!({
+            "protocolVersion": msg["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "oauth-test", "version": "1"},
+        }),
+        "tools/list" => {
+            json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+        }
+        "tools/call" => {
+            let needed = state.call_scopes.lock().unwrap().clone();
+            if !needed.iter().all(|s| scopes.contains(s)) {
+                return unauthorized(state, 403, "insufficient_scope", Some(needed.join(" ")));
+            }
+            json!({"content": [{"type": "text", "text": "ok"}], "isError": false})
+        }
+        _ => return status(202),
+    };
+    match id {
+        Some(id) => json_response(200, json!({"jsonrpc": "2.0", "id": id, "result": result})),
+        None => status(202),
     }
 }
 
@@ -755,4 +818,216 @@ impl SplitServer {
     pub fn url(&self) -> String {
         format!("{}/mcp", self.authorization.state.resource())
     }
+}
+// ----- DPoP (RFC 9449) -----
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn unb64(text: &str) -> Option<Vec<u8>> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text)
+        .ok()
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// The RFC 7638 thumbprint of an EC P-256 JWK.
+pub fn jwk_thumbprint(jwk: &Value) -> String {
+    let canonical = format!(
+        r#"{{"crv":"P-256","kty":"EC","x":{},"y":{}}}"#,
+        jwk["x"], jwk["y"]
+    );
+    b64(&sha2::Sha256::digest(canonical.as_bytes()))
+}
+
+/// Verifies one proof as a server must (RFC 9449 §4.3); the thumbprint of its
+/// key, or why it is refused.
+pub fn verify_proof(
+    state: &AsState,
+    headers: &http::HeaderMap,
+    method: &str,
+    htu: &str,
+    access_token: Option<&str>,
+) -> Result<(String, Option<String>), String> {
+    let mut proofs = headers.get_all("dpop").iter();
+    let proof = proofs.next().ok_or("no DPoP proof")?;
+    if proofs.next().is_some() {
+        return Err("several DPoP proofs".into());
+    }
+    let proof = proof.to_str().map_err(|_| "a proof that is not text")?;
+    let parts: Vec<&str> = proof.split('.').collect();
+    if parts.len() != 3 {
+        return Err("a proof that is not a JWS".into());
+    }
+    let decode = |p: &str| -> Result<Value, String> {
+        serde_json::from_slice(&unb64(p).ok_or("not base64url")?).map_err(|e| e.to_string())
+    };
+    let header = decode(parts[0])?;
+    let claims = decode(parts[1])?;
+    if header["typ"] != "dpop+jwt" || header["alg"] != "ES256" {
+        return Err(format!("typ/alg: {header}"));
+    }
+    let jwk = &header["jwk"];
+    if jwk["kty"] != "EC" || jwk["crv"] != "P-256" || jwk.get("d").is_some() {
+        return Err(format!("jwk: {jwk}"));
+    }
+    let mut point = vec![4u8];
+    for c in ["x", "y"] {
+        point.extend(unb64(jwk[c].as_str().ok_or("jwk coordinate")?).ok_or("jwk coordinate")?);
+    }
+    let signature = unb64(parts[2]).ok_or("signature encoding")?;
+    ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, &point)
+        .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &signature)
+        .map_err(|_| "the signature does not verify with the proof's jwk")?;
+    let jti = claims["jti"].as_str().ok_or("no jti")?;
+    if jti.len() < 16 || !state.dpop_jtis.lock().unwrap().insert(jti.to_owned()) {
+        return Err("a jti seen before (or too short)".into());
+    }
+    if claims["htm"] != method {
+        return Err(format!("htm {} for {method}", claims["htm"]));
+    }
+    if claims["htu"] != htu {
+        return Err(format!("htu {} for {htu}", claims["htu"]));
+    }
+    let iat = claims["iat"].as_i64().ok_or("no iat")?;
+    if (now() - iat).abs() > 60 {
+        return Err("iat outside the window".into());
+    }
+    match access_token {
+        Some(token) if claims["ath"] != b64(&sha2::Sha256::digest(token.as_bytes())) => {
+            return Err("ath does not match the token".into());
+        }
+        Some(_) => {}
+        None if claims.get("ath").is_some() => return Err("ath on a token request".into()),
+        None => {}
+    }
+    let nonce = claims["nonce"].as_str().map(str::to_owned);
+    Ok((jwk_thumbprint(jwk), nonce))
+}
+
+fn dpop_refusal(state: &AsState, why: &str) -> Response<Body> {
+    state.dpop_failures.lock().unwrap().push(why.to_owned());
+    json_response(400, json!({"error": "invalid_dpop_proof"}))
+}
+
+/// The token endpoint's DPoP checks: `Ok(Some(jkt))` for a valid proof,
+/// `Ok(None)` without one (or with DPoP off), or the refusal to send.
+fn dpop_token_request(
+    state: &AsState,
+    req: &Recorded,
+    _form: &HashMap<String, String>,
+) -> Result<Option<String>, Box<Response<Body>>> {
+    if state.dpop_algs.lock().unwrap().is_none() || req.headers.get("dpop").is_none() {
+        return Ok(None);
+    }
+    let htu = format!("{}/token", state.base());
+    let (jkt, nonce) = verify_proof(state, &req.headers, "POST", &htu, None)
+        .map_err(|why| Box::new(dpop_refusal(state, &format!("token: {why}"))))?;
+    if let Some(wanted) = state.dpop_as_nonce.lock().unwrap().clone()
+        && nonce.as_deref() != Some(wanted.as_str())
+    {
+        state
+            .dpop_nonce_challenges
+            .lock()
+            .unwrap()
+            .push("token".into());
+        let refusal = json_response(
+            400,
+            json!({"error": "use_dpop_nonce", "error_description": REMOTE_TEXT}),
+        );
+        let sent = state
+            .dpop_as_nonce_header
+            .lock()
+            .unwrap()
+            .clone()
+            .unwrap_or(wanted);
+        return Err(Box::new(with_header(refusal, "dpop-nonce", &sent)));
+    }
+    state.dpop_verified.lock().unwrap().push("token".into());
+    Ok(Some(jkt))
+}
+
+/// Makes an issued answer DPoP-bound to `jkt` (or says DPoP without a proof,
+/// when the knob says so).
+fn bind_answer(state: &AsState, answer: &mut Value, jkt: Option<String>) {
+    match jkt {
+        Some(jkt) if !*state.dpop_bearer_answer.lock().unwrap() => {
+            answer["token_type"] = json!("DPoP");
+            let mut bound = state.dpop_bound.lock().unwrap();
+            for t in ["access_token", "refresh_token"] {
+                if let Some(token) = answer[t].as_str() {
+                    bound.insert(token.to_owned(), jkt.clone());
+                }
+            }
+        }
+        None if *state.dpop_type_without_proof.lock().unwrap() => {
+            answer["token_type"] = json!("DPoP");
+        }
+        _ => {}
+    }
+}
+
+fn dpop_challenge(state: &AsState, error: &str) -> Response<Body> {
+    let challenge = format!(
+        "DPoP error=\"{error}\", algs=\"ES256\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+        state.base()
+    );
+    with_header(status(401), "www-authenticate", &challenge)
+}
+
+/// The MCP server's DPoP checks for a request carrying a bound token.
+fn dpop_resource_request(state: &AsState, req: &Recorded) -> Result<(), Box<Response<Body>>> {
+    let Some(auth) = req.header("authorization") else {
+        return Ok(());
+    };
+    let (scheme, token) = auth.split_once(' ').unwrap_or((auth, ""));
+    let bound = state.dpop_bound.lock().unwrap().get(token).cloned();
+    let fail = |why: String| {
+        state.dpop_failures.lock().unwrap().push(why);
+        Box::new(dpop_challenge(state, "invalid_token"))
+    };
+    let Some(bound) = bound else {
+        if scheme.eq_ignore_ascii_case("dpop") {
+            return Err(fail("mcp: the DPoP scheme with an unbound token".into()));
+        }
+        return Ok(());
+    };
+    if scheme != "DPoP" {
+        return Err(fail(format!("mcp: a bound token sent as {scheme}")));
+    }
+    let htu = format!("{}/mcp", state.base());
+    let (jkt, nonce) = verify_proof(state, &req.headers, req.method.as_str(), &htu, Some(token))
+        .map_err(|why| fail(format!("mcp: {why}")))?;
+    if jkt != bound {
+        return Err(fail("mcp: the proof's key is not the token's".into()));
+    }
+    if let Some(wanted) = state.dpop_rs_nonce.lock().unwrap().clone()
+        && nonce.as_deref() != Some(wanted.as_str())
+    {
+        state
+            .dpop_nonce_challenges
+            .lock()
+            .unwrap()
+            .push("mcp".into());
+        let sent = state
+            .dpop_rs_nonce_header
+            .lock()
+            .unwrap()
+            .clone()
+            .unwrap_or(wanted);
+        return Err(Box::new(with_header(
+            dpop_challenge(state, "use_dpop_nonce"),
+            "dpop-nonce",
+            &sent,
+        )));
+    }
+    state.dpop_verified.lock().unwrap().push("mcp".into());
+    Ok(())
 }

@@ -251,6 +251,7 @@ impl Chain {
             client_secret: registration::secret(reg),
             method,
             resource,
+            dpop: None,
         }
     }
 

@@ -9,6 +9,7 @@ use url::Url;
 
 use crate::auth::ClientCredentials;
 use crate::auth::authorize::{AuthorizationRequest, authorization_url, validate_callback};
+use crate::auth::dpop::{DpopMode, DpopSigner};
 use crate::auth::http::{AuthHttp, MAX_TOKEN_RESPONSE_BYTES};
 use crate::auth::metadata::{AuthorizationServerMetadata, decode_registration};
 use crate::auth::registration::{self, Plan, Registration, RegistrationKind};
@@ -73,8 +74,23 @@ impl Chain {
             drop(lock);
             let t = t.clone();
             state.stored = stored;
-            return self.set_current(state, &t.tokens);
+            return self.set_current(state, &t);
         }
+        // A bound token is refreshed with a proof (RFC 9449 §5: a public
+        // client's refresh token is bound too); otherwise as for a new grant.
+        let mode = self.config.dpop;
+        let wanted = if mode != DpopMode::Off && held.tokens.dpop_bound {
+            true
+        } else {
+            match found {
+                Some(f) => mode.use_for(
+                    f.metadata.dpop_signing_alg_values_supported.as_deref(),
+                    &server,
+                )?,
+                None => mode == DpopMode::Required,
+            }
+        };
+        let dpop = self.dpop_signer(state, &held.issuer, wanted)?;
         let endpoint = TokenEndpoint {
             server: &server,
             url: &held.token_endpoint,
@@ -86,6 +102,7 @@ impl Chain {
                 registration.client_secret.is_some(),
             ),
             resource: &held.resource,
+            dpop,
         };
         let result = token::refresh(&http, &endpoint, &ours, &held.tokens.scopes).await;
         let mut stored = stored;
@@ -95,6 +112,9 @@ impl Chain {
                     tokens,
                     ..held.clone()
                 };
+                if let Some(key) = self.stored_key(&new) {
+                    stored.set_dpop_key(key);
+                }
                 stored.tokens = Some(new.clone());
                 let copy = stored.clone();
                 self.unlocked(move |s, k| s.save(k, &copy)).await?;
@@ -122,7 +142,7 @@ impl Chain {
             state.stored = stored;
         }
         match result {
-            Ok(t) => self.set_current(state, &t.tokens),
+            Ok(t) => self.set_current(state, &t),
             Err(e) => Err(e.into_error(&self.server)),
         }
     }
@@ -211,12 +231,13 @@ impl Chain {
             .and_then(|query| validate_callback(&server, &record, query.expose_secret()));
         self.report(diag, "authorization", &code);
         let code = code?;
-        let endpoint = self.endpoint(
+        let mut endpoint = self.endpoint(
             &token_url,
             &registration,
             meta.token_endpoint_auth_methods_supported.as_deref(),
             &found.resource,
         );
+        endpoint.dpop = self.new_grant_signer(state, meta)?;
         let tokens = token::exchange_code(
             &http,
             &endpoint,
@@ -238,6 +259,20 @@ impl Chain {
             revocation_endpoint: meta.revocation_endpoint.clone(),
         };
         self.save_tokens(state, stored).await
+    }
+
+    /// The DPoP signer for a new grant at the server `meta` describes, as
+    /// [`OAuth::dpop`](crate::auth::OAuth::dpop) and its metadata say.
+    fn new_grant_signer(
+        &self,
+        state: &mut State,
+        meta: &AuthorizationServerMetadata,
+    ) -> Result<Option<DpopSigner>> {
+        let wanted = self.config.dpop.use_for(
+            meta.dpop_signing_alg_values_supported.as_deref(),
+            &self.server,
+        )?;
+        self.dpop_signer(state, &meta.issuer, wanted)
     }
 
     /// The authorization endpoint, when the server offers the authorization code
@@ -391,6 +426,7 @@ impl Chain {
             client_secret: secret.map(|s| oauth2::ClientSecret::new(s.expose_secret().to_owned())),
             method,
             resource: &found.resource,
+            dpop: self.new_grant_signer(state, meta)?,
         };
         union(&mut state.requested, &scopes);
         let tokens = token::client_credentials(&http, &endpoint, &scopes, &extra)

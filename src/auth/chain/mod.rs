@@ -27,19 +27,20 @@ use tokio::sync::{Mutex, OnceCell};
 use url::Url;
 
 use super::OAuth;
-use super::challenge::BearerChallenge;
+use super::challenge::{BearerChallenge, asks_for_dpop_nonce};
+use super::dpop::{DPOP, DpopKey, DpopMode, DpopSigner, NonceError, Nonces, nonce_from_headers};
 use super::http::{AuthHttp, PolicyGuard};
 use super::metadata::{
     AuthorizationServerMetadata, ProtectedResourceMetadata, legacy_resource, resource_matches,
 };
 use super::registration::Registration;
-use super::store::{StoredAuth, StoredTokens, TokenStore};
-use super::token::{self, TokenSet};
+use super::store::{StoredAuth, StoredDpopKey, StoredTokens, TokenStore};
+use super::token;
 use crate::diagnostics::{DiagnosticEvent, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
 use crate::http::client::HttpClient;
 use crate::layer::EgressGrants;
-use crate::layer::oauth::{Authorization, Token};
+use crate::layer::oauth::{Authorization, RequestProof, Token};
 
 /// The token a request is sent with, and which generation it is.
 #[derive(Clone)]
@@ -48,6 +49,38 @@ pub(crate) struct Current {
     pub(crate) generation: u64,
     expires_at: Option<u64>,
     has_refresh: bool,
+    proof: Option<Arc<ResourceProof>>,
+}
+
+/// The DPoP proofs of one bound access token on MCP requests: `ath` of the
+/// token, the nonce the server's origin gave last. `Debug` shows nothing.
+pub(crate) struct ResourceProof {
+    key: Arc<DpopKey>,
+    access_token: secrecy::SecretString,
+    nonces: Arc<Nonces>,
+}
+
+impl RequestProof for ResourceProof {
+    fn header(
+        &self,
+        method: &http::Method,
+        uri: &http::Uri,
+    ) -> Result<(http::HeaderName, HeaderValue)> {
+        let url = Url::parse(&uri.to_string()).map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidConfig,
+                "the request URL is not a valid URL",
+            )
+        })?;
+        let nonce = self.nonces.get(&url);
+        let value = self.key.proof_header(
+            method.as_str(),
+            &url,
+            Some(self.access_token.expose_secret()),
+            nonce.as_deref(),
+        )?;
+        Ok((DPOP, value))
+    }
 }
 
 #[derive(Default)]
@@ -81,6 +114,12 @@ pub(crate) struct Chain {
     http: OnceCell<AuthHttp>,
     current: RwLock<Option<Current>>,
     state: Mutex<State>,
+    /// DPoP keys in use, per issuer (parsed once from the store or generated).
+    dpop_keys: std::sync::Mutex<std::collections::HashMap<String, Arc<DpopKey>>>,
+    /// The latest DPoP nonces of the authorization servers' token endpoints.
+    as_nonces: Arc<Nonces>,
+    /// The latest DPoP nonces of the MCP server's origin.
+    rs_nonces: Arc<Nonces>,
 }
 
 impl std::fmt::Debug for Chain {
@@ -133,6 +172,9 @@ impl Chain {
             http: OnceCell::new(),
             current: RwLock::new(None),
             state: Mutex::new(State::default()),
+            dpop_keys: Default::default(),
+            as_nonces: Default::default(),
+            rs_nonces: Default::default(),
         }
     }
 
@@ -157,11 +199,25 @@ impl Chain {
             .clone()
     }
 
-    fn set_current(&self, state: &mut State, tokens: &TokenSet) -> Result<Current> {
+    fn set_current(&self, state: &mut State, stored: &StoredTokens) -> Result<Current> {
+        let tokens = &stored.tokens;
+        let (scheme, proof) = if tokens.dpop_bound {
+            let key = self
+                .known_key(state, &stored.issuer)
+                .ok_or_else(|| self.login_needed("the DPoP key of the stored token is missing"))?;
+            let proof = ResourceProof {
+                key,
+                access_token: tokens.access_token.clone(),
+                nonces: self.rs_nonces.clone(),
+            };
+            ("DPoP", Some(Arc::new(proof)))
+        } else {
+            ("Bearer", None)
+        };
         state.generation += 1;
         state.granted = tokens.scopes.clone();
         let mut header =
-            HeaderValue::from_str(&format!("Bearer {}", tokens.access_token.expose_secret()))
+            HeaderValue::from_str(&format!("{scheme} {}", tokens.access_token.expose_secret()))
                 .map_err(|_| {
                     unauthorized(format!(
                         "server \"{}\": the access token is not a valid header value",
@@ -174,12 +230,79 @@ impl Chain {
             generation: state.generation,
             expires_at: tokens.expires_at,
             has_refresh: tokens.refresh_token.is_some(),
+            proof,
         };
         *self
             .current
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(current.clone());
         Ok(current)
+    }
+
+    // ----- DPoP keys -----
+
+    /// The DPoP key for `issuer` already in use or stored, without making one.
+    fn known_key(&self, state: &State, issuer: &str) -> Option<Arc<DpopKey>> {
+        let mut keys = self
+            .dpop_keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(k) = keys.get(issuer) {
+            return Some(k.clone());
+        }
+        let stored = state.stored.dpop_key(issuer)?;
+        let key = Arc::new(DpopKey::from_pkcs8(&stored.pkcs8).ok()?);
+        keys.insert(issuer.to_owned(), key.clone());
+        Some(key)
+    }
+
+    /// The DPoP signer for a token request to `issuer` when `wanted`: the key in
+    /// use or stored for it, else a new one (stored with the tokens it binds).
+    fn dpop_signer(
+        &self,
+        state: &mut State,
+        issuer: &str,
+        wanted: bool,
+    ) -> Result<Option<DpopSigner>> {
+        if !wanted {
+            return Ok(None);
+        }
+        let key = match self.known_key(state, issuer) {
+            Some(k) => k,
+            None => {
+                let key = Arc::new(DpopKey::generate()?);
+                state.stored.set_dpop_key(StoredDpopKey {
+                    issuer: issuer.to_owned(),
+                    pkcs8: key.pkcs8().clone(),
+                });
+                self.dpop_keys
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(issuer.to_owned(), key.clone());
+                key
+            }
+        };
+        Ok(Some(DpopSigner {
+            key,
+            nonces: self.as_nonces.clone(),
+            server: self.server.clone(),
+            required: self.config.dpop == DpopMode::Required,
+        }))
+    }
+
+    /// The key a DPoP-bound token of `issuer` is bound to, as stored.
+    fn stored_key(&self, tokens: &StoredTokens) -> Option<StoredDpopKey> {
+        if !tokens.tokens.dpop_bound {
+            return None;
+        }
+        let keys = self
+            .dpop_keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        keys.get(&tokens.issuer).map(|k| StoredDpopKey {
+            issuer: tokens.issuer.clone(),
+            pkcs8: k.pkcs8().clone(),
+        })
     }
 
     fn clear_current(&self) {
@@ -254,24 +377,28 @@ impl Chain {
         }
         let stored = self.with_store(|s, k| s.load(k)).await?.unwrap_or_default();
         state.loaded = true;
-        if let Some(t) = stored
+        let tokens = stored
             .tokens
-            .as_ref()
-            .filter(|t| t.resource_matches_server(&self.mcp))
-        {
-            state.requested = t.tokens.scopes.clone();
-            self.set_current(state, &t.tokens.clone())?;
-        }
+            .clone()
+            .filter(|t| t.resource_matches_server(&self.mcp));
         state.stored = stored;
+        if let Some(t) = tokens {
+            state.requested = t.tokens.scopes.clone();
+            self.set_current(state, &t)?;
+        }
         Ok(())
     }
 
     /// Stores `tokens` (read-modify-write under the store lock) and makes them current.
     async fn save_tokens(&self, state: &mut State, tokens: StoredTokens) -> Result<Current> {
-        let current = self.set_current(state, &tokens.tokens)?;
+        let current = self.set_current(state, &tokens)?;
+        let key = self.stored_key(&tokens);
         let saved = self
             .with_store(move |s, k| {
                 let mut stored = s.load(k)?.unwrap_or_default();
+                if let Some(key) = key {
+                    stored.set_dpop_key(key);
+                }
                 stored.tokens = Some(tokens);
                 s.save(k, &stored)?;
                 Ok(stored)
@@ -454,6 +581,39 @@ impl Authorization for Chain {
         })
     }
 
+    fn observe(
+        &self,
+        uri: &http::Uri,
+        status: StatusCode,
+        headers: &HeaderMap,
+        proved: bool,
+        diagnostics: &Diagnostics,
+    ) -> Result<bool> {
+        let nonce = nonce_from_headers(headers);
+        if matches!(nonce, Ok(None)) && status != StatusCode::UNAUTHORIZED {
+            return Ok(false);
+        }
+        let asks = proved && status == StatusCode::UNAUTHORIZED && asks_for_dpop_nonce(headers);
+        let Ok(url) = Url::parse(&uri.to_string()) else {
+            return Ok(false);
+        };
+        match nonce {
+            Ok(Some(nonce)) => {
+                self.rs_nonces.set(&url, nonce);
+                Ok(asks)
+            }
+            Ok(None) if asks => Err(NonceError::Missing.into_error(&self.server, "MCP server")),
+            Ok(None) => Ok(false),
+            Err(e) if asks => Err(e.into_error(&self.server, "MCP server")),
+            Err(e) => {
+                // Not asked for: ignored, and said so.
+                let e = e.ignored(&self.server, "MCP server");
+                self.report(diagnostics, "dpop-nonce", &Err::<(), _>(e));
+                Ok(false)
+            }
+        }
+    }
+
     fn is_challenge(&self, status: StatusCode, headers: &HeaderMap) -> bool {
         match status {
             StatusCode::UNAUTHORIZED => true,
@@ -485,6 +645,7 @@ impl Current {
         Token {
             header: self.header,
             generation: self.generation,
+            proof: self.proof.map(|p| p as Arc<dyn RequestProof>),
         }
     }
 }

@@ -58,6 +58,7 @@ pub fn oauth(server: &str, entry: &OAuthEntry) -> Result<OAuth, Error> {
         .store_key(server)
         .scopes(entry.scopes.clone())
         .legacy_discovery(entry.legacy_discovery)
+        .dpop(entry.dpop)
         .login_hint(format!("run `smthrs-mcp login {server}`"));
     if let Some(url) = &entry.client_metadata_url {
         oauth = oauth.client_metadata_url(url.clone());
