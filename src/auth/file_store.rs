@@ -238,6 +238,7 @@ mod tests {
                     access_token: SecretString::from(access),
                     refresh_token: None,
                     expires_at: None,
+                    obtained_at: None,
                     scopes: vec![],
                 },
             }),
