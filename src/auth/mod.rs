@@ -96,6 +96,8 @@ pub(crate) mod challenge;
 pub mod client_credentials;
 pub mod file_store;
 pub(crate) mod http;
+#[cfg(feature = "keyring")]
+pub mod keyring_store;
 pub mod loopback;
 pub(crate) mod metadata;
 pub mod policy;
@@ -107,6 +109,8 @@ pub use authorize::{AuthorizationRequest, Authorizer, HeadlessAuthorizer};
 pub use chain::default_grants;
 pub use client_credentials::ClientCredentials;
 pub use file_store::FileStore;
+#[cfg(feature = "keyring")]
+pub use keyring_store::KeyringStore;
 pub use loopback::LoopbackAuthorizer;
 pub use registration::PreRegisteredClient;
 pub use store::{MemoryStore, StoreLock, StoredAuth, TokenStore};

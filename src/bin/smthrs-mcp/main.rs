@@ -373,9 +373,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Logout { server } => {
-            login::oauth_entry(&entries, &server)
+            let (_, oauth) = login::oauth_entry(&entries, &server)
                 .map_err(|m| Failure::Usage(format!("{label}: {m}")))?;
-            login::logout(&server).await?;
+            login::logout(&server, oauth).await?;
             print_stdout(&format!("ok: logged out of {server}"));
             Ok(())
         }
