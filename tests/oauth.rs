@@ -934,3 +934,31 @@ async fn the_observer_sees_every_step_of_the_chain_and_no_secret() {
         }
     }
 }
+
+/// `oauth.tokenStore: "keyring"` in a build without the `keyring` feature: the
+/// server file is refused (`invalid_config`, the field named), saying which
+/// feature is missing, and the CLI's `login` and `tools` stop there (usage, 2).
+#[cfg(not(feature = "keyring"))]
+#[tokio::test]
+async fn a_keyring_token_store_without_the_feature_is_refused_naming_it() {
+    let text = json!([{"server": "srv", "url": "https://mcp.example/mcp",
+                       "oauth": {"tokenStore": "keyring"}}])
+    .to_string();
+    let err = smthrs_mcp::config::decode_server_file(&text).unwrap_err();
+    assert_eq!(err.field(), Some("tokenStore"));
+    let err: smthrs_mcp::Error = err.into();
+    assert_eq!(err.kind(), ErrorKind::InvalidConfig);
+    assert!(err.message().contains("`keyring` feature"), "{err}");
+    let setup = CliSetup::new("https://mcp.example/mcp");
+    std::fs::write(&setup.config, &text).unwrap();
+    for args in [&["login", "srv"][..], &["tools"], &["logout", "srv"]] {
+        let (code, _, stderr) = run(setup.command(args)).await;
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains("`keyring` feature"), "{args:?}: {stderr}");
+    }
+    // "file" is the default, spelled out.
+    let text = json!([{"server": "srv", "url": "https://mcp.example/mcp",
+                       "oauth": {"tokenStore": "file"}}])
+    .to_string();
+    assert!(smthrs_mcp::config::decode_server_file(&text).is_ok());
+}
