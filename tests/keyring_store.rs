@@ -1,7 +1,8 @@
 //! The OS keyring token store (feature `keyring`) against the real kernel keyutils
 //! store, no mock: the encoding, the bounds, a malformed entry, the lock, and the
 //! CLI with `oauth.tokenStore: "keyring"` (two processes refreshing at once keep
-//! the rotating token; `logout` removes the entry).
+//! the rotating token; `logout` removes the entry; `login` stores into it and
+//! `call` uses what it stored).
 //!
 //! Every test files its entries under a name of its own (service or server name
 //! with the process id and a counter) and removes them, so runs in parallel and
@@ -272,8 +273,61 @@ async fn run(mut c: tokio::process::Command) -> (i32, String, String) {
     )
 }
 
+type Outputs = Vec<(i32, String, String)>;
+type Job = (Vec<std::process::Command>, std::sync::mpsc::Sender<Outputs>);
+
+/// Starts commands, all at once, from a thread created before its test touched
+/// the keyring. Session keyrings are per thread and inherited by children, and
+/// the store gives the thread that uses it a session keyring of its own: a child
+/// of that thread would inherit it and find the entries through it, while a
+/// child of this one starts without one, as a process in another login session
+/// (or a service) does, and must find them through the persistent keyring.
+struct Launcher(std::sync::mpsc::Sender<Job>);
+
+impl Launcher {
+    fn new() -> Self {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        std::thread::spawn(move || {
+            for (commands, reply) in rx {
+                let children: Vec<_> = commands
+                    .into_iter()
+                    .map(|mut c| {
+                        c.stdout(std::process::Stdio::piped())
+                            .stderr(std::process::Stdio::piped())
+                            .spawn()
+                            .unwrap()
+                    })
+                    .collect();
+                let outputs = children
+                    .into_iter()
+                    .map(|child| {
+                        let out = child.wait_with_output().unwrap();
+                        (
+                            out.status.code().unwrap_or(-1),
+                            String::from_utf8_lossy(&out.stdout).into_owned(),
+                            String::from_utf8_lossy(&out.stderr).into_owned(),
+                        )
+                    })
+                    .collect();
+                let _ = reply.send(outputs);
+            }
+        });
+        Launcher(tx)
+    }
+
+    async fn run(&self, commands: Vec<std::process::Command>) -> Outputs {
+        let (reply, outputs) = std::sync::mpsc::channel();
+        self.0.send((commands, reply)).unwrap();
+        tokio::task::spawn_blocking(move || outputs.recv().unwrap())
+            .await
+            .unwrap()
+    }
+}
+
 #[tokio::test]
 async fn the_cli_keeps_tokens_in_the_keyring_and_two_processes_refresh_once() {
+    // Before anything here touches the keyring.
+    let launcher = Launcher::new();
     let server = OAuthServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let state_home = dir.path().join("state");
@@ -323,7 +377,24 @@ async fn the_cli_keeps_tokens_in_the_keyring_and_two_processes_refresh_once() {
             .env("XDG_STATE_HOME", &state_home);
         c
     };
-    let (a, b) = tokio::join!(run(command(&["tools"])), run(command(&["tools"])));
+    let plain = |args: &[&str]| {
+        let c = command(args);
+        let std = c.as_std();
+        let mut plain = std::process::Command::new(std.get_program());
+        plain.args(std.get_args());
+        for (k, v) in std.get_envs() {
+            match v {
+                Some(v) => plain.env(k, v),
+                None => plain.env_remove(k),
+            };
+        }
+        plain
+    };
+    // Two processes without the test's session keyring, at once.
+    let mut both = launcher
+        .run(vec![plain(&["tools"]), plain(&["tools"])])
+        .await;
+    let (b, a) = (both.pop().unwrap(), both.pop().unwrap());
     assert_eq!(a.0, 0, "first: {}", a.2);
     assert_eq!(b.0, 0, "second: {}", b.2);
     let tools: Value = serde_json::from_str(&a.1).unwrap();
@@ -354,4 +425,65 @@ async fn the_cli_keeps_tokens_in_the_keyring_and_two_processes_refresh_once() {
         stderr.contains(&format!("smthrs-mcp login {name}")),
         "{stderr}"
     );
+
+    // login stores into the keyring, and call uses what it stored.
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut login = command(&["login", &name]);
+    login
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = login.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the URL is printed");
+        if line.starts_with("http") {
+            break line;
+        }
+    };
+    let location = browser_get(&url).await.1.expect("a redirect");
+    assert_eq!(browser_get(&location).await.0, 200);
+    let out = child.wait_with_output().await.unwrap();
+    assert!(out.status.success());
+    let stored = store.load(&name).unwrap().unwrap().tokens.unwrap();
+    assert!(stored.tokens.obtained_at.is_some());
+    // Read from another session: through the persistent keyring.
+    let call = launcher
+        .run(vec![plain(&[
+            "call",
+            &format!("mcp/{name}/echo"),
+            "--args",
+            "{}",
+        ])])
+        .await;
+    assert_eq!(call[0].0, 0, "{call:?}");
+    assert!(!state_home.join("smthrs-mcp").join("tokens.json").exists());
+    let (code, _, _) = run(command(&["logout", &name])).await;
+    assert_eq!(code, 0);
+    assert!(store.load(&name).unwrap().is_none());
+}
+
+/// One GET without following redirects: (status, Location).
+async fn browser_get(url: &str) -> (u16, Option<String>) {
+    let uri: http::Uri = url.parse().unwrap();
+    let host = uri.authority().unwrap().as_str().to_owned();
+    let tcp = tokio::net::TcpStream::connect(&host).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let req = http::Request::get(uri.path_and_query().unwrap().as_str())
+        .header("host", host)
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    let location = resp
+        .headers()
+        .get("location")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (resp.status().as_u16(), location)
 }
