@@ -70,7 +70,9 @@ fn sample(access: &str, refresh: &str, secret: &str) -> StoredAuth {
                 obtained_at: Some(1000),
                 scopes: vec!["a".into()],
             },
+            revocation_endpoint: Some("http://as/revoke".into()),
         }),
+        redirect_port: Some(8765),
     }
 }
 
@@ -364,7 +366,9 @@ async fn the_cli_keeps_tokens_in_the_keyring_and_two_processes_refresh_once() {
                             obtained_at: None,
                             scopes: vec![],
                         },
+                        revocation_endpoint: None,
                     }),
+                    redirect_port: None,
                 },
             )
             .unwrap();
@@ -411,14 +415,19 @@ async fn the_cli_keeps_tokens_in_the_keyring_and_two_processes_refresh_once() {
     assert!(stored.tokens.obtained_at.is_some());
     // Nothing went to the token file.
     assert!(!state_home.join("smthrs-mcp").join("tokens.json").exists());
-    // logout removes the entry.
+    // logout forgets the tokens.
     let (code, stdout, stderr) = run(command(&["logout", &name])).await;
     assert_eq!(
         (code, stdout.trim()),
         (0, format!("ok: logged out of {name}").as_str()),
         "{stderr}"
     );
-    assert!(store.load(&name).unwrap().is_none());
+    assert!(
+        store
+            .load(&name)
+            .unwrap()
+            .is_none_or(|s| s.tokens.is_none())
+    );
     let (code, _, stderr) = run(command(&["tools"])).await;
     assert_eq!(code, 1);
     assert!(
@@ -463,7 +472,11 @@ async fn the_cli_keeps_tokens_in_the_keyring_and_two_processes_refresh_once() {
     assert!(!state_home.join("smthrs-mcp").join("tokens.json").exists());
     let (code, _, _) = run(command(&["logout", &name])).await;
     assert_eq!(code, 0);
-    assert!(store.load(&name).unwrap().is_none());
+    // Logout forgets the tokens, keeping the remembered redirect port.
+    let kept = store.load(&name).unwrap().unwrap();
+    assert!(kept.tokens.is_none());
+    assert!(kept.redirect_port.is_some());
+    assert!(store.remove(&name).unwrap());
 }
 
 /// One GET without following redirects: (status, Location).

@@ -255,7 +255,9 @@ mod tests {
                     obtained_at: None,
                     scopes: vec![],
                 },
+                revocation_endpoint: None,
             }),
+            redirect_port: None,
         }
     }
 
