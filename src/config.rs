@@ -98,7 +98,7 @@ use crate::session::ProtocolMode;
 
 pub mod oauth;
 use crate::limits::{Limits, OPTION_NAMES};
-pub use oauth::OAuthEntry;
+pub use oauth::{OAuthEntry, TokenStoreKind};
 
 /// The largest server file [`load_server_file`] reads: 16 MiB.
 pub const MAX_SERVER_FILE_BYTES: u64 = 16 * 1024 * 1024;

@@ -1123,6 +1123,78 @@ async fn oauth_errors() {
     audit("login needed", &error, ErrorKind::Unauthorized);
 }
 
+/// The OS keyring store (feature `keyring`, the real kernel keyutils store): its
+/// `Debug`, and its errors on a malformed entry, an oversized value and a platform
+/// failure (keyring-core's mock, whose error carries the entry's bytes), show no
+/// token or secret.
+#[cfg(all(feature = "keyring", target_os = "linux"))]
+#[test]
+fn keyring_store_errors_and_debug() {
+    use smthrs_mcp::auth::registration::{Registration, RegistrationKind};
+    use smthrs_mcp::auth::store::StoredTokens;
+    use smthrs_mcp::auth::token::TokenSet;
+    use smthrs_mcp::auth::{KeyringStore, StoredAuth, TokenStore};
+    let value = |access: &str| StoredAuth {
+        registrations: vec![Registration {
+            issuer: "http://as".into(),
+            client_id: "id".into(),
+            client_secret: Some(SecretString::from(CLIENT_SECRET)),
+            token_endpoint_auth_method: None,
+            redirect_uris: vec![],
+            kind: RegistrationKind::Dynamic,
+        }],
+        tokens: Some(StoredTokens {
+            issuer: "http://as".into(),
+            resource: "http://r".into(),
+            token_endpoint: "http://as/token".into(),
+            client_id: "id".into(),
+            tokens: TokenSet {
+                access_token: SecretString::from(access),
+                refresh_token: Some(SecretString::from(BEARER_SECRET)),
+                expires_at: None,
+                obtained_at: None,
+                scopes: vec![],
+            },
+            revocation_endpoint: None,
+        }),
+        redirect_port: None,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let service = format!("smthrs-mcp-leak-audit-{}", std::process::id());
+    let store = KeyringStore::native(&service, dir.path().join("keyring.lock")).unwrap();
+    store.save("srv", &value(ACCESS_SECRET)).unwrap();
+    audit_debug("KeyringStore", &store);
+    // Over the entry bound, with the token in the value.
+    let big = format!("{ACCESS_SECRET}{}", "x".repeat(40_000));
+    let error = store.save("srv", &value(&big)).unwrap_err();
+    audit("keyring entry too large", &error, ErrorKind::InvalidConfig);
+    // A malformed entry that holds the token.
+    let _ = linux_keyutils::KeyRing::get_persistent(linux_keyutils::KeyRingIdentifier::Session);
+    let native = linux_keyutils_keyring_store::Store::new().unwrap();
+    let entry =
+        keyring_core::api::CredentialStoreApi::build(&*native, &service, "srv", None).unwrap();
+    entry
+        .set_secret(format!("{{\"tokens\": \"{ACCESS_SECRET}\"").as_bytes())
+        .unwrap();
+    let error = store.load("srv").unwrap_err();
+    audit("malformed keyring entry", &error, ErrorKind::InvalidConfig);
+    assert!(store.remove("srv").unwrap());
+    // A platform error carrying the entry's bytes.
+    let mock = keyring_core::mock::Store::new().unwrap();
+    let store =
+        KeyringStore::with_credential_store(mock.clone(), "svc", dir.path().join("keyring.lock"));
+    let entry = keyring_core::api::CredentialStoreApi::build(&*mock, "svc", "srv", None).unwrap();
+    entry.set_secret(b"{}").unwrap();
+    let cred: &keyring_core::mock::Cred = entry.as_any().downcast_ref().unwrap();
+    cred.set_error(keyring_core::Error::BadDataFormat(
+        ACCESS_SECRET.as_bytes().to_vec(),
+        CLIENT_SECRET.into(),
+    ));
+    let error = store.load("srv").unwrap_err();
+    audit("keyring platform error", &error, ErrorKind::InvalidConfig);
+    audit_debug("KeyringStore over a mock", &store);
+}
+
 /// Logout's revocation: the tokens, the client secret, the server's error text
 /// and the endpoint's userinfo and query reach no outcome and no error.
 #[tokio::test]
@@ -1172,6 +1244,7 @@ async fn oauth_revocation_errors() {
                     access_token: SecretString::from(ACCESS_SECRET),
                     refresh_token: Some(SecretString::from(REFRESH_SECRET)),
                     expires_at: None,
+                    obtained_at: None,
                     scopes: vec![],
                     dpop_bound: false,
                 },
@@ -1271,6 +1344,7 @@ fn planted_dpop_store(issuer: &str, pkcs8: &str) -> smthrs_mcp::auth::StoredAuth
                 access_token: SecretString::from(ACCESS_SECRET),
                 refresh_token: Some(SecretString::from(CODE_SECRET)),
                 expires_at: None,
+                obtained_at: None,
                 scopes: vec![],
                 dpop_bound: true,
             },

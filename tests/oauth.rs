@@ -87,7 +87,8 @@ async fn the_flow_puts_the_token_on_every_request_and_a_refused_token_is_refresh
 #[tokio::test]
 async fn an_expiring_token_is_refreshed_before_it_is_sent() {
     let server = OAuthServer::start().await;
-    *server.state.expires_in.lock().unwrap() = 10; // inside the 30 s margin
+    // One second: no margin (a fifth of it is under a second), due once expired.
+    *server.state.expires_in.lock().unwrap() = 1;
     let store = Arc::new(MemoryStore::new());
     let client = connect(
         &server.url(),
@@ -95,9 +96,87 @@ async fn an_expiring_token_is_refreshed_before_it_is_sent() {
     )
     .await
     .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let refreshes = *server.state.refreshes.lock().unwrap();
     client.call_tool("echo", Map::new()).await.unwrap();
     assert!(*server.state.refreshes.lock().unwrap() > refreshes);
+    assert_eq!(*server.state.reuse_detected.lock().unwrap(), 0);
+    client.close().await;
+}
+
+fn refreshes(server: &OAuthServer) -> u64 {
+    *server.state.refreshes.lock().unwrap()
+}
+
+#[tokio::test]
+async fn a_fresh_short_lived_token_is_not_refreshed_before_every_request() {
+    let server = OAuthServer::start().await;
+    // 20 s: inside the old fixed 30 s margin, so every request refreshed it.
+    *server.state.expires_in.lock().unwrap() = 20;
+    let store = Arc::new(MemoryStore::new());
+    let client = connect(
+        &server.url(),
+        OAuth::new().authorizer(headless()).store(store.clone()),
+    )
+    .await
+    .unwrap();
+    for _ in 0..5 {
+        client.call_tool("echo", Map::new()).await.unwrap();
+    }
+    assert_eq!(refreshes(&server), 0);
+    // The lifetime is kept with the token.
+    let t = store.load("srv").unwrap().unwrap().tokens.unwrap().tokens;
+    let (obtained, expires) = (t.obtained_at.unwrap(), t.expires_at.unwrap());
+    assert_eq!(expires - obtained, 20);
+    assert!(!t.needs_refresh(obtained + 15));
+    assert!(t.needs_refresh(obtained + 16));
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_token_stored_without_obtained_at_keeps_the_30_s_margin_until_its_first_refresh() {
+    let server = OAuthServer::start().await;
+    *server.state.expires_in.lock().unwrap() = 20;
+    let (client_id, access, refresh) = server.state.seed(&[]);
+    let store = Arc::new(MemoryStore::new());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // As an older version stored it: an expiry 20 s ahead, no `obtainedAt`.
+    let old = json!({
+        "registrations": [],
+        "tokens": {
+            "issuer": server.issuer(), "resource": format!("{}/mcp", server.issuer()),
+            "tokenEndpoint": format!("{}/token", server.issuer()), "clientId": client_id,
+            "accessToken": access, "refreshToken": refresh, "expiresAt": now + 20, "scopes": []
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tokens.json");
+    std::fs::write(&path, json!({ "srv": old }).to_string()).unwrap();
+    let file = FileStore::new(&path);
+    let loaded = file.load("srv").unwrap().unwrap();
+    assert_eq!(loaded.tokens.as_ref().unwrap().tokens.obtained_at, None);
+    store.save("srv", &loaded).unwrap();
+    let oauth =
+        OAuth::new()
+            .store(store.clone())
+            .pre_registered(smthrs_mcp::auth::PreRegisteredClient {
+                client_id: client_id.clone(),
+                client_secret: None,
+                issuer: None,
+            });
+    let client = connect(&server.url(), oauth).await.unwrap();
+    // Unknown lifetime, 20 s left: inside 30 s, refreshed before the first request;
+    // the new token's lifetime is known, and it is not refreshed again.
+    assert_eq!(refreshes(&server), 1);
+    for _ in 0..5 {
+        client.call_tool("echo", Map::new()).await.unwrap();
+    }
+    assert_eq!(refreshes(&server), 1);
+    let t = store.load("srv").unwrap().unwrap().tokens.unwrap().tokens;
+    assert!(t.obtained_at.is_some());
     assert_eq!(*server.state.reuse_detected.lock().unwrap(), 0);
     client.close().await;
 }
@@ -450,6 +529,7 @@ async fn two_processes_refreshing_at_once_keep_the_rotating_token() {
                             access_token: SecretString::from("expired"),
                             refresh_token: Some(SecretString::from(refresh.clone())),
                             expires_at: Some(1),
+                            obtained_at: None,
                             scopes: vec![],
                             dpop_bound: false,
                         },
@@ -686,6 +766,7 @@ fn logged_in(server: &OAuthServer, scopes: &[&str]) -> CliSetup {
                         access_token: SecretString::from(access),
                         refresh_token: Some(SecretString::from(refresh)),
                         expires_at: None,
+                        obtained_at: None,
                         scopes: scopes.iter().map(|s| s.to_string()).collect(),
                         dpop_bound: false,
                     },
@@ -940,6 +1021,34 @@ async fn the_observer_sees_every_step_of_the_chain_and_no_secret() {
             }
         }
     }
+}
+
+/// `oauth.tokenStore: "keyring"` in a build without the `keyring` feature: the
+/// server file is refused (`invalid_config`, the field named), saying which
+/// feature is missing, and the CLI's `login` and `tools` stop there (usage, 2).
+#[cfg(not(feature = "keyring"))]
+#[tokio::test]
+async fn a_keyring_token_store_without_the_feature_is_refused_naming_it() {
+    let text = json!([{"server": "srv", "url": "https://mcp.example/mcp",
+                       "oauth": {"tokenStore": "keyring"}}])
+    .to_string();
+    let err = smthrs_mcp::config::decode_server_file(&text).unwrap_err();
+    assert_eq!(err.field(), Some("tokenStore"));
+    let err: smthrs_mcp::Error = err.into();
+    assert_eq!(err.kind(), ErrorKind::InvalidConfig);
+    assert!(err.message().contains("`keyring` feature"), "{err}");
+    let setup = CliSetup::new("https://mcp.example/mcp");
+    std::fs::write(&setup.config, &text).unwrap();
+    for args in [&["login", "srv"][..], &["tools"], &["logout", "srv"]] {
+        let (code, _, stderr) = run(setup.command(args)).await;
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains("`keyring` feature"), "{args:?}: {stderr}");
+    }
+    // "file" is the default, spelled out.
+    let text = json!([{"server": "srv", "url": "https://mcp.example/mcp",
+                       "oauth": {"tokenStore": "file"}}])
+    .to_string();
+    assert!(smthrs_mcp::config::decode_server_file(&text).is_ok());
 }
 
 // ----- issue 34: revocation at logout, registration reuse, the remembered port -----

@@ -72,17 +72,7 @@ impl FileStore {
     }
 
     fn ensure_dir(&self) -> Result<()> {
-        let dir = self.dir()?;
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            builder.mode(0o700);
-        }
-        builder
-            .create(dir)
-            .map_err(|e| store_error(&format!("directory cannot be created ({})", e.kind())))
+        ensure_dir(self.dir()?)
     }
 
     fn read_all(&self) -> Result<Map<String, Value>> {
@@ -160,6 +150,43 @@ impl FileStore {
     }
 }
 
+/// Creates `dir` and its missing parents, `0700` on Unix.
+fn ensure_dir(dir: &Path) -> Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder
+        .create(dir)
+        .map_err(|e| store_error(&format!("directory cannot be created ({})", e.kind())))
+}
+
+/// Takes an exclusive advisory lock (`std::fs::File::lock`) on the lock file at
+/// `path`, created `0600` in a `0700` directory on Unix, blocking until it is
+/// free; dropping the lock closes the file, which releases it. The lock of
+/// [`FileStore`] and of the keyring store (which has no lock of its own).
+pub(crate) fn lock_file(path: &Path) -> Result<StoreLock> {
+    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        ensure_dir(dir)?;
+    }
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let file = options
+        .open(path)
+        .map_err(|e| store_error(&format!("lock file cannot be opened ({})", e.kind())))?;
+    file.lock()
+        .map_err(|e| store_error(&format!("lock cannot be taken ({})", e.kind())))?;
+    Ok(StoreLock::new(file))
+}
+
 fn rand_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -202,20 +229,7 @@ impl TokenStore for FileStore {
         self.ensure_dir()?;
         let mut lock_path = self.path.clone().into_os_string();
         lock_path.push(".lock");
-        let mut options = OpenOptions::new();
-        options.read(true).write(true).create(true).truncate(false);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let file = options
-            .open(PathBuf::from(lock_path))
-            .map_err(|e| store_error(&format!("lock file cannot be opened ({})", e.kind())))?;
-        file.lock()
-            .map_err(|e| store_error(&format!("lock cannot be taken ({})", e.kind())))?;
-        // Closing the file releases the lock.
-        Ok(StoreLock::new(file))
+        lock_file(&PathBuf::from(lock_path))
     }
 }
 
@@ -238,6 +252,7 @@ mod tests {
                     access_token: SecretString::from(access),
                     refresh_token: None,
                     expires_at: None,
+                    obtained_at: None,
                     scopes: vec![],
                     dpop_bound: false,
                 },

@@ -108,6 +108,8 @@ pub mod client_credentials;
 pub mod dpop;
 pub mod file_store;
 pub(crate) mod http;
+#[cfg(feature = "keyring")]
+pub mod keyring_store;
 pub mod loopback;
 pub(crate) mod metadata;
 pub mod policy;
@@ -121,6 +123,8 @@ pub use chain::default_grants;
 pub use client_credentials::ClientCredentials;
 pub use dpop::DpopMode;
 pub use file_store::FileStore;
+#[cfg(feature = "keyring")]
+pub use keyring_store::KeyringStore;
 pub use loopback::LoopbackAuthorizer;
 pub use registration::PreRegisteredClient;
 pub use revocation::Logout;

@@ -183,6 +183,7 @@ impl StoredAuth {
                 "accessToken": t.tokens.access_token.expose_secret(),
                 "refreshToken": secret(&t.tokens.refresh_token),
                 "expiresAt": t.tokens.expires_at,
+                "obtainedAt": t.tokens.obtained_at,
                 "scopes": t.tokens.scopes,
                 "revocationEndpoint": t.revocation_endpoint,
                 "tokenType": if t.tokens.dpop_bound { "DPoP" } else { "Bearer" },
@@ -235,6 +236,9 @@ impl StoredAuth {
                     access_token: secret(t, "accessToken")?,
                     refresh_token: secret(t, "refreshToken"),
                     expires_at: t.get("expiresAt").and_then(Value::as_u64),
+                    // Absent in files written before it was recorded: the
+                    // lifetime is unknown and the full margin applies.
+                    obtained_at: t.get("obtainedAt").and_then(Value::as_u64),
                     scopes: strings(t, "scopes"),
                     dpop_bound: s(t, "tokenType").as_deref() == Some("DPoP"),
                 },
@@ -404,6 +408,7 @@ mod tests {
                     access_token: SecretString::from("access-x"),
                     refresh_token: Some(SecretString::from("refresh-x")),
                     expires_at: Some(5),
+                    obtained_at: Some(2),
                     scopes: vec!["a".into()],
                     dpop_bound: true,
                 },
@@ -479,6 +484,33 @@ mod tests {
             assert!(!debug.contains(secret), "{debug}");
         }
         assert!(StoredAuth::from_json(&json!({"tokens": 3})).is_none());
+        assert_eq!(t.tokens.obtained_at, Some(2));
+    }
+
+    #[test]
+    fn a_file_written_before_obtained_at_loads_with_an_unknown_lifetime() {
+        // What a store wrote before `obtainedAt` existed, byte for byte.
+        let old = json!({
+            "registrations": [],
+            "tokens": {
+                "issuer": "http://as", "resource": "http://r", "tokenEndpoint": "http://as/token",
+                "clientId": "id", "accessToken": "access-x", "refreshToken": "refresh-x",
+                "expiresAt": 1000, "scopes": ["a"]
+            }
+        });
+        let back = StoredAuth::from_json(&old).unwrap();
+        let t = back.tokens.unwrap().tokens;
+        assert_eq!((t.expires_at, t.obtained_at), (Some(1000), None));
+        // Unknown lifetime: the full 30 s margin, as before.
+        assert!(t.needs_refresh(970));
+        assert!(!t.needs_refresh(969));
+        // A null or a non-number is unknown too, not a malformed file.
+        for odd in [json!(null), json!("yesterday")] {
+            let mut v = old.clone();
+            v["tokens"]["obtainedAt"] = odd;
+            let t = StoredAuth::from_json(&v).unwrap().tokens.unwrap().tokens;
+            assert_eq!(t.obtained_at, None);
+        }
     }
 
     #[test]

@@ -20,8 +20,53 @@ use super::dpop::DpopSigner;
 use super::http::AuthHttp;
 use crate::error::{Error, ErrorKind, Result};
 
-/// How long before expiry a token is refreshed.
+/// The longest a token is refreshed before it expires: a token living
+/// [`REFRESH_MARGIN_SHARE`] times this or longer (2.5 minutes) is refreshed this
+/// long before its expiry. See [`refresh_margin`].
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(30);
+
+/// A token is refreshed once less than `1 / REFRESH_MARGIN_SHARE` of its lifetime
+/// is left (at most [`REFRESH_MARGIN`] before it expires).
+pub const REFRESH_MARGIN_SHARE: u64 = 5;
+
+/// How long before expiry a token that lived `lifetime` seconds (from when it was
+/// obtained to when it expires) is refreshed: a fifth of its lifetime, at most
+/// [`REFRESH_MARGIN`]; the full [`REFRESH_MARGIN`] when the lifetime is unknown.
+///
+/// Why this rule:
+/// - The margin exists so a token does not expire between the check and the
+///   server's; 30 s (rmcp's margin) covers a slow request and a clock that is a
+///   little off, and a long-lived token loses nothing by refreshing that early: a
+///   one-hour token still refreshes 30 s before it expires.
+/// - A fixed 30 s is wrong for short tokens: a token living 30 s or less would be
+///   due on arrival and refreshed before every request. A fifth of the lifetime
+///   keeps four fifths of it usable (a 20 s token is used for 16 s, then
+///   refreshed once), as Kubernetes' kubelet rotates projected service account
+///   tokens once 80 % of their lifetime has passed. A larger share would refresh
+///   short tokens more often for no gain; a smaller one would leave a short token
+///   too little slack for one request (10 % of a 10 s token is 1 s).
+/// - The switch from the share to the cap is at a 150 s lifetime, so the margin
+///   never grows past 30 s and never shrinks below a fifth.
+/// - Unknown lifetime (a token stored before the time it was obtained was
+///   recorded): the full 30 s, as before; its first refresh records it.
+pub fn refresh_margin(lifetime: Option<u64>) -> Duration {
+    match lifetime {
+        Some(lifetime) => Duration::from_secs(lifetime / REFRESH_MARGIN_SHARE).min(REFRESH_MARGIN),
+        None => REFRESH_MARGIN,
+    }
+}
+
+/// The one refresh rule every caller uses: true when a token expiring at
+/// `expires_at` and obtained at `obtained_at` (seconds since the Unix epoch) is
+/// expired at `now` or expires within its [`refresh_margin`]. A token without an
+/// expiry is never due; an `obtained_at` after `expires_at` counts as unknown.
+pub(crate) fn refresh_due(expires_at: Option<u64>, obtained_at: Option<u64>, now: u64) -> bool {
+    let Some(at) = expires_at else {
+        return false;
+    };
+    let lifetime = obtained_at.and_then(|from| at.checked_sub(from));
+    at <= now.saturating_add(refresh_margin(lifetime).as_secs())
+}
 
 /// An access token with what came with it. `Debug` shows no token.
 #[derive(Clone)]
@@ -32,6 +77,10 @@ pub struct TokenSet {
     pub refresh_token: Option<SecretString>,
     /// When the access token expires (seconds since the Unix epoch), if known.
     pub expires_at: Option<u64>,
+    /// When the access token was obtained (seconds since the Unix epoch): with
+    /// `expires_at`, its lifetime, which sets its [`refresh_margin`]. `None` for
+    /// tokens stored before it was recorded.
+    pub obtained_at: Option<u64>,
     /// The granted scopes (the requested ones when the response names none).
     pub scopes: Vec<String>,
     /// True when the token is DPoP-bound (`token_type: DPoP`): it is sent as
@@ -49,6 +98,7 @@ impl fmt::Debug for TokenSet {
                 &self.refresh_token.as_ref().map(|_| "[REDACTED]"),
             )
             .field("expires_at", &self.expires_at)
+            .field("obtained_at", &self.obtained_at)
             .field("scopes", &self.scopes)
             .field("dpop_bound", &self.dpop_bound)
             .finish()
@@ -56,10 +106,10 @@ impl fmt::Debug for TokenSet {
 }
 
 impl TokenSet {
-    /// True when the token is expired or expires within [`REFRESH_MARGIN`].
+    /// True when the token is expired at `now` or expires within its
+    /// [`refresh_margin`] (a fifth of its lifetime, at most [`REFRESH_MARGIN`]).
     pub fn needs_refresh(&self, now: u64) -> bool {
-        self.expires_at
-            .is_some_and(|at| at <= now + REFRESH_MARGIN.as_secs())
+        refresh_due(self.expires_at, self.obtained_at, now)
     }
 }
 
@@ -296,6 +346,7 @@ fn token_set(
             ),
         )));
     }
+    let obtained = now();
     Ok(TokenSet {
         access_token: SecretString::from(access.clone()),
         refresh_token: response
@@ -304,7 +355,8 @@ fn token_set(
             .or_else(|| old_refresh.cloned()),
         expires_at: response
             .expires_in()
-            .map(|d| now().saturating_add(d.as_secs())),
+            .map(|d| obtained.saturating_add(d.as_secs())),
+        obtained_at: Some(obtained),
         scopes: match response.scopes() {
             Some(scopes) => scopes.iter().map(|s| s.to_string()).collect(),
             None => requested.to_vec(),
@@ -460,17 +512,59 @@ mod tests {
         );
     }
 
-    #[test]
-    fn refresh_margin() {
-        let t = TokenSet {
+    fn token(obtained_at: Option<u64>, expires_at: Option<u64>) -> TokenSet {
+        TokenSet {
             access_token: SecretString::from("a"),
             refresh_token: None,
-            expires_at: Some(1000),
+            expires_at,
+            obtained_at,
             scopes: vec![],
             dpop_bound: false,
-        };
-        assert!(t.needs_refresh(980));
-        assert!(!t.needs_refresh(900));
+        }
+    }
+
+    #[test]
+    fn a_long_lived_token_is_refreshed_30_s_before_it_expires() {
+        // One hour, obtained at 1000.
+        let t = token(Some(1000), Some(4600));
+        assert!(!t.needs_refresh(1000));
+        assert!(!t.needs_refresh(4569));
+        assert!(t.needs_refresh(4570));
+        assert!(t.needs_refresh(5000));
+        assert_eq!(refresh_margin(Some(3600)), REFRESH_MARGIN);
+        // The share and the cap meet at 150 s.
+        assert_eq!(refresh_margin(Some(150)), REFRESH_MARGIN);
+        assert_eq!(refresh_margin(Some(149)), Duration::from_secs(29));
         assert!(!format!("{t:?}").contains("\"a\""));
+    }
+
+    #[test]
+    fn a_short_lived_token_is_used_for_four_fifths_of_its_life() {
+        // 20 s: not due when obtained nor for 16 s, due in its last 4 s.
+        let t = token(Some(1000), Some(1020));
+        for now in 1000..1016 {
+            assert!(!t.needs_refresh(now), "{now}");
+        }
+        for now in 1016..1030 {
+            assert!(t.needs_refresh(now), "{now}");
+        }
+        // Under 5 s: no margin left, due once expired.
+        let t = token(Some(1000), Some(1004));
+        assert!(!t.needs_refresh(1003));
+        assert!(t.needs_refresh(1004));
+        // Expired on arrival (expires_in 0): due at once.
+        assert!(token(Some(1000), Some(1000)).needs_refresh(1000));
+    }
+
+    #[test]
+    fn an_unknown_lifetime_keeps_the_full_margin_and_no_expiry_is_never_due() {
+        // Stored before `obtainedAt` existed: 30 s, as before.
+        let t = token(None, Some(1000));
+        assert!(t.needs_refresh(970));
+        assert!(!t.needs_refresh(969));
+        // Obtained after it expires (a clock jump, a hand-edited file): unknown.
+        assert!(token(Some(2000), Some(1000)).needs_refresh(970));
+        assert!(!token(Some(0), None).needs_refresh(u64::MAX));
+        assert!(token(None, Some(u64::MAX)).needs_refresh(u64::MAX));
     }
 }

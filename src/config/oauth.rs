@@ -17,6 +17,7 @@
 //! | `redirectPort` | Optional port (1-65535) for `login`'s loopback redirect listener, for servers that registered a fixed redirect URI. Default: an ephemeral port chosen at the first login and remembered in the token file, bound again by later logins. |
 //! | `legacyDiscovery` | Optional boolean: 2025-03-26 discovery for servers without protected resource metadata. Default: `false`. |
 //! | `dpop` | Optional `"auto"`, `"required"` or `"off"`: when tokens are DPoP-bound (RFC 9449; [`crate::auth::DpopMode`]). Default: `"auto"` (when the authorization server advertises ES256). |
+//! | `tokenStore` | Optional `"file"` or `"keyring"`: where `login` stores this server's tokens and `tools`/`call` read them ([`TokenStoreKind`]). Default: `"file"`. `"keyring"` needs a build with the `keyring` feature. |
 //!
 //! `{}` opts in with Dynamic Client Registration. `oauth` and `bearerTokenEnv`
 //! are exclusive. Unknown keys are errors. Tokens are never written in the server
@@ -43,9 +44,23 @@ pub struct OAuthEntry {
     pub legacy_discovery: bool,
     /// When tokens are DPoP-bound.
     pub dpop: crate::auth::DpopMode,
+    /// Where the CLI keeps this server's tokens (`tokenStore`).
+    pub token_store: TokenStoreKind,
 }
 
-const FIELDS: [&str; 8] = [
+/// Where the CLI keeps a server's registrations and tokens (`oauth.tokenStore`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TokenStoreKind {
+    /// `"file"`: the user's owner-only token file
+    /// ([`FileStore::default_path`](crate::auth::FileStore::default_path)).
+    #[default]
+    File,
+    /// `"keyring"`: the OS keyring (`auth::KeyringStore`, feature `keyring`), one
+    /// entry per server, locked through `keyring.lock` beside the token file.
+    Keyring,
+}
+
+const FIELDS: [&str; 9] = [
     "clientId",
     "clientSecretEnv",
     "issuer",
@@ -54,6 +69,7 @@ const FIELDS: [&str; 8] = [
     "redirectPort",
     "legacyDiscovery",
     "dpop",
+    "tokenStore",
 ];
 
 /// Decodes the `oauth` value; the error is `(field, message)`.
@@ -168,6 +184,25 @@ pub(super) fn decode(value: &Value) -> Result<OAuthEntry, (&'static str, String)
             ));
         }
     };
+    let token_store = match map.get("tokenStore") {
+        None => TokenStoreKind::File,
+        Some(Value::String(s)) if s == "file" => TokenStoreKind::File,
+        Some(Value::String(s)) if s == "keyring" => {
+            if !cfg!(feature = "keyring") {
+                return Err((
+                    "tokenStore",
+                    "oauth.tokenStore \"keyring\" needs a build with the `keyring` feature (cargo install smthrs-mcp --features keyring); this one has only \"file\"".to_owned(),
+                ));
+            }
+            TokenStoreKind::Keyring
+        }
+        Some(_) => {
+            return Err((
+                "tokenStore",
+                "oauth.tokenStore must be \"file\" or \"keyring\"".to_owned(),
+            ));
+        }
+    };
     let _: &Map<String, Value> = map;
     Ok(OAuthEntry {
         client_id,
@@ -178,6 +213,7 @@ pub(super) fn decode(value: &Value) -> Result<OAuthEntry, (&'static str, String)
         redirect_port,
         legacy_discovery,
         dpop,
+        token_store,
     })
 }
 
@@ -220,8 +256,26 @@ mod tests {
             (json!({"legacyDiscovery": "yes"}), "legacyDiscovery"),
             (json!({"dpop": "always"}), "dpop"),
             (json!({"dpop": true}), "dpop"),
+            (json!({"tokenStore": "vault"}), "tokenStore"),
+            (json!({"tokenStore": true}), "tokenStore"),
         ] {
             assert_eq!(decode(&bad).unwrap_err().0, field, "{bad}");
+        }
+    }
+
+    #[test]
+    fn token_store_file_or_keyring_where_the_feature_is_built() {
+        assert_eq!(
+            decode(&json!({"tokenStore": "file"})).unwrap().token_store,
+            TokenStoreKind::File
+        );
+        let keyring = decode(&json!({"tokenStore": "keyring"}));
+        if cfg!(feature = "keyring") {
+            assert_eq!(keyring.unwrap().token_store, TokenStoreKind::Keyring);
+        } else {
+            let (field, message) = keyring.unwrap_err();
+            assert_eq!(field, "tokenStore");
+            assert!(message.contains("`keyring` feature"), "{message}");
         }
     }
 }

@@ -48,6 +48,7 @@ pub(crate) struct Current {
     pub(crate) header: HeaderValue,
     pub(crate) generation: u64,
     expires_at: Option<u64>,
+    obtained_at: Option<u64>,
     has_refresh: bool,
     proof: Option<Arc<ResourceProof>>,
 }
@@ -80,6 +81,13 @@ impl RequestProof for ResourceProof {
             nonce.as_deref(),
         )?;
         Ok((DPOP, value))
+    }
+}
+
+impl Current {
+    /// True when this token is due for a refresh ([`token::refresh_due`]).
+    fn refresh_due(&self) -> bool {
+        token::refresh_due(self.expires_at, self.obtained_at, token::now())
     }
 }
 
@@ -229,6 +237,7 @@ impl Chain {
             header,
             generation: state.generation,
             expires_at: tokens.expires_at,
+            obtained_at: tokens.obtained_at,
             has_refresh: tokens.refresh_token.is_some(),
             proof,
         };
@@ -428,10 +437,7 @@ impl Chain {
     /// expire and a refresh token is held. Steps are reported to `diag`.
     pub(crate) async fn token_for_request(&self, diag: &Diagnostics) -> Result<Option<Current>> {
         if let Some(c) = self.current() {
-            let fresh = c
-                .expires_at
-                .is_none_or(|at| at > token::now() + token::REFRESH_MARGIN.as_secs());
-            if fresh || !c.has_refresh {
+            if !c.refresh_due() || !c.has_refresh {
                 return Ok(Some(c));
             }
         } else if self.state.try_lock().is_ok_and(|s| s.loaded) {
@@ -442,10 +448,7 @@ impl Chain {
         let Some(c) = self.current() else {
             return Ok(None);
         };
-        if c.expires_at
-            .is_some_and(|at| at <= token::now() + token::REFRESH_MARGIN.as_secs())
-            && c.has_refresh
-        {
+        if c.refresh_due() && c.has_refresh {
             match self.refresh_locked(&mut state, None, diag).await {
                 Ok(c) => return Ok(Some(c)),
                 // The 401 that follows runs the whole chain.

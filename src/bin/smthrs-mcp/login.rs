@@ -4,7 +4,10 @@
 //! - Tokens live in the user's token file ([`FileStore::default_path`]:
 //!   `$XDG_STATE_HOME/smthrs-mcp/tokens.json`, else
 //!   `~/.local/state/smthrs-mcp/tokens.json`), keyed by the server's name; never
-//!   in the server file.
+//!   in the server file. With `oauth.tokenStore: "keyring"` (a build with the
+//!   `keyring` feature) they live in the OS keyring instead, one entry per server
+//!   (service `smthrs-mcp`), locked through `keyring.lock` beside the token file;
+//!   `login`, `logout`, `tools` and `call` all use the store the entry names.
 //! - `tools` and `call` install no authorizer: they use stored tokens, refresh
 //!   them silently, and when a person must act fail at once with `unauthorized`
 //!   and a message naming `smthrs-mcp login SERVER`.
@@ -32,29 +35,51 @@ use secrecy::SecretString;
 use smthrs_mcp::auth::{
     FileStore, Logout, LoopbackAuthorizer, OAuth, PreRegisteredClient, StoredAuth, TokenStore,
 };
-use smthrs_mcp::config::{EntryTransport, OAuthEntry, ServerEntry};
+use smthrs_mcp::config::{EntryTransport, OAuthEntry, ServerEntry, TokenStoreKind};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, DiagnosticObserver, Error, ErrorKind};
 
 /// How long `login` waits for the browser's redirect.
 pub const LOGIN_DEADLINE: Duration = Duration::from_secs(300);
 
-fn store() -> Result<Arc<FileStore>, Error> {
-    FileStore::default_path()
-        .map(|p| Arc::new(FileStore::new(p)))
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidConfig,
-                "no token file location: set XDG_STATE_HOME or HOME",
-            )
-        })
+/// The store `oauth.tokenStore` chooses.
+fn store(entry: &OAuthEntry) -> Result<Arc<dyn TokenStore>, Error> {
+    let path = FileStore::default_path().ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidConfig,
+            "no token file location: set XDG_STATE_HOME or HOME",
+        )
+    })?;
+    match entry.token_store {
+        TokenStoreKind::File => Ok(Arc::new(FileStore::new(path))),
+        TokenStoreKind::Keyring => keyring_store(path.with_file_name("keyring.lock")),
+    }
+}
+
+#[cfg(feature = "keyring")]
+fn keyring_store(lock: std::path::PathBuf) -> Result<Arc<dyn TokenStore>, Error> {
+    use smthrs_mcp::auth::KeyringStore;
+    use smthrs_mcp::auth::keyring_store::DEFAULT_KEYRING_SERVICE;
+    Ok(Arc::new(KeyringStore::native(
+        DEFAULT_KEYRING_SERVICE,
+        lock,
+    )?))
+}
+
+/// The server file refuses `"keyring"` in such a build; this is the second line.
+#[cfg(not(feature = "keyring"))]
+fn keyring_store(_lock: std::path::PathBuf) -> Result<Arc<dyn TokenStore>, Error> {
+    Err(Error::new(
+        ErrorKind::InvalidConfig,
+        "oauth.tokenStore \"keyring\" needs a build with the `keyring` feature",
+    ))
 }
 
 /// The OAuth configuration of an entry, without an authorizer. Reads
 /// `oauth.clientSecretEnv` now (unset or empty: an error naming the variable).
 pub fn oauth(server: &str, entry: &OAuthEntry) -> Result<OAuth, Error> {
     let mut oauth = OAuth::new()
-        .store(store()?)
+        .store(store(entry)?)
         .store_key(server)
         .scopes(entry.scopes.clone())
         .legacy_discovery(entry.legacy_discovery)
@@ -120,7 +145,7 @@ pub async fn login(
     let EntryTransport::Http(http) = &entry.transport else {
         unreachable!("oauth_entry checked the kind")
     };
-    let store = store()?;
+    let store = store(oauth_entry)?;
     // A fresh authorization: forget the tokens, keep the registrations.
     let remembered = update(&store, server, |stored| {
         stored.tokens = None;
@@ -205,7 +230,7 @@ async fn bind(
 /// saves it; returns what `change` returned (`None`, and nothing saved, when
 /// nothing was stored).
 async fn update<T: Send + 'static>(
-    store: &Arc<FileStore>,
+    store: &Arc<dyn TokenStore>,
     server: &str,
     change: impl FnOnce(&mut StoredAuth) -> T + Send + 'static,
 ) -> Result<Option<T>, Error> {
@@ -226,7 +251,7 @@ async fn update<T: Send + 'static>(
 
 /// As [`update`], starting from an empty entry when nothing was stored.
 async fn update_or_create(
-    store: &Arc<FileStore>,
+    store: &Arc<dyn TokenStore>,
     server: &str,
     change: impl FnOnce(&mut StoredAuth) + Send + 'static,
 ) -> Result<(), Error> {
