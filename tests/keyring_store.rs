@@ -69,10 +69,12 @@ fn sample(access: &str, refresh: &str, secret: &str) -> StoredAuth {
                 expires_at: Some(4600),
                 obtained_at: Some(1000),
                 scopes: vec!["a".into()],
+                dpop_bound: false,
             },
             revocation_endpoint: Some("http://as/revoke".into()),
         }),
         redirect_port: Some(8765),
+        dpop_keys: vec![],
     }
 }
 
@@ -365,10 +367,12 @@ async fn the_cli_keeps_tokens_in_the_keyring_and_two_processes_refresh_once() {
                             expires_at: Some(1),
                             obtained_at: None,
                             scopes: vec![],
+                            dpop_bound: false,
                         },
                         revocation_endpoint: None,
                     }),
                     redirect_port: None,
+                    dpop_keys: vec![],
                 },
             )
             .unwrap();

@@ -1154,10 +1154,12 @@ fn keyring_store_errors_and_debug() {
                 expires_at: None,
                 obtained_at: None,
                 scopes: vec![],
+                dpop_bound: false,
             },
             revocation_endpoint: None,
         }),
         redirect_port: None,
+        dpop_keys: vec![],
     };
     let dir = tempfile::tempdir().unwrap();
     let service = format!("smthrs-mcp-leak-audit-{}", std::process::id());
