@@ -64,7 +64,8 @@ pub enum DiagnosticEvent {
         server: Arc<str>,
         /// The step: `protected-resource-metadata`,
         /// `authorization-server-metadata`, `registration`, `authorization`,
-        /// `token` (the code exchange), `refresh`, `client-credentials`, or
+        /// `token` (the code exchange), `refresh`, `client-credentials`,
+        /// `token-exchange` (at an enterprise identity provider), `jwt-bearer`, or
         /// `step-up` (the whole answer to a `403 insufficient_scope`).
         step: &'static str,
         /// `ok` or `failed`.

@@ -23,7 +23,11 @@
 //!    challenge's, or when it names none the resource metadata's
 //!    `scopes_supported`; with nothing new to ask for, `unauthorized` with the
 //!    login hint);
-//! 7. machine clients use [`ClientCredentials`] instead of steps 4-5.
+//! 7. machine clients use [`ClientCredentials`] instead of steps 4-5, workloads
+//!    [`WorkloadIdentity`] (a platform-minted JWT, the JWT bearer grant), and
+//!    enterprise users [`EnterpriseManaged`] (the ID token exchanged at the
+//!    enterprise identity provider for an ID-JAG, then the JWT bearer grant)
+//!    ([`jwt_bearer`]).
 //!
 //! Each step's outcome (discovery, registration, authorization, token, refresh,
 //! step-up) goes to the session's
@@ -96,6 +100,8 @@ pub(crate) mod challenge;
 pub mod client_credentials;
 pub mod file_store;
 pub(crate) mod http;
+pub(crate) mod id_jag;
+pub mod jwt_bearer;
 pub mod loopback;
 pub(crate) mod metadata;
 pub mod policy;
@@ -107,6 +113,7 @@ pub use authorize::{AuthorizationRequest, Authorizer, HeadlessAuthorizer};
 pub use chain::default_grants;
 pub use client_credentials::ClientCredentials;
 pub use file_store::FileStore;
+pub use jwt_bearer::{AssertionSource, EnterpriseManaged, WorkloadIdentity};
 pub use loopback::LoopbackAuthorizer;
 pub use registration::PreRegisteredClient;
 pub use store::{MemoryStore, StoreLock, StoredAuth, TokenStore};
@@ -130,6 +137,9 @@ pub struct OAuth {
     pub(crate) client_name: String,
     pub(crate) login_hint: Option<String>,
     pub(crate) offline_access: bool,
+    // JWT bearer grants (auth::jwt_bearer).
+    pub(crate) workload_identity: Option<WorkloadIdentity>,
+    pub(crate) enterprise_managed: Option<EnterpriseManaged>,
 }
 
 impl Default for OAuth {
@@ -147,6 +157,8 @@ impl Default for OAuth {
             client_name: "smthrs-mcp".into(),
             login_hint: None,
             offline_access: true,
+            workload_identity: None,
+            enterprise_managed: None,
         }
     }
 }
@@ -248,6 +260,66 @@ impl OAuth {
         self
     }
 
+    /// Authenticates as a workload with the JWT bearer grant and an assertion
+    /// the platform mints (SEP-1933) instead of the authorization code flow: no
+    /// registration, no person, no retry. Exclusive with
+    /// [`client_credentials`](Self::client_credentials),
+    /// [`enterprise_managed`](Self::enterprise_managed),
+    /// [`pre_registered`](Self::pre_registered) and
+    /// [`authorizer`](Self::authorizer) (the transport builder refuses the pair
+    /// with `invalid_config`). Default: none.
+    pub fn workload_identity(mut self, grant: WorkloadIdentity) -> Self {
+        self.workload_identity = Some(grant);
+        self
+    }
+
+    /// Authorizes as an enterprise user (SEP-990): the user's ID token is
+    /// exchanged at the enterprise identity provider for an ID-JAG, presented
+    /// with the JWT bearer grant, instead of the authorization code flow.
+    /// Exclusive like [`workload_identity`](Self::workload_identity). Default:
+    /// none.
+    pub fn enterprise_managed(mut self, grant: EnterpriseManaged) -> Self {
+        self.enterprise_managed = Some(grant);
+        self
+    }
+
+    /// True when a JWT bearer grant replaces the authorization code flow.
+    pub(crate) fn jwt_bearer_configured(&self) -> bool {
+        self.workload_identity.is_some() || self.enterprise_managed.is_some()
+    }
+
+    /// Refuses a JWT bearer grant configured beside another way to obtain tokens.
+    fn validate_jwt_bearer(&self) -> crate::error::Result<()> {
+        let grant = match (&self.workload_identity, &self.enterprise_managed) {
+            (Some(_), Some(_)) => {
+                return Err(crate::error::Error::config(
+                    "workload identity and enterprise-managed authorization are exclusive; configure one",
+                ));
+            }
+            (Some(w), None) => {
+                w.validate()?;
+                "workload identity"
+            }
+            (None, Some(e)) => {
+                e.validate()?;
+                "enterprise-managed authorization"
+            }
+            (None, None) => return Ok(()),
+        };
+        let other = if self.client_credentials.is_some() {
+            "client credentials"
+        } else if self.pre_registered.is_some() {
+            "a pre-registered client"
+        } else if self.authorizer.is_some() {
+            "an authorizer (the authorization code flow)"
+        } else {
+            return Ok(());
+        };
+        Err(crate::error::Error::config(format!(
+            "{grant} and {other} are exclusive; configure one"
+        )))
+    }
+
     pub(crate) fn validate(&self, server: &str) -> crate::error::Result<()> {
         let named = |e: crate::error::Error| {
             let message = format!("server \"{server}\": {}", e.message());
@@ -266,6 +338,7 @@ impl OAuth {
                 "the pre-registered client id is empty",
             )));
         }
+        self.validate_jwt_bearer().map_err(named)?;
         Ok(())
     }
 }
@@ -281,6 +354,8 @@ impl fmt::Debug for OAuth {
             .field("store_key", &self.store_key)
             .field("egress_grants", &self.grants)
             .field("legacy_discovery", &self.legacy_discovery)
+            .field("workload_identity", &self.workload_identity)
+            .field("enterprise_managed", &self.enterprise_managed)
             .finish_non_exhaustive()
     }
 }
