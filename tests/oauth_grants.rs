@@ -54,10 +54,7 @@ fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
 }
 
 fn wif(file: &Path) -> OAuth {
-    OAuth::new().workload_identity(WorkloadIdentity::new(
-        "agent",
-        AssertionSource::file(file),
-    ))
+    OAuth::new().workload_identity(WorkloadIdentity::new("agent", AssertionSource::file(file)))
 }
 
 fn assert_no_code_flow(server: &OAuthServer) {
@@ -157,10 +154,7 @@ async fn enterprise_managed_exchanges_the_id_token_then_presents_the_id_jag() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unauthorized);
     assert!(err.message().contains("(invalid_request)"), "{err}");
-    assert_eq!(
-        *idp.state.idp_mismatches.lock().unwrap(),
-        ["subject_token"]
-    );
+    assert_eq!(*idp.state.idp_mismatches.lock().unwrap(), ["subject_token"]);
     assert_eq!(count(&auth, "POST /token"), tokens_before);
 }
 
@@ -350,7 +344,9 @@ fn a_jwt_bearer_grant_beside_another_way_to_a_token_is_refused_at_build() {
     };
     for (oauth, conflict) in [
         (
-            OAuth::new().workload_identity(wif()).enterprise_managed(enterprise()),
+            OAuth::new()
+                .workload_identity(wif())
+                .enterprise_managed(enterprise()),
             "workload identity and enterprise-managed authorization are exclusive",
         ),
         (
@@ -398,7 +394,8 @@ fn a_jwt_bearer_grant_beside_another_way_to_a_token_is_refused_at_build() {
         let err = build(oauth);
         assert_eq!(err.kind(), ErrorKind::InvalidConfig);
         assert!(
-            err.message().starts_with(&format!("server \"srv\": {conflict}")),
+            err.message()
+                .starts_with(&format!("server \"srv\": {conflict}")),
             "{err}"
         );
     }

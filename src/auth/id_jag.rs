@@ -126,8 +126,10 @@ mod tests {
 
     #[test]
     fn the_suites_answer_and_the_tolerated_variants() {
-        let ok = decode(json!({"access_token": "a.b.c", "issued_token_type": ID_JAG_TOKEN_TYPE,
-            "token_type": "N_A"}))
+        let ok = decode(
+            json!({"access_token": "a.b.c", "issued_token_type": ID_JAG_TOKEN_TYPE,
+            "token_type": "N_A"}),
+        )
         .unwrap();
         assert_eq!(ok.assertion.expose_secret(), "a.b.c");
         assert!(!format!("{ok:?}").contains("a.b.c"));

@@ -134,11 +134,9 @@ impl AssertionSource {
         }
         match &self.source {
             Source::Value(v) => self.accept(what, v.expose_secret().as_bytes()).map(drop),
-            Source::Env(var) if var.is_empty() || var.contains(['=', '\0']) => {
-                Err(Error::config(format!(
-                    "the {what}'s environment variable name is empty or holds '=' or NUL"
-                )))
-            }
+            Source::Env(var) if var.is_empty() || var.contains(['=', '\0']) => Err(Error::config(
+                format!("the {what}'s environment variable name is empty or holds '=' or NUL"),
+            )),
             Source::File(path) if path.as_os_str().is_empty() => {
                 Err(Error::config(format!("the {what}'s file path is empty")))
             }
@@ -151,9 +149,8 @@ impl AssertionSource {
         if bytes.len() > self.max_bytes {
             return Err(self.too_large(what, Some(bytes.len())));
         }
-        let text = std::str::from_utf8(bytes).map_err(|_| {
-            Error::config(format!("{} is not UTF-8 text", self.origin(what)))
-        })?;
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| Error::config(format!("{} is not UTF-8 text", self.origin(what))))?;
         let text = text.trim();
         if text.is_empty() {
             return Err(Error::config(format!("{} is empty", self.origin(what))));
@@ -186,23 +183,21 @@ impl AssertionSource {
                         self.origin(what)
                     ))),
                 },
-                None => Err(Error::config(format!(
-                    "{} is unset",
-                    self.origin(what)
-                ))),
+                None => Err(Error::config(format!("{} is unset", self.origin(what)))),
             },
             Source::File(path) => {
                 let path = path.clone();
                 let cap = self.max_bytes as u64 + 1;
-                let read = tokio::task::spawn_blocking(move || -> std::io::Result<(u64, Vec<u8>)> {
-                    let file = std::fs::File::open(&path)?;
-                    let size = file.metadata()?.len();
-                    let mut bytes = Vec::new();
-                    file.take(cap).read_to_end(&mut bytes)?;
-                    Ok((size, bytes))
-                })
-                .await
-                .map_err(|_| Error::config(format!("reading {} failed", self.origin(what))))?;
+                let read =
+                    tokio::task::spawn_blocking(move || -> std::io::Result<(u64, Vec<u8>)> {
+                        let file = std::fs::File::open(&path)?;
+                        let size = file.metadata()?.len();
+                        let mut bytes = Vec::new();
+                        file.take(cap).read_to_end(&mut bytes)?;
+                        Ok((size, bytes))
+                    })
+                    .await
+                    .map_err(|_| Error::config(format!("reading {} failed", self.origin(what))))?;
                 match read {
                     Ok((size, _)) if size > self.max_bytes as u64 => {
                         Err(self.too_large(what, usize::try_from(size).ok()))
@@ -397,7 +392,10 @@ fn form_headers() -> HeaderMap {
 }
 
 fn refused(server: &str, message: String) -> Error {
-    Error::new(ErrorKind::Unauthorized, format!("server \"{server}\": {message}"))
+    Error::new(
+        ErrorKind::Unauthorized,
+        format!("server \"{server}\": {message}"),
+    )
 }
 
 /// The RFC 8693 exchange at the identity provider: the ID token for an ID-JAG
@@ -500,15 +498,19 @@ pub(crate) async fn jwt_bearer_token(
     let secret = endpoint.client_secret.as_ref().map(|s| s.secret().as_str());
     match (endpoint.method, secret) {
         (AuthMethod::Basic, Some(secret)) => {
-            let encode = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            let encode =
+                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             let credentials = base64::engine::general_purpose::STANDARD.encode(format!(
                 "{}:{}",
                 encode(endpoint.client_id),
                 encode(secret)
             ));
-            let mut value = HeaderValue::from_str(&format!("Basic {credentials}")).map_err(|_| {
-                TokenFailure::Other(Error::config("the client credentials are not a valid header value"))
-            })?;
+            let mut value =
+                HeaderValue::from_str(&format!("Basic {credentials}")).map_err(|_| {
+                    TokenFailure::Other(Error::config(
+                        "the client credentials are not a valid header value",
+                    ))
+                })?;
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
@@ -554,22 +556,49 @@ mod tests {
     async fn a_file_is_read_trimmed_and_bounded_and_named_never_shown() {
         let path = temp("ok", b"  eyJ.a.b\n");
         let source = AssertionSource::file(&path);
-        assert_eq!(source.read("token").await.unwrap().expose_secret(), "eyJ.a.b");
+        assert_eq!(
+            source.read("token").await.unwrap().expose_secret(),
+            "eyJ.a.b"
+        );
         std::fs::write(&path, b"second.c.d").unwrap();
-        assert_eq!(source.read("token").await.unwrap().expose_secret(), "second.c.d");
+        assert_eq!(
+            source.read("token").await.unwrap().expose_secret(),
+            "second.c.d"
+        );
         let big = temp("big", &[b'x'; 33]);
-        let err = AssertionSource::file(&big).max_bytes(32).read("token").await.unwrap_err();
+        let err = AssertionSource::file(&big)
+            .max_bytes(32)
+            .read("token")
+            .await
+            .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidConfig);
-        assert!(err.message().contains("holds 33 bytes, more than the bound of 32 bytes"), "{err}");
+        assert!(
+            err.message()
+                .contains("holds 33 bytes, more than the bound of 32 bytes"),
+            "{err}"
+        );
         assert!(err.message().contains("maxTokenBytes"), "{err}");
         let empty = temp("empty", b" \n\t");
-        let err = AssertionSource::file(&empty).read("token").await.unwrap_err();
+        let err = AssertionSource::file(&empty)
+            .read("token")
+            .await
+            .unwrap_err();
         assert!(err.message().ends_with("is empty"), "{err}");
-        let err = AssertionSource::file(empty.with_extension("missing")).read("token").await.unwrap_err();
+        let err = AssertionSource::file(empty.with_extension("missing"))
+            .read("token")
+            .await
+            .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidConfig);
         assert!(err.message().contains("cannot be read"), "{err}");
         let bad = temp("bad", b"\xff\xfe");
-        assert!(AssertionSource::file(&bad).read("token").await.unwrap_err().message().contains("not UTF-8"));
+        assert!(
+            AssertionSource::file(&bad)
+                .read("token")
+                .await
+                .unwrap_err()
+                .message()
+                .contains("not UTF-8")
+        );
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
@@ -577,9 +606,18 @@ mod tests {
     fn values_and_configs_are_checked_at_build_and_redacted() {
         let v = AssertionSource::value(SecretString::from("wif-secret-value"));
         assert!(!format!("{v:?}").contains("wif-secret-value"));
-        assert!(AssertionSource::value(SecretString::from("  ")).validate("t").is_err());
+        assert!(
+            AssertionSource::value(SecretString::from("  "))
+                .validate("t")
+                .is_err()
+        );
         assert!(AssertionSource::env("A=B").validate("t").is_err());
-        assert!(AssertionSource::file("/x").max_bytes(0).validate("t").is_err());
+        assert!(
+            AssertionSource::file("/x")
+                .max_bytes(0)
+                .validate("t")
+                .is_err()
+        );
         let e = EnterpriseManaged::new("not a url", "idp", v.clone(), "c");
         assert_eq!(e.validate().unwrap_err().kind(), ErrorKind::InvalidConfig);
         let e = EnterpriseManaged::new("https://idp/token", "idp", v.clone(), "c")

@@ -357,14 +357,16 @@ pub(crate) fn token_response(
 ) -> std::result::Result<TokenSet, TokenFailure> {
     let invalid = || map_error(server, RequestTokenError::Other(String::new()));
     if status != http::StatusCode::OK {
-        let response = serde_json::from_slice::<StandardErrorResponse<BasicErrorResponseType>>(
-            body,
-        )
-        .map_err(|_| invalid())?;
-        return Err(map_error(server, RequestTokenError::ServerResponse(response)));
+        let response =
+            serde_json::from_slice::<StandardErrorResponse<BasicErrorResponseType>>(body)
+                .map_err(|_| invalid())?;
+        return Err(map_error(
+            server,
+            RequestTokenError::ServerResponse(response),
+        ));
     }
-    let response = serde_json::from_slice::<oauth2::basic::BasicTokenResponse>(body)
-        .map_err(|_| invalid())?;
+    let response =
+        serde_json::from_slice::<oauth2::basic::BasicTokenResponse>(body).map_err(|_| invalid())?;
     token_set(server, response, requested, None)
 }
 

@@ -112,7 +112,10 @@ type Refusal = (&'static str, String);
 /// Checks `object` (at `path`) has only `fields`.
 fn only(object: &Map<String, Value>, path: &'static str, fields: &[&str]) -> Result<(), Refusal> {
     match object.keys().find(|k| !fields.contains(&k.as_str())) {
-        Some(key) => Err((path, format!("unknown field {} in {path}", super::Echo(key)))),
+        Some(key) => Err((
+            path,
+            format!("unknown field {} in {path}", super::Echo(key)),
+        )),
         None => Ok(()),
     }
 }
@@ -210,7 +213,10 @@ fn decode_workload_identity(value: &Value) -> Result<WorkloadIdentityEntry, Refu
 
 fn decode_enterprise(value: &Value) -> Result<EnterpriseEntry, Refusal> {
     let Value::Object(object) = value else {
-        return Err(("enterprise", "oauth.enterprise must be an object".to_owned()));
+        return Err((
+            "enterprise",
+            "oauth.enterprise must be an object".to_owned(),
+        ));
     };
     only(
         object,
@@ -484,11 +490,26 @@ mod tests {
             (json!({"workloadIdentity": {"tokenFile": "/t"}}), "clientId"),
             (wif(json!("x")), "workloadIdentity"),
             (wif(json!({})), "oauth.workloadIdentity.tokenFile"),
-            (wif(json!({"tokenFile": "/t", "tokenEnv": "T"})), "oauth.workloadIdentity.tokenFile"),
-            (wif(json!({"tokenFile": "relative/t"})), "oauth.workloadIdentity.tokenFile"),
-            (wif(json!({"tokenEnv": "A=B"})), "oauth.workloadIdentity.tokenEnv"),
-            (wif(json!({"tokenFile": "/t", "maxTokenBytes": 0})), "oauth.workloadIdentity.maxTokenBytes"),
-            (wif(json!({"tokenFile": "/t", "tokenfile": "/u"})), "oauth.workloadIdentity"),
+            (
+                wif(json!({"tokenFile": "/t", "tokenEnv": "T"})),
+                "oauth.workloadIdentity.tokenFile",
+            ),
+            (
+                wif(json!({"tokenFile": "relative/t"})),
+                "oauth.workloadIdentity.tokenFile",
+            ),
+            (
+                wif(json!({"tokenEnv": "A=B"})),
+                "oauth.workloadIdentity.tokenEnv",
+            ),
+            (
+                wif(json!({"tokenFile": "/t", "maxTokenBytes": 0})),
+                "oauth.workloadIdentity.maxTokenBytes",
+            ),
+            (
+                wif(json!({"tokenFile": "/t", "tokenfile": "/u"})),
+                "oauth.workloadIdentity",
+            ),
             (
                 json!({"clientId": "a", "clientSecretEnv": "S", "workloadIdentity": {"tokenFile": "/t"}}),
                 "clientSecretEnv",
@@ -505,13 +526,34 @@ mod tests {
                 json!({"clientId": "a", "workloadIdentity": {"tokenFile": "/t"}, "enterprise": {"idpTokenEndpoint": "https://idp/t", "idpClientId": "i", "idTokenFile": "/t"}}),
                 "enterprise",
             ),
-            (ent(json!({"idpTokenEndpoint": "ftp://idp/t"})), "oauth.enterprise.idpTokenEndpoint"),
-            (ent(json!({"idpTokenEndpoint": null})), "oauth.enterprise.idpTokenEndpoint"),
-            (ent(json!({"idpClientId": null})), "oauth.enterprise.idpClientId"),
-            (ent(json!({"idpClientSecretEnv": ""})), "oauth.enterprise.idpClientSecretEnv"),
-            (ent(json!({"idTokenFile": null})), "oauth.enterprise.idTokenFile"),
-            (ent(json!({"idTokenEnv": "X"})), "oauth.enterprise.idTokenFile"),
-            (ent(json!({"maxTokenBytes": "9"})), "oauth.enterprise.maxTokenBytes"),
+            (
+                ent(json!({"idpTokenEndpoint": "ftp://idp/t"})),
+                "oauth.enterprise.idpTokenEndpoint",
+            ),
+            (
+                ent(json!({"idpTokenEndpoint": null})),
+                "oauth.enterprise.idpTokenEndpoint",
+            ),
+            (
+                ent(json!({"idpClientId": null})),
+                "oauth.enterprise.idpClientId",
+            ),
+            (
+                ent(json!({"idpClientSecretEnv": ""})),
+                "oauth.enterprise.idpClientSecretEnv",
+            ),
+            (
+                ent(json!({"idTokenFile": null})),
+                "oauth.enterprise.idTokenFile",
+            ),
+            (
+                ent(json!({"idTokenEnv": "X"})),
+                "oauth.enterprise.idTokenFile",
+            ),
+            (
+                ent(json!({"maxTokenBytes": "9"})),
+                "oauth.enterprise.maxTokenBytes",
+            ),
             (ent(json!({"extra": 1})), "oauth.enterprise"),
         ] {
             assert_eq!(decode(&bad).unwrap_err().0, field, "{bad}");

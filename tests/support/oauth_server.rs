@@ -130,7 +130,10 @@ pub const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
 
 /// The client a token request authenticated as: (id, secret, by Basic).
 fn client_auth(req: &Recorded, f: &HashMap<String, String>) -> (String, Option<String>, bool) {
-    if let Some(basic) = req.header("authorization").and_then(|v| v.strip_prefix("Basic ")) {
+    if let Some(basic) = req
+        .header("authorization")
+        .and_then(|v| v.strip_prefix("Basic "))
+    {
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(basic)
             .ok()
@@ -156,17 +159,28 @@ fn client_auth(req: &Recorded, f: &HashMap<String, String>) -> (String, Option<S
 fn idp_token(state: &AsState, f: HashMap<String, String>) -> Response<Body> {
     state.idp_requests.lock().unwrap().push(f.clone());
     if let Some(error) = state.idp_error.lock().unwrap().clone() {
-        return json_response(400, json!({"error": error, "error_description": REMOTE_TEXT}));
+        return json_response(
+            400,
+            json!({"error": error, "error_description": REMOTE_TEXT}),
+        );
     }
     let Some(idp) = state.idp.lock().unwrap().clone() else {
         return status(404);
     };
-    let expect = |name: &str, value: Option<&str>| (f.get(name).map(String::as_str) != value).then(|| name.to_owned());
+    let expect = |name: &str, value: Option<&str>| {
+        (f.get(name).map(String::as_str) != value).then(|| name.to_owned())
+    };
     let wrong: Vec<String> = [
-        expect("grant_type", Some("urn:ietf:params:oauth:grant-type:token-exchange")),
+        expect(
+            "grant_type",
+            Some("urn:ietf:params:oauth:grant-type:token-exchange"),
+        ),
         expect("requested_token_type", Some(ID_JAG)),
         expect("subject_token", Some(&idp.id_token)),
-        expect("subject_token_type", Some("urn:ietf:params:oauth:token-type:id_token")),
+        expect(
+            "subject_token_type",
+            Some("urn:ietf:params:oauth:token-type:id_token"),
+        ),
         expect("audience", Some(&idp.audience)),
         expect("resource", Some(&idp.resource)),
         expect("client_id", Some(&idp.client_id)),
@@ -177,20 +191,43 @@ fn idp_token(state: &AsState, f: HashMap<String, String>) -> Response<Body> {
     .collect();
     if !wrong.is_empty() {
         state.idp_mismatches.lock().unwrap().extend(wrong);
-        return json_response(400, json!({"error": "invalid_request", "error_description": REMOTE_TEXT}));
+        return json_response(
+            400,
+            json!({"error": "invalid_request", "error_description": REMOTE_TEXT}),
+        );
     }
-    let grant = format!("idjag.{}.{}", state.base().rsplit(':').next().unwrap_or(""), state.next());
+    let grant = format!(
+        "idjag.{}.{}",
+        state.base().rsplit(':').next().unwrap_or(""),
+        state.next()
+    );
     issued_grants().lock().unwrap().insert(
         grant.clone(),
-        (idp.audience.clone(), idp.resource.clone(), idp.as_client_id.clone()),
+        (
+            idp.audience.clone(),
+            idp.resource.clone(),
+            idp.as_client_id.clone(),
+        ),
     );
-    let issued = state.idp_issued_token_type.lock().unwrap().clone().unwrap_or(ID_JAG.to_owned());
-    json_response(200, json!({"access_token": grant, "issued_token_type": issued,
-        "token_type": "N_A", "expires_in": 300}))
+    let issued = state
+        .idp_issued_token_type
+        .lock()
+        .unwrap()
+        .clone()
+        .unwrap_or(ID_JAG.to_owned());
+    json_response(
+        200,
+        json!({"access_token": grant, "issued_token_type": issued,
+        "token_type": "N_A", "expires_in": 300}),
+    )
 }
 
 /// The jwt-bearer grant at the AS: the client and the assertion checked.
-fn jwt_bearer_grant(state: &AsState, req: &Recorded, f: &HashMap<String, String>) -> Response<Body> {
+fn jwt_bearer_grant(
+    state: &AsState,
+    req: &Recorded,
+    f: &HashMap<String, String>,
+) -> Response<Body> {
     if !*state.jwt_bearer.lock().unwrap() {
         return json_response(400, json!({"error": "unsupported_grant_type"}));
     }
@@ -198,18 +235,26 @@ fn jwt_bearer_grant(state: &AsState, req: &Recorded, f: &HashMap<String, String>
     if let Some((id, expected)) = state.jwt_client.lock().unwrap().clone()
         && (client != id || secret != expected || (expected.is_some() && !basic))
     {
-        return json_response(401, json!({"error": "invalid_client", "error_description": REMOTE_TEXT}));
+        return json_response(
+            401,
+            json!({"error": "invalid_client", "error_description": REMOTE_TEXT}),
+        );
     }
     let assertion = f.get("assertion").cloned().unwrap_or_default();
     state.assertions.lock().unwrap().push(assertion.clone());
     let base = state.base();
     let resource = f.get("resource").cloned().unwrap_or_default();
     let accepted = state.wif_assertions.lock().unwrap().contains(&assertion)
-        || issued_grants().lock().unwrap().get(&assertion).is_some_and(|(aud, res, id)| {
-            *aud == base && *res == resource && *id == client
-        });
+        || issued_grants()
+            .lock()
+            .unwrap()
+            .get(&assertion)
+            .is_some_and(|(aud, res, id)| *aud == base && *res == resource && *id == client);
     if !accepted {
-        return json_response(400, json!({"error": "invalid_grant", "error_description": REMOTE_TEXT}));
+        return json_response(
+            400,
+            json!({"error": "invalid_grant", "error_description": REMOTE_TEXT}),
+        );
     }
     let scopes: Vec<String> = f
         .get("scope")

@@ -10,9 +10,9 @@ use secrecy::{ExposeSecret, SecretString};
 use url::Url;
 
 use crate::auth::ClientCredentials;
-use crate::auth::jwt_bearer;
 use crate::auth::authorize::{AuthorizationRequest, authorization_url, validate_callback};
 use crate::auth::http::{AuthHttp, MAX_TOKEN_RESPONSE_BYTES};
+use crate::auth::jwt_bearer;
 use crate::auth::metadata::{AuthorizationServerMetadata, decode_registration};
 use crate::auth::registration::{self, Plan, Registration, RegistrationKind};
 use crate::auth::store::StoredTokens;
@@ -148,7 +148,9 @@ impl Chain {
             ))
         })?;
         if self.config.jwt_bearer_configured() {
-            return self.jwt_bearer(state, found, &token_url, scopes, diag).await;
+            return self
+                .jwt_bearer(state, found, &token_url, scopes, diag)
+                .await;
         }
         if let Some(creds) = &self.config.client_credentials {
             let result = self

@@ -86,7 +86,11 @@ fn jwt_bearer_grant(server: &str, entry: &OAuthEntry, oauth: OAuth) -> Result<OA
         client_id,
     );
     if let Some(var) = &e.idp_client_secret_env {
-        grant = grant.idp_client_secret(env_secret(server, var, "oauth.enterprise.idpClientSecretEnv")?);
+        grant = grant.idp_client_secret(env_secret(
+            server,
+            var,
+            "oauth.enterprise.idpClientSecretEnv",
+        )?);
     }
     if let Some(var) = &entry.client_secret_env {
         grant = grant.client_secret(env_secret(server, var, "oauth.clientSecretEnv")?);
