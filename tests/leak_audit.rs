@@ -1198,7 +1198,9 @@ async fn jwt_bearer_grant_errors() {
             .client_secret(SecretString::from(CLIENT_SECRET)),
         )
     };
-    let cases: [((u16, String), (u16, String), &str); 4] = [
+    // (IdP answer, token endpoint answer, what).
+    type Case = ((u16, String), (u16, String), &'static str);
+    let cases: [Case; 4] = [
         (
             (400, echoing("invalid_grant")),
             (500, String::new()),

@@ -56,9 +56,9 @@ pub struct OAuthEntry {
     /// 2025-03-26 discovery.
     pub legacy_discovery: bool,
     /// Workload identity (the JWT bearer grant as `client_id`).
-    pub workload_identity: Option<WorkloadIdentityEntry>,
+    pub workload_identity: Option<Box<WorkloadIdentityEntry>>,
     /// Enterprise-managed authorization (as `client_id`, with its secret).
-    pub enterprise: Option<EnterpriseEntry>,
+    pub enterprise: Option<Box<EnterpriseEntry>>,
 }
 
 /// Where a token the CLI presents is read from, at every token request.
@@ -367,8 +367,13 @@ pub(super) fn decode(value: &Value) -> Result<OAuthEntry, (&'static str, String)
     let workload_identity = map
         .get("workloadIdentity")
         .map(decode_workload_identity)
-        .transpose()?;
-    let enterprise = map.get("enterprise").map(decode_enterprise).transpose()?;
+        .transpose()?
+        .map(Box::new);
+    let enterprise = map
+        .get("enterprise")
+        .map(decode_enterprise)
+        .transpose()?
+        .map(Box::new);
     if workload_identity.is_some() || enterprise.is_some() {
         let grant = if workload_identity.is_some() {
             "workloadIdentity"
@@ -460,8 +465,8 @@ mod tests {
             "workloadIdentity": {"tokenFile": "/var/run/token", "maxTokenBytes": 4096}}))
         .unwrap();
         assert_eq!(
-            e.workload_identity,
-            Some(WorkloadIdentityEntry {
+            e.workload_identity.as_deref(),
+            Some(&WorkloadIdentityEntry {
                 token: TokenOrigin::File("/var/run/token".into()),
                 max_token_bytes: Some(4096),
             })

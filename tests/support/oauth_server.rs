@@ -117,11 +117,14 @@ pub struct Idp {
     pub as_client_id: String,
 }
 
+/// grant -> (audience, resource, client id at the AS).
+type IssuedGrants = HashMap<String, (String, String, String)>;
+
 /// The ID-JAGs every IdP of this process issued: grant -> (audience, resource,
 /// client id at the AS). Shared, so an AS on one server accepts what the IdP on
 /// another issued for it, and nothing else.
-fn issued_grants() -> &'static Mutex<HashMap<String, (String, String, String)>> {
-    static ISSUED: OnceLock<Mutex<HashMap<String, (String, String, String)>>> = OnceLock::new();
+fn issued_grants() -> &'static Mutex<IssuedGrants> {
+    static ISSUED: OnceLock<Mutex<IssuedGrants>> = OnceLock::new();
     ISSUED.get_or_init(Default::default)
 }
 
