@@ -401,6 +401,84 @@ fn a_jwt_bearer_grant_beside_another_way_to_a_token_is_refused_at_build() {
     }
 }
 
+/// Keeps the `Debug` rendering of every `oauth-step` event.
+#[derive(Default)]
+struct Steps(std::sync::Mutex<Vec<String>>);
+
+impl smthrs_mcp::DiagnosticObserver for Steps {
+    fn observe(&self, event: smthrs_mcp::DiagnosticEvent) {
+        if event.name() == "oauth-step" {
+            self.0.lock().unwrap().push(format!("{event:?}"));
+        }
+    }
+}
+
+impl Steps {
+    fn saw(&self, step: &str, outcome: &str) -> bool {
+        self.0.lock().unwrap().iter().any(|d| {
+            d.contains(&format!("step: \"{step}\""))
+                && d.contains(&format!("outcome: \"{outcome}\""))
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_observer_sees_the_exchange_and_the_grant_and_no_token() {
+    let auth = jwt_bearer_server(("c", None)).await;
+    let idp = OAuthServer::start().await;
+    *idp.state.idp.lock().unwrap() = Some(Idp {
+        client_id: "idp-client".into(),
+        client_secret: None,
+        id_token: "id.token.seen".into(),
+        audience: auth.issuer(),
+        resource: format!("{}/mcp", auth.issuer()),
+        as_client_id: "c".into(),
+    });
+    let grant = EnterpriseManaged::new(
+        format!("{}/idp/token", idp.issuer()),
+        "idp-client",
+        AssertionSource::value(SecretString::from("id.token.seen")),
+        "c",
+    );
+    let steps = Arc::new(Steps::default());
+    let transport = HttpTransport::builder("srv", auth.url())
+        .oauth(OAuth::new().enterprise_managed(grant))
+        .build()
+        .unwrap();
+    let client = Client::builder("srv")
+        .diagnostics(steps.clone())
+        .connect(transport)
+        .await
+        .unwrap();
+    assert!(
+        steps.saw("token-exchange", "ok"),
+        "{:?}",
+        steps.0.lock().unwrap()
+    );
+    assert!(
+        steps.saw("jwt-bearer", "ok"),
+        "{:?}",
+        steps.0.lock().unwrap()
+    );
+    // The ID-JAG is refused now: the grant fails, once, and says so.
+    auth.state.expire_access_tokens();
+    *auth.state.token_error.lock().unwrap() = Some("invalid_grant".into());
+    assert!(client.call_tool("echo", Map::new()).await.is_err());
+    assert!(
+        steps.saw("jwt-bearer", "failed"),
+        "{:?}",
+        steps.0.lock().unwrap()
+    );
+    for debug in steps.0.lock().unwrap().iter() {
+        assert!(
+            !debug.contains("id.token.seen") && !debug.contains("idjag."),
+            "{debug}"
+        );
+        assert!(!debug.contains(REMOTE_TEXT), "{debug}");
+    }
+    client.close().await;
+}
+
 // ----- the CLI -----
 
 fn cli(config: &Path, state: &Path, args: &[&str]) -> tokio::process::Command {
