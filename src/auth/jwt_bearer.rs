@@ -15,8 +15,8 @@
 //!
 //! Either one replaces registration and the authorization code flow; the
 //! authorization server must list `urn:ietf:params:oauth:grant-type:jwt-bearer` in
-//! `grant_types_supported`, else the chain stops with `unauthorized` before
-//! sending anything. A refusal is final: no retry, no other grant (an assertion
+//! `grant_types_supported`, else the chain stops with `unauthorized` before any
+//! token request (and before the exchange at the identity provider). A refusal is final: no retry, no other grant (an assertion
 //! the server refused once is refused again; a fresh one comes from the platform,
 //! at the next challenge). Every request goes through the chain's HTTP stack
 //! (egress grants, address policy, no redirects, 64 KiB bodies, a deadline).
@@ -266,6 +266,14 @@ pub(crate) const ID_TOKEN: &str = "ID token";
 /// Enterprise-managed authorization (SEP-990): the user's ID token is exchanged
 /// at the enterprise identity provider's token endpoint for an ID-JAG, presented
 /// to the MCP server's authorization server with the JWT bearer grant.
+///
+/// The identity provider is another origin: the [`default_grants`] admit any
+/// `https` one (and `http` on loopback when the MCP server is on loopback);
+/// grants set with [`OAuth::egress_grants`] must admit `POST` to it. The
+/// address policy applies to it as to every URL the chain reaches.
+///
+/// [`default_grants`]: super::default_grants
+/// [`OAuth::egress_grants`]: super::OAuth::egress_grants
 ///
 /// ```
 /// use secrecy::SecretString;
