@@ -401,6 +401,83 @@ fn a_jwt_bearer_grant_beside_another_way_to_a_token_is_refused_at_build() {
     }
 }
 
+#[tokio::test]
+async fn the_exchange_passes_the_egress_grants_the_address_policy_the_cap_and_no_redirect() {
+    let auth = jwt_bearer_server(("c", None)).await;
+    let idp = OAuthServer::start().await;
+    let grant = |endpoint: String| {
+        EnterpriseManaged::new(
+            endpoint,
+            "idp-client",
+            AssertionSource::value(SecretString::from("id")),
+            "c",
+        )
+    };
+    let idp_endpoint = format!("{}/idp/token", idp.issuer());
+    // Grants admitting only the MCP server's origin: the IdP is never reached.
+    let only_mcp =
+        smthrs_mcp::EgressGrants::parse([format!("net:get|post:{}", auth.issuer())]).unwrap();
+    let oauth = OAuth::new()
+        .enterprise_managed(grant(idp_endpoint.clone()))
+        .egress_grants(only_mcp);
+    let err = connect(&auth.url(), oauth).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::EgressDenied, "{err}");
+    assert!(idp.state.idp_requests.lock().unwrap().is_empty());
+    // Plain http off loopback: refused before connecting.
+    let err = connect(
+        &auth.url(),
+        OAuth::new().enterprise_managed(grant("http://idp.example/token".into())),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::EgressDenied, "{err}");
+    assert!(
+        err.message().contains("http is allowed only on loopback"),
+        "{err}"
+    );
+    // An answer over 64 KiB.
+    *idp.state.idp.lock().unwrap() = Some(Idp {
+        client_id: "idp-client".into(),
+        client_secret: None,
+        id_token: "id".into(),
+        audience: auth.issuer(),
+        resource: format!("{}/mcp", auth.issuer()),
+        as_client_id: "c".into(),
+    });
+    *idp.state.idp_issued_token_type.lock().unwrap() = Some("x".repeat(64 * 1024));
+    let err = connect(
+        &auth.url(),
+        OAuth::new().enterprise_managed(grant(idp_endpoint)),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ProtocolError, "{err}");
+    assert!(err.message().contains("larger than 65536 bytes"), "{err}");
+    // A redirect is not followed.
+    let redirecting = http_server::TestServer::start(|_req| async move {
+        http_server::with_header(
+            http_server::status(307),
+            "location",
+            "http://127.0.0.1:9/elsewhere",
+        )
+    })
+    .await;
+    let endpoint = redirecting.url().replace("/mcp", "/token");
+    let err = connect(
+        &auth.url(),
+        OAuth::new().enterprise_managed(grant(endpoint)),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    assert!(
+        err.message()
+            .contains("answered with a redirect (not followed)"),
+        "{err}"
+    );
+    assert_eq!(count(&auth, "POST /token"), 0);
+}
+
 /// Keeps the `Debug` rendering of every `oauth-step` event.
 #[derive(Default)]
 struct Steps(std::sync::Mutex<Vec<String>>);
