@@ -369,6 +369,19 @@ fn a_bearer_token_is_never_handed_to_a_plain_http_proxy() {
         .proxy("http://127.0.0.1:8")
         .build()
         .expect("https through CONNECT is allowed");
+    // Nor an OAuth token: the chain's token goes on the same plain-http requests.
+    let refused = HttpTransport::builder("proxied", "http://127.0.0.1:9/mcp")
+        .oauth(smthrs_mcp::auth::OAuth::new())
+        .proxy("http://127.0.0.1:8")
+        .build()
+        .unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::InvalidConfig);
+    assert!(refused.message().contains("OAuth tokens"), "{refused}");
+    HttpTransport::builder("proxied", "https://127.0.0.1:9/mcp")
+        .oauth(smthrs_mcp::auth::OAuth::new())
+        .proxy("http://127.0.0.1:8")
+        .build()
+        .expect("https through CONNECT is allowed with OAuth");
 }
 
 #[tokio::test]

@@ -64,8 +64,11 @@ const CODE_SECRET: &str = "auth-code-Mw2qZ6";
 const ACCESS_SECRET: &str = "access-tok-Hy7uJ1";
 /// A private key's text.
 const KEY_SECRET: &str = "private-key-Nb5vC9";
+/// A refresh token the authorization server issued.
+const REFRESH_SECRET: &str = "refresh-tok-Xe4wS5";
 
 const ALL: &[&str] = &[
+    REFRESH_SECRET,
     CLIENT_SECRET,
     CODE_SECRET,
     ACCESS_SECRET,
@@ -1323,5 +1326,76 @@ async fn jwt_bearer_grant_errors() {
         }
         assert_clean(&format!("{args:?}: CLI stdout"), &stdout);
         assert_clean(&format!("{args:?}: CLI stderr"), &stderr);
+    }
+}
+
+/// Logout's revocation: the tokens, the client secret, the server's error text
+/// and the endpoint's userinfo and query reach no outcome and no error.
+#[tokio::test]
+async fn oauth_revocation_errors() {
+    use smthrs_mcp::auth::registration::{Registration, RegistrationKind};
+    use smthrs_mcp::auth::store::StoredTokens;
+    use smthrs_mcp::auth::token::TokenSet;
+    use smthrs_mcp::auth::{Logout, MemoryStore, OAuth, StoredAuth, TokenStore};
+    let refusing = TestServer::start(|_req: http_server::Recorded| async move {
+        full(
+            400,
+            "application/json",
+            json!({"error": BODY_SECRET, "error_description": BODY_SECRET}).to_string(),
+        )
+    })
+    .await;
+    let base = refusing.url().trim_end_matches("/mcp").to_owned();
+    let port = refusing.addr.port();
+    let endpoints = [
+        (format!("{base}/revoke"), ErrorKind::Unauthorized),
+        (
+            format!("https://10.0.0.1/revoke?k={QUERY_SECRET}"),
+            ErrorKind::EgressDenied,
+        ),
+        (
+            format!("http://user:{USERINFO_SECRET}@127.0.0.1:{port}/revoke"),
+            ErrorKind::EgressDenied,
+        ),
+    ];
+    for (endpoint, kind) in endpoints {
+        let store = Arc::new(MemoryStore::new());
+        let stored = StoredAuth {
+            registrations: vec![Registration {
+                issuer: base.clone(),
+                client_id: "c".into(),
+                client_secret: Some(SecretString::from(CLIENT_SECRET)),
+                token_endpoint_auth_method: Some("client_secret_post".into()),
+                redirect_uris: vec!["http://127.0.0.1:9/callback".into()],
+                kind: RegistrationKind::Dynamic,
+            }],
+            tokens: Some(StoredTokens {
+                issuer: base.clone(),
+                resource: refusing.url(),
+                token_endpoint: format!("{base}/token"),
+                client_id: "c".into(),
+                tokens: TokenSet {
+                    access_token: SecretString::from(ACCESS_SECRET),
+                    refresh_token: Some(SecretString::from(REFRESH_SECRET)),
+                    expires_at: None,
+                    scopes: vec![],
+                },
+                revocation_endpoint: Some(endpoint.clone()),
+            }),
+            redirect_port: None,
+        };
+        audit_debug("stored auth", &stored);
+        store.save("remote", &stored).unwrap();
+        let transport = HttpTransport::builder("remote", refusing.url())
+            .oauth(OAuth::new().store(store.clone()))
+            .build()
+            .unwrap();
+        let outcome = transport.logout().await.unwrap();
+        audit_debug("logout outcome", &outcome);
+        let Logout::NotRevoked(error) = outcome else {
+            panic!("{outcome:?}");
+        };
+        audit("revocation refused", &error, kind);
+        assert!(store.load("remote").unwrap().unwrap().tokens.is_none());
     }
 }

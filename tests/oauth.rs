@@ -10,8 +10,8 @@ mod oauth_server;
 
 use std::sync::Arc;
 
-use http_server::{CountingListener, TestPki, TestServer, full, status, with_header};
-use oauth_server::OAuthServer;
+use http_server::{ConnectProxy, CountingListener, TestPki, TestServer, full, status, with_header};
+use oauth_server::{OAuthServer, SplitServer};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Map, Value, json};
 use smthrs_mcp::auth::store::StoredTokens;
@@ -283,6 +283,86 @@ async fn the_whole_chain_over_tls() {
     assert_eq!(err.kind(), ErrorKind::Tls, "{err}");
 }
 
+/// Connects to a [`SplitServer`] through a recording `CONNECT` proxy (with
+/// credentials), calls a tool, and returns the tunnel targets to the
+/// authorization server's port, each checked to carry the proxy's credentials.
+async fn through_a_proxy(proxy_resolves_names: bool) -> (Vec<String>, u16) {
+    let pki = TestPki::new();
+    let split = SplitServer::start(pki.server_config.clone()).await;
+    let proxy = ConnectProxy::start().await;
+    let transport = HttpTransport::builder("srv", split.url())
+        .add_root_certificate(pki.ca_der.clone())
+        .tls_roots_only(true)
+        .proxy(format!("http://puser:ppass@{}", proxy.addr))
+        .oauth_proxy_resolves_names(proxy_resolves_names)
+        .oauth(OAuth::new().authorizer(headless()))
+        .build()
+        .unwrap();
+    let client = Client::builder("srv").connect(transport).await.unwrap();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    client.close().await;
+    // The chain reached the authorization server's own listener.
+    let at_as: Vec<String> = split
+        .authorization
+        .server
+        .requests()
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.uri.path()))
+        .collect();
+    for step in [
+        "GET /.well-known/oauth-authorization-server",
+        "POST /register",
+        "GET /authorize",
+        "POST /token",
+    ] {
+        assert!(at_as.contains(&step.to_owned()), "{step}: {at_as:?}");
+    }
+    let tunnels = proxy.tunnels();
+    // The MCP requests went through the proxy too.
+    let mcp = format!("127.0.0.1:{}", split.resource.addr.port());
+    assert!(
+        tunnels.iter().any(|(target, _)| *target == mcp),
+        "{tunnels:?}"
+    );
+    let as_port = split.authorization.server.addr.port();
+    let mut to_as = Vec::new();
+    for (target, auth) in tunnels {
+        assert_eq!(auth.as_deref(), Some("Basic cHVzZXI6cHBhc3M="), "{target}");
+        if target.ends_with(&format!(":{as_port}")) {
+            to_as.push(target);
+        }
+    }
+    (to_as, as_port)
+}
+
+/// With a proxy, the chain's requests (outside the MCP endpoint's origin) go
+/// through it as the MCP requests do, but each tunnel's target is an address
+/// resolved here and checked by the address policy, never the name: the proxy
+/// does not resolve the authorization server's name (`localhost`). TLS still
+/// verifies that name, and the proxy's credentials go in every `CONNECT`.
+#[tokio::test]
+async fn the_chains_requests_go_through_the_proxy_to_the_checked_address() {
+    let (to_as, as_port) = through_a_proxy(false).await;
+    assert!(to_as.contains(&format!("127.0.0.1:{as_port}")), "{to_as:?}");
+    for target in &to_as {
+        assert!(
+            target.parse::<std::net::SocketAddr>().is_ok(),
+            "a tunnel named the host, not an address: {target}"
+        );
+    }
+}
+
+/// `oauth_proxy_resolves_names`: the tunnels name the authorization server's
+/// host, and the proxy resolves it.
+#[tokio::test]
+async fn with_the_opt_in_the_proxy_resolves_the_authorization_servers_name() {
+    let (to_as, as_port) = through_a_proxy(true).await;
+    assert!(!to_as.is_empty());
+    for target in &to_as {
+        assert_eq!(*target, format!("localhost:{as_port}"));
+    }
+}
+
 // ----- the CLI -----
 
 fn cli() -> tokio::process::Command {
@@ -372,7 +452,9 @@ async fn two_processes_refreshing_at_once_keep_the_rotating_token() {
                             expires_at: Some(1),
                             scopes: vec![],
                         },
+                        revocation_endpoint: None,
                     }),
+                    redirect_port: None,
                 },
             )
             .unwrap();
@@ -604,7 +686,9 @@ fn logged_in(server: &OAuthServer, scopes: &[&str]) -> CliSetup {
                         expires_at: None,
                         scopes: scopes.iter().map(|s| s.to_string()).collect(),
                     },
+                    revocation_endpoint: Some(format!("{}/revoke", server.issuer())),
                 }),
+                redirect_port: None,
             },
         )
         .unwrap();
@@ -852,4 +936,673 @@ async fn the_observer_sees_every_step_of_the_chain_and_no_secret() {
             }
         }
     }
+}
+
+// ----- issue 34: revocation at logout, registration reuse, the remembered port -----
+
+/// A transport with OAuth (`oauth` plus the headless authorizer at `redirect`)
+/// to `server`, and a connected-then-closed session: a stored login.
+async fn logged_in_transport(
+    server: &OAuthServer,
+    store: Arc<MemoryStore>,
+    redirect: &str,
+    oauth: OAuth,
+) -> HttpTransport {
+    let oauth = oauth
+        .authorizer(Arc::new(HeadlessAuthorizer::new(redirect)))
+        .store(store);
+    let transport = HttpTransport::builder("srv", server.url())
+        .oauth(oauth)
+        .build()
+        .unwrap();
+    let client = Client::builder("srv")
+        .connect(transport.clone())
+        .await
+        .unwrap();
+    client.close().await;
+    transport
+}
+
+const REDIRECT: &str = "http://127.0.0.1:8765/callback";
+
+fn revocations(server: &OAuthServer) -> Vec<oauth_server::RevocationSeen> {
+    server.state.revocations.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn logout_revokes_the_refresh_then_the_access_token_with_the_registrations_auth() {
+    for (method, auth) in [
+        ("client_secret_basic", "basic"),
+        ("client_secret_post", "post"),
+        ("none", "none"),
+    ] {
+        let server = OAuthServer::start().await;
+        *server.state.register_auth_method.lock().unwrap() = Some(method.into());
+        let store = Arc::new(MemoryStore::new());
+        let transport = logged_in_transport(&server, store.clone(), REDIRECT, OAuth::new()).await;
+        let stored = store.load("srv").unwrap().unwrap();
+        let held = stored.tokens.clone().unwrap();
+        assert_eq!(
+            held.revocation_endpoint,
+            Some(format!("{}/revoke", server.issuer())),
+            "kept with the tokens"
+        );
+        let access = held.tokens.access_token.expose_secret().to_owned();
+        let refresh = held
+            .tokens
+            .refresh_token
+            .as_ref()
+            .unwrap()
+            .expose_secret()
+            .to_owned();
+        assert!(server.state.is_live(&access) && server.state.is_live(&refresh));
+        let metadata_fetches = log(&server)
+            .iter()
+            .filter(|l| l.contains("well-known"))
+            .count();
+
+        let outcome = transport.logout().await.unwrap();
+        assert!(
+            matches!(outcome, smthrs_mcp::auth::Logout::Revoked),
+            "{method}: {outcome:?}"
+        );
+        let seen = revocations(&server);
+        let expected = |token: &str, hint: &str| oauth_server::RevocationSeen {
+            token: token.to_owned(),
+            hint: Some(hint.to_owned()),
+            client_id: held.client_id.clone(),
+            auth: auth.to_owned(),
+            authenticated: true,
+            assertion: None,
+        };
+        assert_eq!(
+            seen,
+            [
+                expected(&refresh, "refresh_token"),
+                expected(&access, "access_token")
+            ],
+            "{method}"
+        );
+        assert!(!server.state.is_live(&access) && !server.state.is_live(&refresh));
+        // No discovery: the endpoint came from the store.
+        assert_eq!(
+            log(&server)
+                .iter()
+                .filter(|l| l.contains("well-known"))
+                .count(),
+            metadata_fetches
+        );
+        // Forgotten; the registration is kept for the next login.
+        let after = store.load("srv").unwrap().unwrap();
+        assert!(after.tokens.is_none());
+        assert_eq!(after.registrations.len(), 1);
+        // Nothing left: nothing sent.
+        let again = transport.logout().await.unwrap();
+        assert!(
+            matches!(again, smthrs_mcp::auth::Logout::NothingStored),
+            "{again:?}"
+        );
+        assert_eq!(revocations(&server).len(), 2);
+        // A session on the same transport needs a new authorization, which
+        // reuses the registration.
+        let client = Client::builder("srv").connect(transport).await.unwrap();
+        client.close().await;
+        assert_eq!(server.state.registrations(), 1, "{method}");
+        assert_eq!(
+            log(&server)
+                .iter()
+                .filter(|l| *l == "GET /authorize")
+                .count(),
+            2
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_refusing_authorization_server_still_gets_its_tokens_forgotten() {
+    for (status, error, named) in [
+        (
+            400,
+            "unsupported_token_type",
+            "HTTP 400 (unsupported_token_type)",
+        ),
+        (400, "made_up_code", "HTTP 400 (an unknown error)"),
+        (503, "temporarily_unavailable", "HTTP 503"),
+    ] {
+        let server = OAuthServer::start().await;
+        *server.state.revoke_error.lock().unwrap() = Some((status, error.into()));
+        let store = Arc::new(MemoryStore::new());
+        let transport = logged_in_transport(&server, store.clone(), REDIRECT, OAuth::new()).await;
+        let held = store.load("srv").unwrap().unwrap().tokens.unwrap();
+        let outcome = transport.logout().await.unwrap();
+        let smthrs_mcp::auth::Logout::NotRevoked(err) = outcome else {
+            panic!("{error}: {outcome:?}");
+        };
+        assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+        assert!(err.message().contains("server \"srv\""), "{err}");
+        assert!(err.message().contains("refresh token"), "{err}");
+        assert!(err.message().contains(named), "{err}");
+        assert!(!err.message().contains(oauth_server::REMOTE_TEXT), "{err}");
+        assert!(
+            !err.message()
+                .contains(held.tokens.access_token.expose_secret())
+        );
+        // An answer from the server: the access token was sent too.
+        let hints: Vec<_> = revocations(&server).into_iter().map(|r| r.hint).collect();
+        assert_eq!(
+            hints,
+            [Some("refresh_token".into()), Some("access_token".into())]
+        );
+        assert!(store.load("srv").unwrap().unwrap().tokens.is_none());
+    }
+    // A client the server does not authenticate (invalid_client): forgotten too.
+    let server = OAuthServer::start().await;
+    let store = Arc::new(MemoryStore::new());
+    let transport = logged_in_transport(&server, store.clone(), REDIRECT, OAuth::new()).await;
+    server.state.registered.lock().unwrap().clear();
+    let outcome = transport.logout().await.unwrap();
+    let smthrs_mcp::auth::Logout::NotRevoked(err) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(err.message().contains("HTTP 401 (invalid_client)"), "{err}");
+    assert!(store.load("srv").unwrap().unwrap().tokens.is_none());
+}
+
+#[tokio::test]
+async fn without_a_revocation_endpoint_the_tokens_are_forgotten_here_only() {
+    let server = OAuthServer::start().await;
+    *server.state.no_revocation.lock().unwrap() = true;
+    let store = Arc::new(MemoryStore::new());
+    let transport = logged_in_transport(&server, store.clone(), REDIRECT, OAuth::new()).await;
+    let held = store.load("srv").unwrap().unwrap().tokens.unwrap();
+    assert!(held.revocation_endpoint.is_none());
+    let outcome = transport.logout().await.unwrap();
+    assert!(
+        matches!(outcome, smthrs_mcp::auth::Logout::NotOffered),
+        "{outcome:?}"
+    );
+    assert!(revocations(&server).is_empty());
+    assert!(store.load("srv").unwrap().unwrap().tokens.is_none());
+    // Still valid at the server: that is what NotOffered says.
+    assert!(
+        server
+            .state
+            .is_live(held.tokens.access_token.expose_secret())
+    );
+    // A transport without OAuth has nothing to log out of.
+    let plain = HttpTransport::builder("plain", server.url())
+        .build()
+        .unwrap();
+    let err = plain.logout().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidConfig, "{err}");
+    assert!(err.message().contains("plain"), "{err}");
+}
+
+#[tokio::test]
+async fn a_revocation_endpoint_the_policy_refuses_gets_nothing() {
+    // 1. The egress grants allow only the server's origin: a revocation endpoint
+    //    on another port is refused before connecting.
+    let listener = CountingListener::start().await;
+    let server = OAuthServer::start().await;
+    *server.state.revocation_endpoint.lock().unwrap() =
+        Some(format!("http://127.0.0.1:{}/revoke", listener.addr.port()));
+    let grants =
+        EgressGrants::parse([format!("net:get|post:http://{}", server.server.addr)]).unwrap();
+    let store = Arc::new(MemoryStore::new());
+    let transport = logged_in_transport(
+        &server,
+        store.clone(),
+        REDIRECT,
+        OAuth::new().egress_grants(grants),
+    )
+    .await;
+    let outcome = transport.logout().await.unwrap();
+    let smthrs_mcp::auth::Logout::NotRevoked(err) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(err.kind(), ErrorKind::EgressDenied, "{err}");
+    assert_eq!(listener.accepted(), 0);
+    assert!(store.load("srv").unwrap().unwrap().tokens.is_none());
+    // 2. The address policy: a private address, cloud metadata, plain http off
+    //    loopback. Nothing is sent anywhere, and the URL is not named.
+    for endpoint in [
+        "https://10.0.0.1/revoke",
+        "https://169.254.169.254/revoke",
+        "http://as.example.com/revoke",
+    ] {
+        let server = OAuthServer::start().await;
+        *server.state.revocation_endpoint.lock().unwrap() = Some(endpoint.into());
+        let store = Arc::new(MemoryStore::new());
+        let transport = logged_in_transport(&server, store.clone(), REDIRECT, OAuth::new()).await;
+        let outcome = transport.logout().await.unwrap();
+        let smthrs_mcp::auth::Logout::NotRevoked(err) = outcome else {
+            panic!("{endpoint}: {outcome:?}");
+        };
+        assert_eq!(err.kind(), ErrorKind::EgressDenied, "{endpoint}: {err}");
+        assert!(err.message().contains("revocation endpoint"), "{err}");
+        assert!(!err.message().contains(endpoint), "{err}");
+        assert!(revocations(&server).is_empty());
+        assert!(store.load("srv").unwrap().unwrap().tokens.is_none());
+    }
+}
+
+#[tokio::test]
+async fn one_registration_per_authorization_server_and_redirect_uri() {
+    let server = OAuthServer::start().await;
+    // As servers that compare redirect URIs exactly.
+    *server.state.exact_redirect_uris.lock().unwrap() = true;
+    let store = Arc::new(MemoryStore::new());
+    // A login abandoned after registering (the person denies): the registration
+    // is kept all the same.
+    *server.state.authorize_error.lock().unwrap() = Some("access_denied".into());
+    let oauth = |redirect: &str| {
+        OAuth::new()
+            .authorizer(Arc::new(HeadlessAuthorizer::new(redirect)))
+            .store(store.clone())
+    };
+    let err = connect(&server.url(), oauth(REDIRECT)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    assert_eq!(server.state.registrations(), 1);
+    *server.state.authorize_error.lock().unwrap() = None;
+    // Logins with the same redirect URI reuse it.
+    for _ in 0..2 {
+        let client = connect(&server.url(), oauth(REDIRECT)).await.unwrap();
+        client.close().await;
+        let mut stored = store.load("srv").unwrap().unwrap();
+        stored.tokens = None;
+        store.save("srv", &stored).unwrap();
+    }
+    assert_eq!(server.state.registrations(), 1);
+    // Another redirect URI: a registration of its own; both are kept, and each
+    // is reused for its URI.
+    let other = "http://127.0.0.1:8766/callback";
+    let client = connect(&server.url(), oauth(other)).await.unwrap();
+    client.close().await;
+    assert_eq!(server.state.registrations(), 2);
+    let stored = store.load("srv").unwrap().unwrap();
+    assert_eq!(stored.registrations.len(), 2);
+    let ids: Vec<String> = [REDIRECT, other]
+        .iter()
+        .map(|uri| {
+            stored
+                .registration_for_redirect(&server.issuer(), uri)
+                .unwrap()
+                .client_id
+                .clone()
+        })
+        .collect();
+    assert_ne!(ids[0], ids[1]);
+    for redirect in [REDIRECT, other] {
+        let mut stored = store.load("srv").unwrap().unwrap();
+        stored.tokens = None;
+        store.save("srv", &stored).unwrap();
+        let client = connect(&server.url(), oauth(redirect)).await.unwrap();
+        client.close().await;
+    }
+    assert_eq!(server.state.registrations(), 2);
+    // Every authorization used the client registered for its redirect URI.
+    let authorized: Vec<String> = server
+        .state
+        .client_ids
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c.strip_prefix("authorize:").map(str::to_owned))
+        .collect();
+    assert_eq!(
+        authorized,
+        [&ids[0], &ids[0], &ids[0], &ids[1], &ids[0], &ids[1]].map(String::clone)
+    );
+}
+
+// ----- the CLI: the remembered port, reuse, logout -----
+
+/// Runs `login srv` and acts as the browser: (the redirect URI's port, stdout,
+/// every stderr line).
+async fn cli_login(setup: &CliSetup) -> (u16, String, Vec<String>) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut login = setup.command(&["login", "srv"]);
+    login
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = login.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut stderr = Vec::new();
+    let url = loop {
+        let Some(line) = lines.next_line().await.unwrap() else {
+            let out = child.wait_with_output().await.unwrap();
+            panic!("no URL printed: {stderr:?} {out:?}");
+        };
+        if line.starts_with("http") {
+            break line;
+        }
+        stderr.push(line);
+    };
+    let redirect = url::Url::parse(&url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "redirect_uri")
+        .map(|(_, v)| v.into_owned())
+        .unwrap();
+    let port = url::Url::parse(&redirect).unwrap().port().unwrap();
+    let location = browser_get(&url).await.1.expect("a redirect");
+    assert!(location.starts_with(&redirect), "{location}");
+    assert_eq!(browser_get(&location).await.0, 200);
+    let out = child.wait_with_output().await.unwrap();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        stderr.push(line);
+    }
+    assert!(out.status.success(), "{stderr:?}");
+    (
+        port,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+    )
+}
+
+#[tokio::test]
+async fn the_second_cli_login_binds_the_remembered_port_and_registers_nothing() {
+    let server = OAuthServer::start().await;
+    *server.state.exact_redirect_uris.lock().unwrap() = true;
+    let setup = CliSetup::new(&server.url());
+    let (first, stdout, _) = cli_login(&setup).await;
+    assert_eq!(stdout.trim(), "ok: logged in to srv");
+    assert_eq!(server.state.registrations(), 1);
+    assert_eq!(
+        setup.store().load("srv").unwrap().unwrap().redirect_port,
+        Some(first)
+    );
+    let (second, stdout, stderr) = cli_login(&setup).await;
+    assert_eq!(stdout.trim(), "ok: logged in to srv");
+    assert_eq!(second, first, "{stderr:?}");
+    assert!(stderr.iter().all(|l| !l.contains("note")), "{stderr:?}");
+    assert_eq!(server.state.registrations(), 1, "no second registration");
+    assert_eq!(
+        log(&server)
+            .iter()
+            .filter(|l| *l == "GET /authorize")
+            .count(),
+        2
+    );
+    // Logout revokes (refresh, then access), forgets, keeps the registration
+    // and the port for the next login.
+    let held = setup.store().load("srv").unwrap().unwrap().tokens.unwrap();
+    let (code, stdout, stderr) = run(setup.command(&["logout", "srv"])).await;
+    assert_eq!(
+        (code, stdout.trim()),
+        (0, "ok: logged out of srv"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("note"), "{stderr}");
+    let seen = revocations(&server);
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(
+        (seen[0].token.as_str(), seen[0].hint.as_deref()),
+        (
+            held.tokens.refresh_token.as_ref().unwrap().expose_secret(),
+            Some("refresh_token")
+        )
+    );
+    assert_eq!(
+        (seen[1].token.as_str(), seen[1].hint.as_deref()),
+        (
+            held.tokens.access_token.expose_secret(),
+            Some("access_token")
+        )
+    );
+    assert!(
+        seen.iter()
+            .all(|r| r.authenticated && r.client_id == held.client_id)
+    );
+    let after = setup.store().load("srv").unwrap().unwrap();
+    assert!(after.tokens.is_none());
+    assert_eq!(
+        (after.registrations.len(), after.redirect_port),
+        (1, Some(first))
+    );
+    let (code, _, stderr) = run(setup.command(&["tools"])).await;
+    assert_eq!(code, 1);
+    assert!(stderr.contains("smthrs-mcp login srv"), "{stderr}");
+    // And the login after the logout still registers nothing.
+    let (third, _, _) = cli_login(&setup).await;
+    assert_eq!(third, first);
+    assert_eq!(server.state.registrations(), 1);
+}
+
+#[tokio::test]
+async fn a_taken_remembered_port_moves_the_login_to_a_new_one() {
+    let server = OAuthServer::start().await;
+    *server.state.exact_redirect_uris.lock().unwrap() = true;
+    let setup = CliSetup::new(&server.url());
+    let (first, _, _) = cli_login(&setup).await;
+    let squatter = tokio::net::TcpListener::bind(("127.0.0.1", first))
+        .await
+        .unwrap();
+    let (second, stdout, stderr) = cli_login(&setup).await;
+    assert_eq!(stdout.trim(), "ok: logged in to srv");
+    assert_ne!(second, first);
+    let note = stderr
+        .iter()
+        .find(|l| l.starts_with("smthrs-mcp: note: "))
+        .unwrap_or_else(|| panic!("{stderr:?}"));
+    assert!(note.contains(&format!("port {first}")), "{note}");
+    assert!(note.contains(&format!("port {second}")), "{note}");
+    assert!(note.contains("oauth.redirectPort"), "{note}");
+    // The new redirect URI has its own registration, and is remembered.
+    assert_eq!(server.state.registrations(), 2);
+    let stored = setup.store().load("srv").unwrap().unwrap();
+    assert_eq!(stored.redirect_port, Some(second));
+    assert_eq!(stored.registrations.len(), 2);
+    drop(squatter);
+}
+
+#[tokio::test]
+async fn a_taken_configured_port_is_an_error_naming_it_and_the_field() {
+    let server = OAuthServer::start().await;
+    let setup = CliSetup::new(&server.url());
+    let squatter = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .unwrap();
+    let port = squatter.local_addr().unwrap().port();
+    std::fs::write(
+        &setup.config,
+        json!([{"server": "srv", "url": server.url(), "oauth": {"redirectPort": port}}])
+            .to_string(),
+    )
+    .unwrap();
+    let (code, _, stderr) = run(setup.command(&["login", "srv"])).await;
+    assert_eq!(code, 1, "{stderr}");
+    let last = stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with(&format!(
+            "smthrs-mcp: invalid_config: server \"srv\": the login listener cannot bind 127.0.0.1:{port} ("
+        )),
+        "{last}"
+    );
+    assert!(last.contains("oauth.redirectPort"), "{last}");
+    assert_eq!(server.state.registrations(), 0);
+    // A configured port is never remembered in place of the configuration.
+    assert!(
+        setup
+            .store()
+            .load("srv")
+            .unwrap()
+            .is_none_or(|s| s.redirect_port.is_none())
+    );
+}
+
+#[tokio::test]
+async fn cli_logout_notes_a_failed_or_absent_revocation_and_forgets_anyway() {
+    // Refused at the server.
+    let server = OAuthServer::start().await;
+    *server.state.revoke_error.lock().unwrap() = Some((400, "invalid_request".into()));
+    let setup = logged_in(&server, &["read"]);
+    let (code, stdout, stderr) = run(setup.command(&["logout", "srv"])).await;
+    assert_eq!(
+        (code, stdout.trim()),
+        (0, "ok: logged out of srv"),
+        "{stderr}"
+    );
+    let note = stderr.lines().last().unwrap();
+    assert!(
+        note.starts_with("smthrs-mcp: note: the tokens were forgotten here but not revoked (unauthorized: server \"srv\": "),
+        "{note}"
+    );
+    assert!(note.contains("HTTP 400 (invalid_request)"), "{note}");
+    assert!(!stderr.contains(oauth_server::REMOTE_TEXT), "{stderr}");
+    assert!(
+        !stderr.contains("at-") && !stderr.contains("rt-"),
+        "{stderr}"
+    );
+    assert_eq!(revocations(&server).len(), 2);
+    assert!(setup.store().load("srv").unwrap().unwrap().tokens.is_none());
+    // Not offered (the stored tokens name no endpoint).
+    let server = OAuthServer::start().await;
+    let setup = logged_in(&server, &["read"]);
+    let store = setup.store();
+    {
+        let _lock = store.lock("srv").unwrap();
+        let mut stored = store.load("srv").unwrap().unwrap();
+        stored.tokens.as_mut().unwrap().revocation_endpoint = None;
+        store.save("srv", &stored).unwrap();
+    }
+    let (code, stdout, stderr) = run(setup.command(&["logout", "srv"])).await;
+    assert_eq!(
+        (code, stdout.trim()),
+        (0, "ok: logged out of srv"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.trim(),
+        "smthrs-mcp: note: server \"srv\": the authorization server offers no token revocation; the tokens were forgotten here only"
+    );
+    assert!(revocations(&server).is_empty());
+    assert!(store.load("srv").unwrap().unwrap().tokens.is_none());
+    // Revoked: the pre-registered public client, by its id.
+    let server = OAuthServer::start().await;
+    let setup = logged_in(&server, &["read"]);
+    let (code, stdout, stderr) = run(setup.command(&["logout", "srv"])).await;
+    assert_eq!(
+        (code, stdout.trim()),
+        (0, "ok: logged out of srv"),
+        "{stderr}"
+    );
+    assert_eq!(stderr, "");
+    let seen = revocations(&server);
+    assert_eq!(seen.len(), 2);
+    assert!(
+        seen.iter().all(|r| r.auth == "none" && r.authenticated),
+        "{seen:?}"
+    );
+    // Nothing stored: nothing sent, nothing noted.
+    let (code, stdout, stderr) = run(setup.command(&["logout", "srv"])).await;
+    assert_eq!(
+        (code, stdout.trim(), stderr.as_str()),
+        (0, "ok: logged out of srv", "")
+    );
+    assert_eq!(revocations(&server).len(), 2);
+}
+
+#[tokio::test]
+async fn a_machine_clients_token_is_revoked_with_its_own_credentials() {
+    use smthrs_mcp::auth::ClientCredentials;
+    // A secret: HTTP Basic, as at the token endpoint. No refresh token was
+    // issued, so only the access token is revoked.
+    let server = OAuthServer::start().await;
+    *server.state.register_auth_method.lock().unwrap() = Some("client_secret_basic".into());
+    server.state.registered.lock().unwrap().insert(
+        "machine".into(),
+        oauth_server::KnownClient {
+            redirect_uris: vec![],
+            secret: Some("machine-secret".into()),
+            method: "client_secret_basic".into(),
+        },
+    );
+    let store = Arc::new(MemoryStore::new());
+    let oauth = OAuth::new()
+        .client_credentials(ClientCredentials::Secret {
+            client_id: "machine".into(),
+            client_secret: SecretString::from("machine-secret"),
+        })
+        .store(store.clone());
+    let transport = HttpTransport::builder("srv", server.url())
+        .oauth(oauth)
+        .build()
+        .unwrap();
+    let client = Client::builder("srv")
+        .connect(transport.clone())
+        .await
+        .unwrap();
+    client.close().await;
+    let held = store.load("srv").unwrap().unwrap().tokens.unwrap();
+    assert!(held.tokens.refresh_token.is_none());
+    let outcome = transport.logout().await.unwrap();
+    assert!(
+        matches!(outcome, smthrs_mcp::auth::Logout::Revoked),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        revocations(&server),
+        [oauth_server::RevocationSeen {
+            token: held.tokens.access_token.expose_secret().to_owned(),
+            hint: Some("access_token".into()),
+            client_id: "machine".into(),
+            auth: "basic".into(),
+            authenticated: true,
+            assertion: None,
+        }]
+    );
+    assert!(
+        !server
+            .state
+            .is_live(held.tokens.access_token.expose_secret())
+    );
+
+    // A key: a fresh client assertion (RFC 7523) for the issuer.
+    let server = OAuthServer::start().await;
+    server.state.registered.lock().unwrap().insert(
+        "robot".into(),
+        oauth_server::KnownClient {
+            redirect_uris: vec![],
+            secret: None,
+            method: "private_key_jwt".into(),
+        },
+    );
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let store = Arc::new(MemoryStore::new());
+    let oauth = OAuth::new()
+        .client_credentials(ClientCredentials::PrivateKeyJwt {
+            client_id: "robot".into(),
+            private_key_pem: SecretString::from(key.serialize_pem()),
+        })
+        .store(store.clone());
+    let transport = HttpTransport::builder("srv", server.url())
+        .oauth(oauth)
+        .build()
+        .unwrap();
+    let client = Client::builder("srv")
+        .connect(transport.clone())
+        .await
+        .unwrap();
+    client.close().await;
+    let outcome = transport.logout().await.unwrap();
+    assert!(
+        matches!(outcome, smthrs_mcp::auth::Logout::Revoked),
+        "{outcome:?}"
+    );
+    let seen = revocations(&server);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(
+        (seen[0].auth.as_str(), seen[0].client_id.as_str()),
+        ("jwt", "robot")
+    );
+    let public = jsonwebtoken::DecodingKey::from_ec_pem(key.public_key_pem().as_bytes()).unwrap();
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::ES256);
+    validation.set_audience(&[server.issuer()]);
+    validation.set_issuer(&["robot"]);
+    let claims =
+        jsonwebtoken::decode::<Value>(seen[0].assertion.as_deref().unwrap(), &public, &validation)
+            .unwrap()
+            .claims;
+    assert_eq!(claims["sub"], "robot");
 }

@@ -240,7 +240,9 @@ mod tests {
                     expires_at: None,
                     scopes: vec![],
                 },
+                revocation_endpoint: None,
             }),
+            redirect_port: None,
         }
     }
 

@@ -6,7 +6,12 @@
 //! HTTP client ([`HttpClient`], shared with the MCP requests). That client's
 //! connector holds every connection outside the MCP endpoint's origin to the same
 //! policy after DNS ([`PolicyGuard`]), so the check applies to the address
-//! actually connected. It has no MCP session layer and no bearer token.
+//! actually connected. With a proxy (the transport's `use_env_proxy` or
+//! `proxy`, `NO_PROXY` honoured), the chain's `https` requests go through it as
+//! the MCP requests do, but the name is resolved here and the `CONNECT` names
+//! the checked address, so the proxy never resolves a discovered name; plain
+//! `http` (loopback only) is always direct. It has no MCP session layer and no
+//! bearer token.
 //! Redirects are never followed; every body is capped before it is parsed; every
 //! request has a deadline.
 
@@ -71,6 +76,8 @@ impl std::fmt::Debug for AuthHttp {
 pub(crate) struct PolicyGuard {
     mcp: Url,
     policy: OnceCell<AddressPolicy>,
+    /// The transport's `oauth_proxy_resolves_names`.
+    proxy_resolves_names: bool,
 }
 
 impl PolicyGuard {
@@ -79,7 +86,15 @@ impl PolicyGuard {
         PolicyGuard {
             mcp,
             policy: OnceCell::new(),
+            proxy_resolves_names: false,
         }
+    }
+
+    /// Lets the proxy resolve the names of the chain's proxied `https`
+    /// destinations ([`AddressGuard::proxy_resolves_names`]) when `trusted`.
+    pub(crate) fn with_proxy_resolving_names(mut self, trusted: bool) -> Self {
+        self.proxy_resolves_names = trusted;
+        self
     }
 
     /// A guard holding `policy` as it is.
@@ -88,6 +103,7 @@ impl PolicyGuard {
         PolicyGuard {
             mcp: Url::parse("https://mcp.invalid/").expect("a valid URL"),
             policy: OnceCell::new_with(Some(policy)),
+            proxy_resolves_names: false,
         }
     }
 
@@ -115,6 +131,10 @@ impl AddressGuard for PolicyGuard {
             }
             Ok(allowed)
         })
+    }
+
+    fn proxy_resolves_names(&self) -> bool {
+        self.proxy_resolves_names
     }
 }
 
@@ -310,6 +330,26 @@ pub(crate) mod tests {
     /// The chain's stack as a transport builds it: `policy` for the URL checks
     /// and, through the client's guard, for the addresses DNS gives.
     pub(crate) fn auth_http(grants: EgressGrants, policy: AddressPolicy) -> AuthHttp {
+        auth_http_via(grants, policy, None)
+    }
+
+    /// [`auth_http`], its client going through `proxies`.
+    fn auth_http_via(
+        grants: EgressGrants,
+        policy: AddressPolicy,
+        proxies: Option<hyper_util::client::proxy::matcher::Matcher>,
+    ) -> AuthHttp {
+        auth_http_trusting(grants, policy, proxies, false)
+    }
+
+    /// [`auth_http_via`], the guard letting the proxy resolve names when
+    /// `trusted` (the transport's `oauth_proxy_resolves_names`).
+    fn auth_http_trusting(
+        grants: EgressGrants,
+        policy: AddressPolicy,
+        proxies: Option<hyper_util::client::proxy::matcher::Matcher>,
+        trusted: bool,
+    ) -> AuthHttp {
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
@@ -317,9 +357,10 @@ pub(crate) mod tests {
         .unwrap()
         .with_root_certificates(rustls::RootCertStore::empty())
         .with_no_client_auth();
-        let guard: Arc<dyn AddressGuard> = Arc::new(PolicyGuard::fixed(policy.clone()));
+        let guard: Arc<dyn AddressGuard> =
+            Arc::new(PolicyGuard::fixed(policy.clone()).with_proxy_resolving_names(trusted));
         let endpoint = "https://mcp.invalid/mcp".parse().unwrap();
-        let client = HttpClient::new(tls, None, Some((endpoint, guard)));
+        let client = HttpClient::new(tls, proxies, Some((endpoint, guard)));
         AuthHttp::new(grants, policy, client)
     }
 
@@ -352,18 +393,51 @@ pub(crate) mod tests {
             }
         });
         let grants = EgressGrants::parse(["net:get|post:https://**:*"]).unwrap();
-        let http = auth_http(grants, AddressPolicy::public_only());
-        // The DNS path: a name that passes the URL check but resolves to loopback.
-        if let Some(alias) = loopback_alias() {
-            let url = Url::parse(&format!("https://{alias}:{port}/.well-known/x")).unwrap();
-            let err = get(&http, &url, 1024).await.unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::EgressDenied, "{alias}: {err}");
+        // Without a proxy, and through one (the listener itself: a connection
+        // to the proxy is counted too), which is never asked to tunnel there.
+        let proxy = hyper_util::client::proxy::matcher::Matcher::builder()
+            .all(format!("http://127.0.0.1:{port}"))
+            .build();
+        for proxies in [None, Some(proxy)] {
+            let via = if proxies.is_some() {
+                "proxied"
+            } else {
+                "direct"
+            };
+            let http = auth_http_via(grants.clone(), AddressPolicy::public_only(), proxies);
+            // The DNS path: a name that passes the URL check but resolves to loopback.
+            if let Some(alias) = loopback_alias() {
+                let url = Url::parse(&format!("https://{alias}:{port}/.well-known/x")).unwrap();
+                let err = get(&http, &url, 1024).await.unwrap_err();
+                assert_eq!(err.kind(), ErrorKind::EgressDenied, "{via} {alias}: {err}");
+            }
+            // The literal path: refused before any resolution.
+            for host in ["127.0.0.1", "localhost", "[::ffff:127.0.0.1]"] {
+                let url = Url::parse(&format!("https://{host}:{port}/x")).unwrap();
+                let err = get(&http, &url, 1024).await.unwrap_err();
+                assert_eq!(err.kind(), ErrorKind::EgressDenied, "{via} {host}: {err}");
+            }
         }
-        // The literal path: refused before any resolution.
-        for host in ["127.0.0.1", "localhost", "[::ffff:127.0.0.1]"] {
+        // With the proxy resolving names (the opt-in), the URL's own checks still
+        // hold: refused literals and names are never sent to the proxy.
+        let proxy = hyper_util::client::proxy::matcher::Matcher::builder()
+            .all(format!("http://127.0.0.1:{port}"))
+            .build();
+        let http = auth_http_trusting(grants, AddressPolicy::public_only(), Some(proxy), true);
+        for host in [
+            "127.0.0.1",
+            "localhost",
+            "[::ffff:127.0.0.1]",
+            "169.254.169.254",
+            "metadata.google.internal",
+        ] {
             let url = Url::parse(&format!("https://{host}:{port}/x")).unwrap();
             let err = get(&http, &url, 1024).await.unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::EgressDenied, "{host}: {err}");
+            assert_eq!(
+                err.kind(),
+                ErrorKind::EgressDenied,
+                "trusting {host}: {err}"
+            );
         }
         assert_eq!(accepted.load(Ordering::SeqCst), 0);
         task.abort();

@@ -2,8 +2,12 @@
 //! receive the browser's redirect on a one-shot loopback listener (RFC 8252 §7.3).
 //!
 //! - The listener binds `127.0.0.1` (never `0.0.0.0`, never the name
-//!   `localhost`) on an ephemeral port, or the configured one; the redirect URI
-//!   is `http://127.0.0.1:<port>/callback`.
+//!   `localhost`) on an ephemeral port, or the configured one
+//!   ([`bind`](LoopbackAuthorizer::bind)), or one remembered from an earlier
+//!   login when it is free ([`bind_preferring`](LoopbackAuthorizer::bind_preferring));
+//!   the redirect URI is `http://127.0.0.1:<port>/callback`. A redirect URI that
+//!   stays the same across logins keeps the client's registration valid, at
+//!   servers that require the exact URI registered.
 //! - It accepts requests only while an authorization is pending, reads at most
 //!   [`MAX_REQUEST_HEAD_BYTES`] of each, and answers `GET /callback` whose `state`
 //!   equals the request's (compared in constant time) with a page saying what
@@ -57,16 +61,32 @@ impl fmt::Debug for LoopbackAuthorizer {
 
 impl LoopbackAuthorizer {
     /// Binds `127.0.0.1:<port>` (`None`: an ephemeral port). Fails with
-    /// `invalid_config` when the port cannot be bound.
+    /// `invalid_config`, naming the port, when it cannot be bound.
     pub async fn bind(port: Option<u16>) -> Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", port.unwrap_or(0)))
             .await
             .map_err(|e| {
+                let port = port.map(|p| format!(":{p}")).unwrap_or_default();
                 Error::config(format!(
-                    "the login listener cannot bind 127.0.0.1 ({})",
+                    "the login listener cannot bind 127.0.0.1{port} ({})",
                     e.kind()
                 ))
             })?;
+        Self::from_listener(listener)
+    }
+
+    /// Binds `127.0.0.1:<port>` when it can, else an ephemeral port: for a port
+    /// remembered from an earlier login, where a new port (and so a new redirect
+    /// URI and registration) is better than no login. [`port`](Self::port) tells
+    /// which was bound. Fails with `invalid_config` when neither can be.
+    pub async fn bind_preferring(port: u16) -> Result<Self> {
+        match TcpListener::bind(("127.0.0.1", port)).await {
+            Ok(listener) => Self::from_listener(listener),
+            Err(_) => Self::bind(None).await,
+        }
+    }
+
+    fn from_listener(listener: TcpListener) -> Result<Self> {
         let port = listener
             .local_addr()
             .map_err(|_| Error::config("the login listener has no local address"))?
@@ -384,6 +404,34 @@ mod tests {
         assert!(
             !nothing.contains("<title>Authorization received"),
             "{nothing}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_taken_port_is_named_or_replaced_by_a_free_one() {
+        let taken = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let err = LoopbackAuthorizer::bind(Some(port)).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidConfig);
+        assert!(
+            err.message()
+                .contains(&format!("cannot bind 127.0.0.1:{port} (")),
+            "{err}"
+        );
+        let moved = LoopbackAuthorizer::bind_preferring(port).await.unwrap();
+        let other = moved.port().unwrap();
+        assert_ne!(other, port);
+        assert_eq!(
+            moved.redirect_uri(),
+            format!("http://127.0.0.1:{other}/callback")
+        );
+        // Free again: the preferred port is the one bound.
+        drop(taken);
+        let again = LoopbackAuthorizer::bind_preferring(port).await.unwrap();
+        assert_eq!(again.port(), Some(port));
+        assert_eq!(
+            again.redirect_uri(),
+            format!("http://127.0.0.1:{port}/callback")
         );
     }
 

@@ -76,6 +76,10 @@ pub struct AuthorizationServerMetadata {
     pub client_id_metadata_document_supported: bool,
     /// `authorization_response_iss_parameter_supported` (RFC 9207).
     pub authorization_response_iss_parameter_supported: bool,
+    /// The token revocation endpoint (RFC 7009), kept with the tokens so that a
+    /// logout revokes them without discovery. Like every endpoint it is checked by
+    /// the address policy when it is used.
+    pub revocation_endpoint: Option<String>,
 }
 
 fn invalid(what: &str) -> Error {
@@ -163,6 +167,7 @@ pub fn decode_authorization_server_metadata(bytes: &[u8]) -> Result<Authorizatio
             &map,
             "authorization_response_iss_parameter_supported",
         ),
+        revocation_endpoint: string(&map, "revocation_endpoint"),
     })
 }
 
@@ -411,6 +416,21 @@ mod tests {
         .unwrap();
         assert!(asm.authorization_response_iss_parameter_supported);
         assert_eq!(asm.code_challenge_methods_supported.unwrap(), ["S256"]);
+        assert!(asm.revocation_endpoint.is_none());
+        let revoking = decode_authorization_server_metadata(
+            br#"{"issuer":"http://as","revocation_endpoint":"http://as/revoke"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            revoking.revocation_endpoint.as_deref(),
+            Some("http://as/revoke")
+        );
+        let oversized = format!(
+            r#"{{"issuer":"http://as","revocation_endpoint":"http://as/{}"}}"#,
+            "r".repeat(MAX_STRING_BYTES)
+        );
+        let dropped = decode_authorization_server_metadata(oversized.as_bytes()).unwrap();
+        assert!(dropped.revocation_endpoint.is_none());
         assert!(asm.token_endpoint_auth_methods_supported.is_none());
         assert!(decode_authorization_server_metadata(br#"{"issuer":""}"#).is_err());
     }

@@ -12,7 +12,8 @@
 //!    (RFC 8414, then OpenID Connect) and its `issuer` must equal the one asked for;
 //! 4. the client is registered: pre-registered credentials, a Client ID Metadata
 //!    Document, or Dynamic Client Registration ([`registration`]; a registration
-//!    refused for its optional `scope` is retried once without it), per issuer;
+//!    refused for its optional `scope` is retried once without it), per issuer
+//!    (and, for dynamic registrations, per redirect URI);
 //! 5. an [`Authorizer`] has a person (or, headless, the client itself) open the
 //!    authorization URL (PKCE S256, `state`, `resource`, scope rules), and the
 //!    redirect is validated (`state`, RFC 9207 `iss`) ([`authorize`]);
@@ -46,6 +47,13 @@
 //! When a person must act and no authorizer is installed (the CLI's `tools` and
 //! `call`), the request fails at once with `unauthorized` and the configured
 //! [`OAuth::login_hint`].
+//!
+//! A dynamic registration is made once per authorization server and redirect
+//! URI and reused by later logins ([`registration`]). Logging out
+//! ([`HttpTransport::logout`](crate::transport::http::HttpTransport::logout))
+//! revokes the stored tokens at the authorization server's revocation endpoint
+//! (RFC 7009, [`revocation`]) and forgets them whatever the answer; the
+//! [`Logout`] outcome says whether they were revoked.
 //!
 //! # Example
 //!
@@ -106,6 +114,7 @@ pub mod loopback;
 pub(crate) mod metadata;
 pub mod policy;
 pub mod registration;
+pub mod revocation;
 pub mod store;
 pub mod token;
 
@@ -116,6 +125,7 @@ pub use file_store::FileStore;
 pub use jwt_bearer::{AssertionSource, EnterpriseManaged, WorkloadIdentity};
 pub use loopback::LoopbackAuthorizer;
 pub use registration::PreRegisteredClient;
+pub use revocation::Logout;
 pub use store::{MemoryStore, StoreLock, StoredAuth, TokenStore};
 
 use crate::layer::EgressGrants;

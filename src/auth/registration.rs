@@ -8,6 +8,14 @@
 //! keeps them per issuer and never presents one server's client id or secret to
 //! another. Pre-registered credentials may name the issuer they belong to; when
 //! the resource now names another authorization server they are not presented.
+//!
+//! A dynamic registration is made once per (issuer, redirect URI) and reused by
+//! every later authorization with that redirect URI: it is stored as soon as the
+//! server answers (a login abandoned after registering does not register again),
+//! and an authorizer on another redirect URI (a new loopback port) gets a
+//! registration of its own, since a server may require the exact URI
+//! registered. The store keeps at most
+//! [`MAX_REGISTRATIONS`](super::store::MAX_REGISTRATIONS) per key.
 
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
@@ -99,12 +107,14 @@ pub(crate) enum Plan {
 }
 
 /// Chooses the registration for `metadata`'s issuer, in the specification's order.
+/// `known` are the stored dynamic registrations: the one of this issuer whose
+/// redirect URIs include `redirect_uri` is reused.
 pub(crate) fn plan(
     server: &str,
     metadata: &AuthorizationServerMetadata,
     pre_registered: Option<&PreRegisteredClient>,
     metadata_document: Option<&str>,
-    known: Option<&Registration>,
+    known: &[Registration],
     redirect_uri: Option<&str>,
 ) -> Result<Plan> {
     let issuer = &metadata.issuer;
@@ -142,11 +152,11 @@ pub(crate) fn plan(
             kind: RegistrationKind::MetadataDocument,
         }));
     }
-    if let Some(known) = known
-        && known.issuer == *issuer
-        && known.kind == RegistrationKind::Dynamic
-        && redirect_uri.is_none_or(|uri| known.redirect_uris.iter().any(|r| r == uri))
-    {
+    if let Some(known) = known.iter().rev().find(|known| {
+        known.issuer == *issuer
+            && known.kind == RegistrationKind::Dynamic
+            && redirect_uri.is_none_or(|uri| known.redirect_uris.iter().any(|r| r == uri))
+    }) {
         return Ok(Plan::Use(known.clone()));
     }
     match &metadata.registration_endpoint {
@@ -268,19 +278,19 @@ mod tests {
             issuer: None,
         };
         let cimd = Some("https://app.example/client.json");
-        match plan("s", &meta(true, true), Some(&pre), cimd, None, None).unwrap() {
+        match plan("s", &meta(true, true), Some(&pre), cimd, &[], None).unwrap() {
             Plan::Use(r) => assert_eq!(r.kind, RegistrationKind::PreRegistered),
             other => panic!("{other:?}"),
         }
-        match plan("s", &meta(true, true), None, cimd, None, None).unwrap() {
+        match plan("s", &meta(true, true), None, cimd, &[], None).unwrap() {
             Plan::Use(r) => assert_eq!(r.client_id, "https://app.example/client.json"),
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            plan("s", &meta(false, true), None, cimd, None, None).unwrap(),
+            plan("s", &meta(false, true), None, cimd, &[], None).unwrap(),
             Plan::Register(_)
         ));
-        let err = plan("s", &meta(false, false), None, cimd, None, None).unwrap_err();
+        let err = plan("s", &meta(false, false), None, cimd, &[], None).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unauthorized);
         assert!(err.message().contains("oauth.clientId"));
     }
@@ -293,7 +303,7 @@ mod tests {
             &meta(false, true),
             None,
             None,
-            Some(stored),
+            std::slice::from_ref(stored),
             Some(redirect_uri),
         )
         .unwrap()
@@ -306,7 +316,7 @@ mod tests {
             client_secret: None,
             issuer: Some("http://other".into()),
         };
-        let err = plan("s", &meta(false, true), Some(&pre), None, None, None).unwrap_err();
+        let err = plan("s", &meta(false, true), Some(&pre), None, &[], None).unwrap_err();
         assert!(err.message().contains("not presented"));
         // A dynamic registration of another issuer is not reused; a new one is made.
         let old = Registration {
@@ -334,6 +344,39 @@ mod tests {
             replan(&same, "http://127.0.0.1:2/callback"),
             Plan::Register(_)
         ));
+    }
+
+    #[test]
+    fn the_registration_of_this_issuer_and_redirect_uri_is_reused() {
+        let reg = |issuer: &str, id: &str, port: u16| Registration {
+            issuer: issuer.into(),
+            client_id: id.into(),
+            client_secret: None,
+            token_endpoint_auth_method: None,
+            redirect_uris: vec![format!("http://127.0.0.1:{port}/callback")],
+            kind: RegistrationKind::Dynamic,
+        };
+        let known = [
+            reg("http://as", "port-1", 1),
+            reg("http://other", "other-2", 2),
+            reg("http://as", "port-2", 2),
+        ];
+        let chosen = |port: u16| match plan(
+            "s",
+            &meta(false, true),
+            None,
+            None,
+            &known,
+            Some(&format!("http://127.0.0.1:{port}/callback")),
+        )
+        .unwrap()
+        {
+            Plan::Use(r) => Some(r.client_id),
+            Plan::Register(_) => None,
+        };
+        assert_eq!(chosen(1).as_deref(), Some("port-1"));
+        assert_eq!(chosen(2).as_deref(), Some("port-2"));
+        assert_eq!(chosen(3), None);
     }
 
     #[test]

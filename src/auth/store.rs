@@ -1,5 +1,8 @@
-//! Where the chain keeps what outlives one connection: dynamic registrations (per
-//! issuer) and the tokens (bound to one resource and one issuer).
+//! Where the chain keeps what outlives one connection: dynamic registrations (one
+//! per authorization server issuer and redirect URI, at most
+//! [`MAX_REGISTRATIONS`] per key), the tokens (bound to one resource and one
+//! issuer, with the endpoints that refresh and revoke them), and the loopback
+//! redirect port remembered from the first login.
 //!
 //! A [`TokenStore`] is keyed by a string the host chooses (the CLI uses the server
 //! name). Its methods block; the chain calls them on tokio's blocking pool. The
@@ -22,8 +25,9 @@ use super::registration::{Registration, RegistrationKind};
 use super::token::TokenSet;
 use crate::error::Result;
 
-/// Tokens as stored: the token set and what it is bound to.
-#[derive(Clone, Debug)]
+/// Tokens as stored: the token set and what it is bound to. `Debug` shows no
+/// token, and the endpoints without userinfo, query or fragment.
+#[derive(Clone)]
 pub struct StoredTokens {
     /// The authorization server that issued them.
     pub issuer: String,
@@ -35,28 +39,107 @@ pub struct StoredTokens {
     pub client_id: String,
     /// The tokens.
     pub tokens: TokenSet,
+    /// The authorization server's revocation endpoint (RFC 7009), when its
+    /// metadata named one, for revoking at logout without discovery.
+    pub revocation_endpoint: Option<String>,
 }
+
+/// `scheme://host[:port]/path` of an endpoint (no userinfo, query or fragment).
+fn endpoint_for_debug(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(url) => {
+            let host = url.host_str().unwrap_or("");
+            match url.port() {
+                Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
+                None => format!("{}://{host}{}", url.scheme(), url.path()),
+            }
+        }
+        Err(_) => "[invalid URL]".to_owned(),
+    }
+}
+
+impl fmt::Debug for StoredTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredTokens")
+            .field("issuer", &self.issuer)
+            .field("resource", &self.resource)
+            .field("token_endpoint", &endpoint_for_debug(&self.token_endpoint))
+            .field("client_id", &self.client_id)
+            .field("tokens", &self.tokens)
+            .field(
+                "revocation_endpoint",
+                &self.revocation_endpoint.as_deref().map(endpoint_for_debug),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// The most dynamic registrations kept under one key (one per authorization
+/// server and redirect URI): a new one past the bound drops the oldest, never the
+/// one the stored tokens were issued to.
+pub const MAX_REGISTRATIONS: usize = 8;
 
 /// Everything stored under one key. `Debug` shows no secret.
 #[derive(Clone, Debug, Default)]
 pub struct StoredAuth {
-    /// Dynamic registrations, one per issuer.
+    /// Dynamic registrations, one per issuer and redirect URI, oldest first.
     pub registrations: Vec<Registration>,
     /// The current tokens, if any.
     pub tokens: Option<StoredTokens>,
+    /// The loopback redirect port chosen at the first login without a configured
+    /// one, bound again by later logins so that the redirect URI, and with it the
+    /// registration, stays the same (the CLI's default for `oauth.redirectPort`).
+    pub redirect_port: Option<u16>,
 }
 
 impl StoredAuth {
-    /// The dynamic registration for `issuer`.
+    /// The newest dynamic registration for `issuer`.
     pub fn registration(&self, issuer: &str) -> Option<&Registration> {
-        self.registrations.iter().find(|r| r.issuer == issuer)
+        self.registrations.iter().rev().find(|r| r.issuer == issuer)
     }
 
-    /// Replaces the registration for its issuer.
-    pub fn set_registration(&mut self, registration: Registration) {
+    /// The dynamic registration for `issuer` that registered `redirect_uri`.
+    pub fn registration_for_redirect(
+        &self,
+        issuer: &str,
+        redirect_uri: &str,
+    ) -> Option<&Registration> {
         self.registrations
-            .retain(|r| r.issuer != registration.issuer);
+            .iter()
+            .rev()
+            .find(|r| r.issuer == issuer && r.redirect_uris.iter().any(|u| u == redirect_uri))
+    }
+
+    /// The dynamic registration at `issuer` whose client id is `client_id` (the
+    /// one tokens were issued to).
+    pub fn registration_for_client(&self, issuer: &str, client_id: &str) -> Option<&Registration> {
+        self.registrations
+            .iter()
+            .rev()
+            .find(|r| r.issuer == issuer && r.client_id == client_id)
+    }
+
+    /// Keeps `registration` as the newest, replacing the one for the same issuer
+    /// and redirect URIs. Past [`MAX_REGISTRATIONS`] the oldest is dropped, except
+    /// the one the stored tokens were issued to.
+    pub fn set_registration(&mut self, registration: Registration) {
+        self.registrations.retain(|r| {
+            r.issuer != registration.issuer || r.redirect_uris != registration.redirect_uris
+        });
         self.registrations.push(registration);
+        while self.registrations.len() > MAX_REGISTRATIONS {
+            let in_use = |r: &Registration| {
+                self.tokens
+                    .as_ref()
+                    .is_some_and(|t| t.issuer == r.issuer && t.client_id == r.client_id)
+            };
+            match self.registrations.iter().position(|r| !in_use(r)) {
+                Some(oldest) => {
+                    self.registrations.remove(oldest);
+                }
+                None => break,
+            }
+        }
     }
 
     /// Encodes for a file (secrets in clear: the file is owner-only).
@@ -79,7 +162,9 @@ impl StoredAuth {
                 "refreshToken": secret(&t.tokens.refresh_token),
                 "expiresAt": t.tokens.expires_at,
                 "scopes": t.tokens.scopes,
+                "revocationEndpoint": t.revocation_endpoint,
             })),
+            "redirectPort": self.redirect_port,
         })
     }
 
@@ -125,12 +210,22 @@ impl StoredAuth {
                     expires_at: t.get("expiresAt").and_then(Value::as_u64),
                     scopes: strings(t, "scopes"),
                 },
+                revocation_endpoint: s(t, "revocationEndpoint"),
             }),
             Some(_) => return None,
+        };
+        let redirect_port = match obj.get("redirectPort") {
+            None | Some(Value::Null) => None,
+            Some(port) => Some(
+                port.as_u64()
+                    .and_then(|p| u16::try_from(p).ok())
+                    .filter(|p| *p != 0)?,
+            ),
         };
         Some(StoredAuth {
             registrations,
             tokens,
+            redirect_port,
         })
     }
 }
@@ -271,7 +366,9 @@ mod tests {
                     expires_at: Some(5),
                     scopes: vec!["a".into()],
                 },
+                revocation_endpoint: Some("http://as/revoke".into()),
             }),
+            redirect_port: Some(8765),
         }
     }
 
@@ -294,6 +391,33 @@ mod tests {
                 .expose_secret(),
             "client-secret-x"
         );
+        assert_eq!(t.revocation_endpoint.as_deref(), Some("http://as/revoke"));
+        assert_eq!(back.redirect_port, Some(8765));
+        // Written before these fields existed: absent, not malformed.
+        let mut old = s.to_json();
+        old.as_object_mut().unwrap().remove("redirectPort");
+        old["tokens"]
+            .as_object_mut()
+            .unwrap()
+            .remove("revocationEndpoint");
+        let old = StoredAuth::from_json(&old).unwrap();
+        assert!(old.redirect_port.is_none());
+        assert!(old.tokens.unwrap().revocation_endpoint.is_none());
+        for bad in [json!(0), json!(65536), json!("8765"), json!(-1)] {
+            let mut v = s.to_json();
+            v["redirectPort"] = bad.clone();
+            assert!(StoredAuth::from_json(&v).is_none(), "{bad}");
+        }
+        let mut queried = back.clone();
+        if let Some(t) = queried.tokens.as_mut() {
+            t.token_endpoint = "https://u:pw-x@as/token?k=query-x".into();
+            t.revocation_endpoint = Some("https://as/revoke?k=query-x#frag-x".into());
+        }
+        let debug = format!("{queried:?}");
+        assert!(debug.contains("\"https://as/revoke\""), "{debug}");
+        for secret in ["query-x", "pw-x", "frag-x"] {
+            assert!(!debug.contains(secret), "{debug}");
+        }
         let debug = format!("{back:?}");
         for secret in ["access-x", "refresh-x", "client-secret-x"] {
             assert!(!debug.contains(secret), "{debug}");
@@ -317,5 +441,78 @@ mod tests {
         drop(held);
         assert!(waiter.join().unwrap());
         assert!(store.load("k").unwrap().is_none());
+    }
+
+    fn dynamic(issuer: &str, client_id: &str, port: u16) -> Registration {
+        Registration {
+            issuer: issuer.into(),
+            client_id: client_id.into(),
+            client_secret: None,
+            token_endpoint_auth_method: Some("none".into()),
+            redirect_uris: vec![format!("http://127.0.0.1:{port}/callback")],
+            kind: RegistrationKind::Dynamic,
+        }
+    }
+
+    #[test]
+    fn one_registration_per_issuer_and_redirect_uri() {
+        let mut stored = StoredAuth::default();
+        stored.set_registration(dynamic("http://as", "a1", 1));
+        stored.set_registration(dynamic("http://as", "a2", 2));
+        stored.set_registration(dynamic("http://other", "o1", 1));
+        // Another redirect URI at the same issuer is another registration.
+        assert_eq!(stored.registrations.len(), 3);
+        let uri = |p: u16| format!("http://127.0.0.1:{p}/callback");
+        let found = |s: &StoredAuth, issuer: &str, p: u16| {
+            s.registration_for_redirect(issuer, &uri(p))
+                .map(|r| r.client_id.clone())
+        };
+        assert_eq!(found(&stored, "http://as", 1).as_deref(), Some("a1"));
+        assert_eq!(found(&stored, "http://as", 2).as_deref(), Some("a2"));
+        assert_eq!(found(&stored, "http://other", 1).as_deref(), Some("o1"));
+        assert_eq!(found(&stored, "http://other", 2), None);
+        assert_eq!(stored.registration("http://as").unwrap().client_id, "a2");
+        assert_eq!(
+            stored
+                .registration_for_client("http://as", "a1")
+                .unwrap()
+                .redirect_uris,
+            [uri(1)]
+        );
+        assert!(
+            stored
+                .registration_for_client("http://other", "a1")
+                .is_none()
+        );
+        // The same issuer and redirect URI again: replaced, and now the newest.
+        stored.set_registration(dynamic("http://as", "a1b", 1));
+        assert_eq!(stored.registrations.len(), 3);
+        assert_eq!(found(&stored, "http://as", 1).as_deref(), Some("a1b"));
+        assert_eq!(stored.registrations.last().unwrap().client_id, "a1b");
+        // Kept through the file.
+        let back = StoredAuth::from_json(&stored.to_json()).unwrap();
+        assert_eq!(found(&back, "http://as", 2).as_deref(), Some("a2"));
+        assert_eq!(found(&back, "http://as", 1).as_deref(), Some("a1b"));
+    }
+
+    #[test]
+    fn the_registration_bound_drops_the_oldest_but_never_the_tokens_one() {
+        let mut stored = sample();
+        // The tokens were issued to "id", registered first (the oldest).
+        assert_eq!(stored.registrations[0].client_id, "id");
+        for port in 10..10 + MAX_REGISTRATIONS as u16 {
+            stored.set_registration(dynamic("http://as", &format!("c{port}"), port));
+        }
+        assert_eq!(stored.registrations.len(), MAX_REGISTRATIONS);
+        assert!(stored.registration_for_client("http://as", "id").is_some());
+        // The oldest one the tokens do not use went first.
+        assert!(stored.registration_for_client("http://as", "c10").is_none());
+        assert!(stored.registration_for_client("http://as", "c11").is_some());
+        // Without tokens, the oldest goes.
+        stored.tokens = None;
+        stored.set_registration(dynamic("http://as", "last", 99));
+        assert_eq!(stored.registrations.len(), MAX_REGISTRATIONS);
+        assert!(stored.registration_for_client("http://as", "id").is_none());
+        assert_eq!(stored.registrations.last().unwrap().client_id, "last");
     }
 }

@@ -14,7 +14,7 @@
 //! | `issuer` | Optional issuer the pre-registered client belongs to (needs `clientId`): the credentials are never presented to another authorization server. |
 //! | `clientMetadataUrl` | Optional `https` URL with a path: this client's Client ID Metadata Document, used as the client id where the server supports it. |
 //! | `scopes` | Optional array of non-empty strings, requested in addition to the ones the server asks for. |
-//! | `redirectPort` | Optional port (1-65535) for `login`'s loopback redirect listener, for servers that registered a fixed redirect URI. Default: an ephemeral port. |
+//! | `redirectPort` | Optional port (1-65535) for `login`'s loopback redirect listener, for servers that registered a fixed redirect URI. Default: an ephemeral port chosen at the first login and remembered in the token file, bound again by later logins. |
 //! | `legacyDiscovery` | Optional boolean: 2025-03-26 discovery for servers without protected resource metadata. Default: `false`. |
 //! | `workloadIdentity` | Optional object: the JWT bearer grant with a platform-minted assertion (SEP-1933), as `clientId`, no secret; see below. |
 //! | `enterprise` | Optional object: enterprise-managed authorization (SEP-990), the user's ID token exchanged at the identity provider, then the JWT bearer grant as `clientId` (with `clientSecretEnv`); see below. |

@@ -24,13 +24,26 @@
 //!   `proxy`). `https` destinations go through a `CONNECT` tunnel; `http`
 //!   destinations are sent to the proxy in absolute form, with
 //!   `Proxy-Authorization` from the proxy URL's userinfo when present. Proxies
-//!   with an `https://` URL are not supported.
+//!   with an `https://` URL are not supported. Whether a destination is proxied
+//!   is the matcher's answer for its URL (so `NO_PROXY` is matched against the
+//!   URL's host, as curl does), for every origin alike.
 //! - The address guard ([`AddressGuard`], the OAuth chain's address policy): a
-//!   connection to any origin but the endpoint's is made directly (never through
-//!   the proxy, as the chain's requests always were) and only to the addresses the
-//!   guard keeps of those DNS gave, so a discovered URL whose name resolves inside
-//!   the network is refused before connecting. The endpoint's own origin is
-//!   reached as the transport reaches it: its address is the one configured.
+//!   connection to any origin but the endpoint's goes only to addresses the
+//!   guard keeps of those the name resolves to here, so a discovered URL whose
+//!   name resolves inside the network is refused before anything is connected,
+//!   the proxy included. Such an `https` destination that the matcher proxies
+//!   goes through a `CONNECT` tunnel whose target is the kept address
+//!   (`CONNECT 203.0.113.7:443`, each kept address in turn until one tunnel
+//!   opens), never the name: a proxy given the name would resolve it itself,
+//!   and could be led anywhere (DNS rebinding). TLS still verifies the name
+//!   (hyper-rustls takes the server name from the request's URI, not from the
+//!   tunnel), and the proxy's credentials go in the `CONNECT` as for the
+//!   endpoint's requests. An `http` destination outside the endpoint's origin
+//!   (which the policy allows on loopback only) is always connected directly: a
+//!   proxy elsewhere cannot reach this machine's loopback, and a plain-HTTP
+//!   proxy would read the request (a token request's code or secret). The
+//!   endpoint's own origin is reached as the transport reaches it: its address
+//!   is the one configured, and the proxy may resolve its name.
 
 use std::fmt;
 use std::io;
@@ -56,7 +69,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
 use tokio::net::TcpStream;
-use tower::Service;
+use tower::{Service, ServiceExt};
 
 use super::body::KnownEnd;
 use super::{BoxError, HttpRequest, HttpResponse, same_origin};
@@ -129,6 +142,15 @@ pub(crate) trait AddressGuard: Send + Sync + 'static {
     /// The addresses of `addrs` that may be connected to, in their order; an
     /// error (`egress_denied`) when none may.
     fn keep(&self, addrs: Vec<SocketAddr>) -> BoxFuture<'_, Result<Vec<SocketAddr>>>;
+
+    /// True when a guarded `https` destination named by a host name, that the
+    /// proxy takes, is tunnelled by that name (`CONNECT as.example:443`): the
+    /// proxy resolves it, and [`keep`](Self::keep) never sees its addresses.
+    /// For networks where only the proxy resolves names; an explicit opt-in.
+    /// Default: false (resolved here, tunnelled to a kept address).
+    fn proxy_resolves_names(&self) -> bool {
+        false
+    }
 }
 
 /// The system's resolver, minus every address the guard refuses.
@@ -162,7 +184,92 @@ impl Service<Name> for GuardedResolver {
 #[derive(Clone)]
 struct Guarded {
     endpoint: Uri,
+    /// Resolves a name here and keeps what the guard allows: for tunnels, whose
+    /// `CONNECT` names the kept address, never the name.
+    resolver: GuardedResolver,
     http: HttpConnector<GuardedResolver>,
+}
+
+/// A guarded destination's name that this machine cannot resolve, on the way to
+/// the proxy: the proxy is not asked, and the message names the opt-in.
+const UNRESOLVED: &str = "the host name of an authorization URL could not be resolved here, \
+     and the proxy is not asked to resolve it (oauth_proxy_resolves_names lets it, \
+     where only the proxy resolves names)";
+
+/// The addresses of `host` (an IP literal, bracketed or not, or a name resolved
+/// here) that the guard keeps, each with `port`.
+async fn kept_addresses(
+    resolver: GuardedResolver,
+    host: &str,
+    port: u16,
+) -> std::result::Result<Vec<SocketAddr>, BoxError> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let kept: Vec<SocketAddr> = match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => resolver.guard.keep(vec![SocketAddr::new(ip, port)]).await?,
+        Err(_) => {
+            let name: Name = bare
+                .parse()
+                .map_err(|_| io::Error::other("the destination's host is not a name"))?;
+            let addrs = resolver
+                .inner
+                .oneshot(name)
+                .await
+                .map_err(|_| Error::closed(UNRESOLVED))?;
+            resolver.guard.keep(addrs.collect()).await?
+        }
+    };
+    Ok(kept
+        .into_iter()
+        .map(|a| SocketAddr::new(a.ip(), port))
+        .collect())
+}
+
+/// A `CONNECT` tunnel through `proxy` to a guarded `https` destination: the name
+/// is resolved here, the guard keeps the allowed addresses, and each is tried in
+/// turn as the tunnel's target (`CONNECT 203.0.113.7:443`), so the proxy never
+/// resolves the name itself. TLS, above this connector, still verifies the
+/// destination's name (hyper-rustls takes it from the original URI).
+async fn guarded_tunnel(
+    resolver: GuardedResolver,
+    http: HttpConnector,
+    proxy: Uri,
+    auth: Option<http::HeaderValue>,
+    dst: Uri,
+) -> std::result::Result<TokioIo<TcpStream>, BoxError> {
+    let host = dst
+        .host()
+        .ok_or_else(|| io::Error::other("the destination has no host"))?;
+    let port = dst.port_u16().unwrap_or(443);
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let targets: Vec<String> =
+        if resolver.guard.proxy_resolves_names() && bare.parse::<std::net::IpAddr>().is_err() {
+            // The opt-in: the proxy resolves the name (the URL's string checks
+            // were made above this client).
+            vec![format!("{host}:{port}")]
+        } else {
+            kept_addresses(resolver, host, port)
+                .await?
+                .iter()
+                .map(SocketAddr::to_string)
+                .collect()
+        };
+    let mut last: Option<BoxError> = None;
+    for authority in targets {
+        let target = Uri::builder()
+            .scheme("https")
+            .authority(authority)
+            .path_and_query("/")
+            .build()?;
+        let mut tunnel = Tunnel::new(proxy.clone(), http.clone());
+        if let Some(auth) = &auth {
+            tunnel = tunnel.with_auth(auth.clone());
+        }
+        match tunnel.call(target).await {
+            Ok(io) => return Ok(io),
+            Err(e) => last = Some(e.into()),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("no address to tunnel to").into()))
 }
 
 /// The TCP connector: through a proxy when the matcher says so, directly
@@ -185,12 +292,17 @@ impl Connector {
         let mut http = HttpConnector::new();
         tcp_settings(&mut http);
         let guarded = guard.map(|(endpoint, guard)| {
-            let mut http = HttpConnector::new_with_resolver(GuardedResolver {
+            let resolver = GuardedResolver {
                 inner: GaiResolver::new(),
                 guard,
-            });
+            };
+            let mut http = HttpConnector::new_with_resolver(resolver.clone());
             tcp_settings(&mut http);
-            Guarded { endpoint, http }
+            Guarded {
+                endpoint,
+                resolver,
+                http,
+            }
         });
         Connector {
             http,
@@ -214,13 +326,33 @@ impl Service<Uri> for Connector {
             io,
             absolute_form: false,
         };
+        let intercept = self.proxies.as_ref().and_then(|m| m.intercept(&dst));
         if let Some(guarded) = &self.guarded
             && !same_origin(&dst, &guarded.endpoint)
         {
-            let mut http = guarded.http.clone();
-            return Box::pin(async move { Ok(direct(http.call(dst).await?)) });
+            // Outside the endpoint's origin: `https` through the proxy (when it
+            // intercepts) tunnels to an address checked here; anything else (plain
+            // `http`, which the policy allows on loopback only: a proxy elsewhere
+            // cannot reach this machine's loopback, and would read the request)
+            // connects directly to the addresses the guard keeps.
+            let intercept = intercept.filter(|_| dst.scheme_str() == Some("https"));
+            let Some(intercept) = intercept else {
+                let mut http = guarded.http.clone();
+                return Box::pin(async move { Ok(direct(http.call(dst).await?)) });
+            };
+            let resolver = guarded.resolver.clone();
+            let http = self.http.clone();
+            return Box::pin(async move {
+                let proxy = intercept.uri().clone();
+                if proxy.scheme_str() != Some("http") {
+                    return Err(io::Error::other("only http:// proxies are supported").into());
+                }
+                let auth = intercept.basic_auth().cloned();
+                Ok(direct(
+                    guarded_tunnel(resolver, http, proxy, auth, dst).await?,
+                ))
+            });
         }
-        let intercept = self.proxies.as_ref().and_then(|m| m.intercept(&dst));
         let mut http = self.http.clone();
         Box::pin(async move {
             let Some(intercept) = intercept else {
@@ -309,8 +441,9 @@ type Pooled = Client<HttpsConnector<Connector>, Full<Bytes>>;
 pub(crate) struct HttpClient {
     client: Arc<Pooled>,
     proxies: Option<Arc<Matcher>>,
-    /// The endpoint, when a guard is set: requests outside its origin connect
-    /// directly ([`Connector`]), so they carry no proxy credentials either.
+    /// The endpoint, when a guard is set: `http` requests outside its origin
+    /// connect directly ([`Connector`]), so they carry no proxy credentials
+    /// (`https` ones carry them in the tunnel's `CONNECT` only).
     guarded_endpoint: Option<Uri>,
 }
 
@@ -379,8 +512,8 @@ impl Service<HttpRequest> for HttpClient {
     fn call(&mut self, mut req: HttpRequest) -> Self::Future {
         // Plain-HTTP proxying sends the request itself to the proxy: it carries the
         // proxy's credentials (a CONNECT tunnel carries them in the CONNECT instead).
-        // A guarded request (outside the endpoint's origin) never goes through the
-        // proxy, so it never carries them.
+        // A guarded `http` request (outside the endpoint's origin) never goes
+        // through the proxy, so it never carries them.
         let guarded = self
             .guarded_endpoint
             .as_ref()
@@ -698,34 +831,217 @@ pub(crate) mod tests {
         }
     }
 
-    /// The guard applies to every origin but the endpoint's, and a guarded
-    /// origin is never reached through the proxy.
+    /// The guard applies to every origin but the endpoint's, before any proxy:
+    /// a refused destination, `http` or `https`, never reaches the proxy.
     #[tokio::test]
-    async fn the_guard_holds_outside_the_endpoints_origin_and_bypasses_the_proxy() {
+    async fn the_guard_holds_outside_the_endpoints_origin_before_any_proxy() {
         let server = Counting::start().await;
         let (proxy, _seen, proxied) = fake_proxy().await;
         let tls = tls_config("t", TlsOptions::default(), false).unwrap();
         let endpoint: Uri = server.url("/mcp").parse().unwrap();
         let guard: Arc<dyn AddressGuard> = Arc::new(RefuseAll);
         let matcher = Matcher::builder()
-            .http(format!("http://{proxy}"))
+            .all(format!("http://{proxy}"))
             .no("127.0.0.1")
             .build();
         let client = HttpClient::new(tls, Some(matcher), Some((endpoint, guard)));
         // The endpoint's origin: reached as configured (here: NO_PROXY, direct).
         assert_eq!(&call(&client, &server.url("/")).await[..], b"{}");
         // The same server under another name is another origin: guarded, and
-        // direct although the proxy would take `localhost` (not under NO_PROXY).
-        let other = format!("http://localhost:{}/", server.addr.port());
-        let error = client.clone().oneshot(get(&other)).await.unwrap_err();
-        match super::super::stack_failure(&*error, false) {
-            super::super::StackFailure::Ours(e) => {
-                assert_eq!(e.kind(), crate::error::ErrorKind::EgressDenied, "{e}");
+        // refused before the proxy (which would take `localhost`, not under
+        // NO_PROXY) is asked anything, for `http` and for `https` alike.
+        for scheme in ["http", "https"] {
+            let other = format!("{scheme}://localhost:{}/", server.addr.port());
+            let error = client.clone().oneshot(get(&other)).await.unwrap_err();
+            match super::super::stack_failure(&*error, false) {
+                super::super::StackFailure::Ours(e) => {
+                    assert_eq!(e.kind(), crate::error::ErrorKind::EgressDenied, "{e}");
+                }
+                _ => panic!("{scheme}: not the guard's refusal: {error}"),
             }
-            _ => panic!("not the guard's refusal: {error}"),
         }
-        assert_eq!(proxied.load(Ordering::SeqCst), 0);
+        assert_eq!(proxied.load(Ordering::SeqCst), 0, "the proxy was reached");
         assert_eq!(server.accepted(), 1);
+    }
+
+    /// Keeps only one address.
+    struct KeepOnly(std::net::IpAddr);
+
+    impl AddressGuard for KeepOnly {
+        fn keep(&self, addrs: Vec<SocketAddr>) -> BoxFuture<'_, Result<Vec<SocketAddr>>> {
+            Box::pin(async move { Ok(addrs.into_iter().filter(|a| a.ip() == self.0).collect()) })
+        }
+    }
+
+    /// A `CONNECT` proxy on loopback that records each request line's target and
+    /// `Proxy-Authorization`, then refuses the tunnel (`502`) and closes.
+    async fn refusing_connect_proxy() -> (
+        SocketAddr,
+        Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>,
+    ) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") && head.len() < 8192 {
+                        if tcp.read_exact(&mut byte).await.is_err() {
+                            return;
+                        }
+                        head.push(byte[0]);
+                    }
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    let mut lines = head.split("\r\n");
+                    let target = lines
+                        .next()
+                        .and_then(|l| l.strip_prefix("CONNECT "))
+                        .and_then(|l| l.split(' ').next())
+                        .unwrap_or("(not a CONNECT)")
+                        .to_owned();
+                    let auth = lines
+                        .find(|l| l.to_ascii_lowercase().starts_with("proxy-authorization:"))
+                        .map(|l| l.split_once(':').unwrap().1.trim().to_owned());
+                    log.lock().unwrap().push((target, auth));
+                    let _ = tcp.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n").await;
+                });
+            }
+        });
+        (addr, seen)
+    }
+
+    /// A guarded `https` destination goes through the proxy, tunnelled to the
+    /// address resolved here and kept by the guard, never to the name (which the
+    /// proxy would resolve itself); the proxy's credentials go in the `CONNECT`.
+    #[tokio::test]
+    async fn a_guarded_https_destination_is_tunnelled_to_the_checked_address() {
+        let (proxy, seen) = refusing_connect_proxy().await;
+        let matcher = Matcher::builder()
+            .all(format!("http://user:pass@{proxy}"))
+            .build();
+        let tls = tls_config("t", TlsOptions::default(), false).unwrap();
+        let endpoint: Uri = "https://127.0.0.1:9/mcp".parse().unwrap();
+        let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
+        let guard: Arc<dyn AddressGuard> = Arc::new(KeepOnly(loopback));
+        let client = HttpClient::new(tls, Some(matcher), Some((endpoint, guard)));
+        // The proxy refuses the tunnel: the request fails, the CONNECT is recorded.
+        let error = client
+            .clone()
+            .oneshot(get("https://localhost:8443/token"))
+            .await;
+        assert!(error.is_err());
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            [(
+                "127.0.0.1:8443".to_owned(),
+                Some("Basic dXNlcjpwYXNz".to_owned())
+            )],
+            "one CONNECT, to the kept address, with the proxy's credentials"
+        );
+    }
+
+    /// Refuses every address, and lets the proxy resolve names (the opt-in).
+    struct TrustsTheProxy;
+
+    impl AddressGuard for TrustsTheProxy {
+        fn keep(&self, addrs: Vec<SocketAddr>) -> BoxFuture<'_, Result<Vec<SocketAddr>>> {
+            RefuseAll.keep(addrs)
+        }
+
+        fn proxy_resolves_names(&self) -> bool {
+            true
+        }
+    }
+
+    /// With the opt-in, a proxied guarded `https` name is tunnelled by name (the
+    /// guard never sees its addresses); an IP literal is still checked here.
+    #[tokio::test]
+    async fn with_the_opt_in_the_proxy_resolves_names_but_literals_are_checked() {
+        let (proxy, seen) = refusing_connect_proxy().await;
+        let matcher = Matcher::builder()
+            .all(format!("http://user:pass@{proxy}"))
+            .build();
+        let tls = tls_config("t", TlsOptions::default(), false).unwrap();
+        let endpoint: Uri = "https://127.0.0.1:9/mcp".parse().unwrap();
+        let guard: Arc<dyn AddressGuard> = Arc::new(TrustsTheProxy);
+        let client = HttpClient::new(tls, Some(matcher), Some((endpoint, guard)));
+        for literal in ["https://127.0.0.1:8443/token", "https://[::1]:8443/token"] {
+            let error = client.clone().oneshot(get(literal)).await.unwrap_err();
+            match super::super::stack_failure(&*error, true) {
+                super::super::StackFailure::Ours(e) => {
+                    assert_eq!(e.kind(), crate::error::ErrorKind::EgressDenied, "{e}");
+                }
+                _ => panic!("{literal}: not the guard's refusal: {error}"),
+            }
+        }
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "a refused literal was tunnelled"
+        );
+        let error = client
+            .clone()
+            .oneshot(get("https://as.example:8443/token"))
+            .await;
+        assert!(error.is_err());
+        assert_eq!(
+            seen.lock().unwrap().clone(),
+            [(
+                "as.example:8443".to_owned(),
+                Some("Basic dXNlcjpwYXNz".to_owned())
+            )]
+        );
+    }
+
+    /// A guarded name this machine cannot resolve is not handed to the proxy;
+    /// the error names the opt-in that would.
+    #[tokio::test]
+    async fn an_unresolvable_name_is_not_handed_to_the_proxy() {
+        let (proxy, seen) = refusing_connect_proxy().await;
+        let matcher = Matcher::builder().all(format!("http://{proxy}")).build();
+        let tls = tls_config("t", TlsOptions::default(), false).unwrap();
+        let endpoint: Uri = "https://127.0.0.1:9/mcp".parse().unwrap();
+        let guard: Arc<dyn AddressGuard> = Arc::new(AllowAll);
+        let client = HttpClient::new(tls, Some(matcher), Some((endpoint, guard)));
+        let error = client
+            .oneshot(get("https://nowhere.invalid/token"))
+            .await
+            .unwrap_err();
+        match super::super::stack_failure(&*error, true) {
+            super::super::StackFailure::Ours(e) => {
+                assert_eq!(e.kind(), crate::error::ErrorKind::ConnectionClosed, "{e}");
+                assert!(e.message().contains("oauth_proxy_resolves_names"), "{e}");
+                assert!(!e.message().contains("nowhere"), "{e}");
+            }
+            _ => panic!("not the resolution failure: {error}"),
+        }
+        assert!(seen.lock().unwrap().is_empty(), "the proxy was asked");
+    }
+
+    /// NO_PROXY holds for guarded destinations as for the endpoint's: a guarded
+    /// `https` destination under it connects directly (to a kept address).
+    #[tokio::test]
+    async fn no_proxy_is_honoured_for_guarded_destinations() {
+        let target = Counting::start().await;
+        let (proxy, seen) = refusing_connect_proxy().await;
+        let matcher = Matcher::builder()
+            .all(format!("http://{proxy}"))
+            .no("localhost")
+            .build();
+        let tls = tls_config("t", TlsOptions::default(), false).unwrap();
+        let endpoint: Uri = "https://127.0.0.1:9/mcp".parse().unwrap();
+        let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
+        let guard: Arc<dyn AddressGuard> = Arc::new(KeepOnly(loopback));
+        let client = HttpClient::new(tls, Some(matcher), Some((endpoint, guard)));
+        // The target speaks plain HTTP: TLS fails, after a direct connection.
+        let url = format!("https://localhost:{}/token", target.addr.port());
+        assert!(client.clone().oneshot(get(&url)).await.is_err());
+        assert_eq!(target.accepted(), 1, "not connected directly");
+        assert!(seen.lock().unwrap().is_empty(), "the proxy was asked");
     }
 
     /// Keeps every address.

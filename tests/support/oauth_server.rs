@@ -17,6 +17,15 @@
 //!   step-up challenge without `scope`, PRM `scopes_supported`, refusals at the
 //!   authorization, token and registration endpoints (with server-authored text
 //!   that must never surface).
+//! - Clients as registered (`registered`): dynamic registrations may be handed a
+//!   secret and `client_secret_basic` or `client_secret_post`
+//!   (`register_auth_method`), which `/token` and `/revoke` then require; with
+//!   `exact_redirect_uris`, `/authorize` refuses a redirect URI the client did
+//!   not register (as servers that compare them exactly do).
+//! - `/revoke` (RFC 7009, advertised as `revocation_endpoint` unless
+//!   `no_revocation`; another URL with `revocation_endpoint`): checks the client
+//!   authentication, revokes the token (a refresh token with its whole family),
+//!   and records every request in `revocations`; `revoke_error` refuses.
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
@@ -31,6 +40,29 @@ use super::http_server::{Body, Recorded, TestServer, full, status, with_header};
 
 /// (code challenge, granted scopes, client id, a refresh token is issued).
 type Pending = (String, Vec<String>, String, bool);
+
+/// A client the server knows.
+#[derive(Clone, Debug)]
+pub struct KnownClient {
+    pub redirect_uris: Vec<String>,
+    pub secret: Option<String>,
+    /// `none`, `client_secret_basic` or `client_secret_post`.
+    pub method: String,
+}
+
+/// One request to `/revoke`, as received.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RevocationSeen {
+    pub token: String,
+    pub hint: Option<String>,
+    pub client_id: String,
+    /// `basic`, `post` or `none`: how the client authenticated.
+    pub auth: String,
+    /// The client authentication matched its registration.
+    pub authenticated: bool,
+    /// The client assertion, for `jwt`.
+    pub assertion: Option<String>,
+}
 
 #[derive(Default)]
 pub struct AsState {
@@ -77,6 +109,25 @@ pub struct AsState {
     pub register_error: Mutex<Option<String>>,
     /// The `scope` of every registration request (`None` when absent).
     pub register_scopes: Mutex<Vec<Option<String>>>,
+    /// The MCP resource's base when it has an origin of its own
+    /// ([`SplitServer`]); default: `base`.
+    pub resource_base: OnceLock<String>,
+    /// Clients by id: dynamic registrations and seeded ones.
+    pub registered: Mutex<HashMap<String, KnownClient>>,
+    /// Dynamic registrations get a secret and this method (`client_secret_basic`
+    /// or `client_secret_post`), which the metadata then lists.
+    pub register_auth_method: Mutex<Option<String>>,
+    /// `/authorize` refuses a redirect URI the client did not register.
+    pub exact_redirect_uris: Mutex<bool>,
+    /// The metadata names no revocation endpoint.
+    pub no_revocation: Mutex<bool>,
+    /// The revocation endpoint the metadata names instead of `/revoke`.
+    pub revocation_endpoint: Mutex<Option<String>>,
+    /// `/revoke` answers this status with this `error` (and an
+    /// `error_description`).
+    pub revoke_error: Mutex<Option<(u16, String)>>,
+    /// Every request to `/revoke`.
+    pub revocations: Mutex<Vec<RevocationSeen>>,
     // ----- JWT bearer grants (RFC 7523) and the IdP token exchange (RFC 8693) -----
     /// The metadata lists the jwt-bearer grant, and `/token` serves it.
     pub jwt_bearer: Mutex<bool>,
@@ -130,33 +181,6 @@ fn issued_grants() -> &'static Mutex<IssuedGrants> {
 
 pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 pub const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
-
-/// The client a token request authenticated as: (id, secret, by Basic).
-fn client_auth(req: &Recorded, f: &HashMap<String, String>) -> (String, Option<String>, bool) {
-    if let Some(basic) = req
-        .header("authorization")
-        .and_then(|v| v.strip_prefix("Basic "))
-    {
-        let decoded = base64::engine::general_purpose::STANDARD
-            .decode(basic)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .unwrap_or_default();
-        let (id, secret) = decoded.split_once(':').unwrap_or((&decoded, ""));
-        let decode = |s: &str| {
-            url::form_urlencoded::parse(format!("x={s}").as_bytes())
-                .next()
-                .map(|(_, v)| v.into_owned())
-                .unwrap_or_default()
-        };
-        return (decode(id), Some(decode(secret)), true);
-    }
-    (
-        f.get("client_id").cloned().unwrap_or_default(),
-        f.get("client_secret").cloned(),
-        false,
-    )
-}
 
 /// The IdP's token exchange: every parameter checked, an ID-JAG for the AS.
 fn idp_token(state: &AsState, f: HashMap<String, String>) -> Response<Body> {
@@ -234,7 +258,8 @@ fn jwt_bearer_grant(
     if !*state.jwt_bearer.lock().unwrap() {
         return json_response(400, json!({"error": "unsupported_grant_type"}));
     }
-    let (client, secret, basic) = client_auth(req, f);
+    let (client, secret, auth) = client_auth(req, f);
+    let basic = auth == "basic";
     if let Some((id, expected)) = state.jwt_client.lock().unwrap().clone()
         && (client != id || secret != expected || (expected.is_some() && !basic))
     {
@@ -281,6 +306,14 @@ impl AsState {
         self.base.get().cloned().unwrap()
     }
 
+    /// The MCP resource's base: [`Self::resource_base`], or `base`.
+    pub fn resource(&self) -> String {
+        self.resource_base
+            .get()
+            .cloned()
+            .unwrap_or_else(|| self.base())
+    }
+
     fn issue(&self, family: u64, scopes: &[String]) -> Value {
         self.issue_with(family, scopes, true)
     }
@@ -321,10 +354,35 @@ impl AsState {
         self.live.lock().unwrap().clear();
     }
 
+    /// The number of dynamic registrations made.
+    pub fn registrations(&self) -> usize {
+        self.client_ids
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| c.starts_with("register:"))
+            .count()
+    }
+
+    /// True while `token` (access or refresh) is valid.
+    pub fn is_live(&self, token: &str) -> bool {
+        self.live.lock().unwrap().contains_key(token)
+            || (self.refresh.lock().unwrap().contains_key(token)
+                && !self.used.lock().unwrap().contains(token))
+    }
+
     /// Registers a client and issues tokens without a browser, for tests that
     /// start from a stored login: returns (client_id, access, refresh).
     pub fn seed(&self, scopes: &[&str]) -> (String, String, String) {
         let client = format!("client-{}", self.next());
+        self.registered.lock().unwrap().insert(
+            client.clone(),
+            KnownClient {
+                redirect_uris: vec![],
+                secret: None,
+                method: "none".into(),
+            },
+        );
         let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
         let family = self.next();
         let t = self.issue(family, &scopes);
@@ -349,10 +407,55 @@ fn json_response(code: u16, v: Value) -> Response<Body> {
     full(code, "application/json", v.to_string())
 }
 
+/// How a token or revocation request authenticated: (client id, secret, `basic`,
+/// `post`, `jwt` (a client assertion, its text in place of the secret) or
+/// `none`).
+fn client_auth(req: &Recorded, f: &HashMap<String, String>) -> (String, Option<String>, String) {
+    if let Some(basic) = req
+        .header("authorization")
+        .and_then(|v| v.strip_prefix("Basic "))
+    {
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(basic)
+            .unwrap_or_default();
+        let text = String::from_utf8(decoded).unwrap_or_default();
+        let (id, secret) = text.split_once(':').unwrap_or((&text, ""));
+        let decode = |s: &str| {
+            url::form_urlencoded::parse(format!("v={s}").as_bytes())
+                .next()
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_default()
+        };
+        return (decode(id), Some(decode(secret)), "basic".into());
+    }
+    let id = f.get("client_id").cloned().unwrap_or_default();
+    if f.get("client_assertion_type").map(String::as_str)
+        == Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+    {
+        return (id, f.get("client_assertion").cloned(), "jwt".into());
+    }
+    match f.get("client_secret") {
+        Some(secret) => (id, Some(secret.clone()), "post".into()),
+        None => (id, None, "none".into()),
+    }
+}
+
+/// True when the authentication matches what `client` registered.
+fn authenticates(client: &KnownClient, secret: &Option<String>, auth: &str) -> bool {
+    let expected = match client.method.as_str() {
+        "client_secret_basic" => "basic",
+        "client_secret_post" => "post",
+        // The test verifies the assertion itself.
+        "private_key_jwt" => return auth == "jwt" && secret.is_some(),
+        _ => "none",
+    };
+    auth == expected && (expected == "none" || *secret == client.secret)
+}
+
 fn unauthorized(state: &AsState, code: u16, error: &str, scope: Option<String>) -> Response<Body> {
     let mut challenge = format!(
         "Bearer error=\"{error}\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
-        state.base()
+        state.resource()
     );
     let omitted = code == 403 && *state.step_up_without_scope.lock().unwrap();
     if let Some(scope) = scope.filter(|_| !omitted) {
@@ -386,8 +489,7 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 .unwrap()
                 .clone()
                 .unwrap_or(base.clone());
-            let mut prm =
-                json!({"resource": format!("{base}/mcp"), "authorization_servers": [issuer]});
+            let mut prm = json!({"resource": format!("{}/mcp", state.resource()), "authorization_servers": [issuer]});
             if let Some(scopes) = state.prm_scopes.lock().unwrap().clone() {
                 prm["scopes_supported"] = json!(scopes);
             }
@@ -401,6 +503,8 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
             if oidc != (path == "/.well-known/openid-configuration") {
                 return status(404);
             }
+            let mut methods = vec!["none".to_owned()];
+            methods.extend(state.register_auth_method.lock().unwrap().clone());
             let mut metadata = json!({
                 "issuer": base,
                 "authorization_endpoint": format!("{base}/authorize"),
@@ -409,7 +513,7 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 "response_types_supported": ["code"],
                 "grant_types_supported": ["authorization_code", "refresh_token"],
                 "code_challenge_methods_supported": ["S256"],
-                "token_endpoint_auth_methods_supported": ["none"],
+                "token_endpoint_auth_methods_supported": methods,
                 "authorization_response_iss_parameter_supported": true,
             });
             if *state.jwt_bearer.lock().unwrap() {
@@ -417,6 +521,16 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
             }
             if let Some(methods) = state.auth_methods.lock().unwrap().clone() {
                 metadata["token_endpoint_auth_methods_supported"] = json!(methods);
+            }
+            if !*state.no_revocation.lock().unwrap() {
+                metadata["revocation_endpoint"] = json!(
+                    state
+                        .revocation_endpoint
+                        .lock()
+                        .unwrap()
+                        .clone()
+                        .unwrap_or(format!("{base}/revoke"))
+                );
             }
             if oidc {
                 metadata["scopes_supported"] = json!(["openid", "offline_access", "read", "write"]);
@@ -454,10 +568,38 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 .lock()
                 .unwrap()
                 .push(format!("register:{id}"));
-            json_response(
-                201,
-                json!({"client_id": id, "token_endpoint_auth_method": "none"}),
-            )
+            let method = state
+                .register_auth_method
+                .lock()
+                .unwrap()
+                .clone()
+                .unwrap_or("none".into());
+            let secret = (method != "none").then(|| format!("secret-{id}"));
+            let redirect_uris: Vec<String> = body["redirect_uris"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|u| u.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            state.registered.lock().unwrap().insert(
+                id.clone(),
+                KnownClient {
+                    redirect_uris: redirect_uris.clone(),
+                    secret: secret.clone(),
+                    method: method.clone(),
+                },
+            );
+            let mut answer = json!({
+                "client_id": id,
+                "token_endpoint_auth_method": method,
+                "redirect_uris": redirect_uris,
+            });
+            if let Some(secret) = secret {
+                answer["client_secret"] = json!(secret);
+            }
+            json_response(201, answer)
         }
         ("GET", "/authorize") => {
             let client = query.get("client_id").cloned().unwrap_or_default();
@@ -474,6 +616,14 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 query.get("resource").is_some_and(|r| r.ends_with("/mcp")),
                 "resource on the authorization request"
             );
+            if *state.exact_redirect_uris.lock().unwrap() {
+                let registered = state.registered.lock().unwrap().get(&client).cloned();
+                let redirect = query.get("redirect_uri").cloned().unwrap_or_default();
+                if !registered.is_some_and(|c| c.redirect_uris.contains(&redirect)) {
+                    // Never redirect to an unregistered URI (RFC 6749 §4.1.2.1).
+                    return full(400, "text/plain", "redirect_uri is not registered");
+                }
+            }
             let withheld = state.withheld.lock().unwrap().clone();
             let scopes: Vec<String> = query
                 .get("scope")
@@ -527,10 +677,19 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 f.get("resource").is_some_and(|r| r.ends_with("/mcp")),
                 "resource on every token request"
             );
-            state.client_ids.lock().unwrap().push(format!(
-                "token:{}",
-                f.get("client_id").cloned().unwrap_or_default()
-            ));
+            let (client, secret, auth) = client_auth(&req, &f);
+            state
+                .client_ids
+                .lock()
+                .unwrap()
+                .push(format!("token:{client}"));
+            // A client registered with a secret must authenticate as registered.
+            let known = state.registered.lock().unwrap().get(&client).cloned();
+            if let Some(known) = known.filter(|k| k.method != "none")
+                && !authenticates(&known, &secret, &auth)
+            {
+                return json_response(401, json!({"error": "invalid_client"}));
+            }
             if let Some(error) = state.token_error.lock().unwrap().clone() {
                 return json_response(
                     400,
@@ -582,11 +741,72 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                     };
                     json_response(200, state.issue(family, &scopes))
                 }
+                Some("client_credentials") => {
+                    if !state
+                        .registered
+                        .lock()
+                        .unwrap()
+                        .get(&client)
+                        .is_some_and(|k| authenticates(k, &secret, &auth))
+                    {
+                        return json_response(401, json!({"error": "invalid_client"}));
+                    }
+                    let scopes: Vec<String> = f
+                        .get("scope")
+                        .map(|s| s.split(' ').map(str::to_owned).collect())
+                        .unwrap_or_default();
+                    let family = state.next();
+                    json_response(200, state.issue_with(family, &scopes, false))
+                }
                 Some(JWT_BEARER) => jwt_bearer_grant(state, &req, &f),
                 _ => json_response(400, json!({"error": "unsupported_grant_type"})),
             }
         }
         ("POST", "/idp/token") => idp_token(state, form(&req.body)),
+        ("POST", "/revoke") => {
+            let f = form(&req.body);
+            let (client_id, secret, auth) = client_auth(&req, &f);
+            let known = state.registered.lock().unwrap().get(&client_id).cloned();
+            let authenticated = known.is_some_and(|k| authenticates(&k, &secret, &auth));
+            let token = f.get("token").cloned().unwrap_or_default();
+            let hint = f.get("token_type_hint").cloned();
+            state.revocations.lock().unwrap().push(RevocationSeen {
+                token: token.clone(),
+                hint: hint.clone(),
+                client_id,
+                assertion: (auth == "jwt").then(|| secret.clone()).flatten(),
+                auth,
+                authenticated,
+            });
+            if !authenticated {
+                return json_response(
+                    401,
+                    json!({"error": "invalid_client", "error_description": REMOTE_TEXT}),
+                );
+            }
+            if let Some((code, error)) = state.revoke_error.lock().unwrap().clone() {
+                return json_response(
+                    code,
+                    json!({"error": error, "error_description": REMOTE_TEXT}),
+                );
+            }
+            // RFC 7009 §2.1: revoking a refresh token ends its grant.
+            let family = state.refresh.lock().unwrap().remove(&token).map(|f| f.0);
+            if let Some(family) = family {
+                for access in state
+                    .families
+                    .lock()
+                    .unwrap()
+                    .remove(&family)
+                    .unwrap_or_default()
+                {
+                    state.live.lock().unwrap().remove(&access);
+                }
+                state.refresh.lock().unwrap().retain(|_, v| v.0 != family);
+            }
+            state.live.lock().unwrap().remove(&token);
+            status(200)
+        }
         (_, "/mcp") => {
             let token = req
                 .header("authorization")
@@ -668,5 +888,41 @@ impl OAuthServer {
 
     pub fn issuer(&self) -> String {
         self.state.base()
+    }
+}
+
+// ----- the resource and its authorization server on two origins -----
+
+/// One authorization server state served over TLS on two listeners: the MCP
+/// resource at `https://127.0.0.1:<port>/mcp` and its authorization server
+/// (issuer, metadata, registration, authorization, tokens) at
+/// `https://localhost:<other port>`, so every request of the chain leaves the
+/// MCP endpoint's origin. Both listeners serve every path; each records what
+/// reached it.
+pub struct SplitServer {
+    pub resource: TestServer,
+    pub authorization: OAuthServer,
+}
+
+impl SplitServer {
+    pub async fn start(tls: rustls::ServerConfig) -> Self {
+        let authorization = OAuthServer::start_with(Some(tls.clone())).await;
+        let s = authorization.state.clone();
+        let handler = move |req: Recorded| {
+            let s = s.clone();
+            async move { handle(&s, req) }
+        };
+        let resource = TestServer::start_tls(handler, tls).await;
+        let base = format!("https://127.0.0.1:{}", resource.addr.port());
+        authorization.state.resource_base.set(base).unwrap();
+        SplitServer {
+            resource,
+            authorization,
+        }
+    }
+
+    /// The MCP endpoint: `https://127.0.0.1:<port>/mcp`.
+    pub fn url(&self) -> String {
+        format!("{}/mcp", self.authorization.state.resource())
     }
 }

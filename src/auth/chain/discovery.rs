@@ -18,7 +18,9 @@ use crate::auth::token::{TokenEndpoint, choose_auth_method};
 use crate::diagnostics::Diagnostics;
 use crate::error::Result;
 
-use super::{Chain, Discovered, State, prefixed, unauthorized, union};
+use crate::auth::store::StoredAuth;
+
+use super::{Chain, Discovered, prefixed, unauthorized, union};
 
 impl Chain {
     pub(super) fn select_scopes(
@@ -255,15 +257,11 @@ impl Chain {
     /// The registration the stored tokens were issued to.
     pub(super) fn registration_for(
         &self,
-        state: &State,
+        stored: &StoredAuth,
         issuer: &str,
         client_id: &str,
     ) -> Option<Registration> {
-        if let Some(r) = state
-            .stored
-            .registration(issuer)
-            .filter(|r| r.client_id == client_id)
-        {
+        if let Some(r) = stored.registration_for_client(issuer, client_id) {
             return Some(r.clone());
         }
         if let Some(pre) = &self.config.pre_registered

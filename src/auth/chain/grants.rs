@@ -55,7 +55,7 @@ impl Chain {
             .clone()
             .ok_or_else(|| self.login_needed("no refresh token"))?;
         let registration = self
-            .registration_for(state, &held.issuer, &held.client_id)
+            .registration_for(&state.stored, &held.issuer, &held.client_id)
             .ok_or_else(|| self.login_needed("the client registration is gone"))?;
         let supported =
             found.and_then(|f| f.metadata.token_endpoint_auth_methods_supported.clone());
@@ -177,21 +177,24 @@ impl Chain {
             meta,
             self.config.pre_registered.as_ref(),
             self.config.metadata_document.as_deref(),
-            state.stored.registration(&meta.issuer),
+            &state.stored.registrations,
             Some(&redirect_uri),
         );
         if plan.is_err() {
             self.report(diag, "registration", &plan);
         }
-        let (registration, new_registration) = match plan? {
-            Plan::Use(r) => (r, None),
+        let registration = match plan? {
+            Plan::Use(r) => r,
             Plan::Register(endpoint) => {
                 let r = self
                     .register(&http, &endpoint, &meta.issuer, &redirect_uri, &scope_text)
                     .await;
                 self.report(diag, "registration", &r);
                 let r = r?;
-                (r.clone(), Some(r))
+                // Stored at once: reused by the next authorization with this
+                // redirect URI even if this one is abandoned.
+                self.save_registration(state, r.clone()).await?;
+                r
             }
         };
         let (url, record) = authorization_url(
@@ -240,8 +243,9 @@ impl Chain {
             token_endpoint: token_url.clone(),
             client_id: registration.client_id.clone(),
             tokens,
+            revocation_endpoint: meta.revocation_endpoint.clone(),
         };
-        self.save_tokens(state, stored, new_registration).await
+        self.save_tokens(state, stored).await
     }
 
     /// The authorization endpoint, when the server offers the authorization code
@@ -406,8 +410,9 @@ impl Chain {
             token_endpoint: token_url.to_owned(),
             client_id: creds.client_id().to_owned(),
             tokens,
+            revocation_endpoint: meta.revocation_endpoint.clone(),
         };
-        self.save_tokens(state, stored, None).await
+        self.save_tokens(state, stored).await
     }
 
     /// The JWT bearer grant (RFC 7523) with the configured workload identity
@@ -497,7 +502,8 @@ impl Chain {
             token_endpoint: token_url.to_owned(),
             client_id,
             tokens: tokens?,
+            revocation_endpoint: meta.revocation_endpoint.clone(),
         };
-        self.save_tokens(state, stored, None).await
+        self.save_tokens(state, stored).await
     }
 }

@@ -14,6 +14,7 @@
 
 mod discovery;
 mod grants;
+mod logout;
 
 use std::sync::{Arc, RwLock};
 
@@ -266,19 +267,11 @@ impl Chain {
     }
 
     /// Stores `tokens` (read-modify-write under the store lock) and makes them current.
-    async fn save_tokens(
-        &self,
-        state: &mut State,
-        tokens: StoredTokens,
-        registration: Option<Registration>,
-    ) -> Result<Current> {
+    async fn save_tokens(&self, state: &mut State, tokens: StoredTokens) -> Result<Current> {
         let current = self.set_current(state, &tokens.tokens)?;
         let saved = self
             .with_store(move |s, k| {
                 let mut stored = s.load(k)?.unwrap_or_default();
-                if let Some(r) = registration {
-                    stored.set_registration(r);
-                }
                 stored.tokens = Some(tokens);
                 s.save(k, &stored)?;
                 Ok(stored)
@@ -286,6 +279,20 @@ impl Chain {
             .await?;
         state.stored = saved;
         Ok(current)
+    }
+
+    /// Stores a new dynamic registration (read-modify-write under the store lock).
+    async fn save_registration(&self, state: &mut State, registration: Registration) -> Result<()> {
+        let saved = self
+            .with_store(move |s, k| {
+                let mut stored = s.load(k)?.unwrap_or_default();
+                stored.set_registration(registration);
+                s.save(k, &stored)?;
+                Ok(stored)
+            })
+            .await?;
+        state.stored = saved;
+        Ok(())
     }
 
     // ----- what the layer calls -----

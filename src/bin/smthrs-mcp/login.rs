@@ -9,18 +9,29 @@
 //!   them silently, and when a person must act fail at once with `unauthorized`
 //!   and a message naming `smthrs-mcp login SERVER`.
 //! - `login` forgets the server's tokens (keeping its registrations), binds the
-//!   loopback redirect listener (127.0.0.1, `oauth.redirectPort` or an ephemeral
-//!   port), prints the authorization URL on stderr, and connects: the server's
-//!   401 runs the authorization code flow, and the handshake completes with the new
-//!   token, which is then stored. The person has [`LOGIN_DEADLINE`].
+//!   loopback redirect listener, prints the authorization URL on stderr, and
+//!   connects: the server's 401 runs the authorization code flow, and the
+//!   handshake completes with the new token, which is then stored. The person has
+//!   [`LOGIN_DEADLINE`].
+//! - The listener's port (127.0.0.1 only): `oauth.redirectPort` when set (taken:
+//!   an error naming the port and the field); else the port remembered in the
+//!   token file from the first login, so the redirect URI, and the dynamic
+//!   registration made for it, stay the same across logins; else an ephemeral
+//!   port, then remembered. A remembered port that is taken is replaced by a new
+//!   ephemeral one (remembered instead), with a note on stderr: the new redirect
+//!   URI gets a registration of its own, and the login goes on.
+//! - `logout` revokes the stored tokens at the authorization server when it named
+//!   a revocation endpoint (RFC 7009), then forgets them whatever the answer
+//!   (keeping the registrations and the remembered port); a revocation that
+//!   failed or was not offered is a note on stderr, never a failure.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use secrecy::SecretString;
 use smthrs_mcp::auth::{
-    AssertionSource, EnterpriseManaged, FileStore, LoopbackAuthorizer, OAuth, PreRegisteredClient,
-    TokenStore, WorkloadIdentity,
+    AssertionSource, EnterpriseManaged, FileStore, Logout, LoopbackAuthorizer, OAuth,
+    PreRegisteredClient, StoredAuth, TokenStore, WorkloadIdentity,
 };
 use smthrs_mcp::config::oauth::TokenOrigin;
 use smthrs_mcp::config::{EntryTransport, OAuthEntry, ServerEntry};
@@ -180,25 +191,18 @@ pub async fn login(
     }
     let store = store()?;
     // A fresh authorization: forget the tokens, keep the registrations.
-    let key = server.to_owned();
-    let s = store.clone();
-    tokio::task::spawn_blocking(move || -> Result<(), Error> {
-        let _lock = s.lock(&key)?;
-        if let Some(mut stored) = s.load(&key)? {
-            stored.tokens = None;
-            s.save(&key, &stored)?;
-        }
-        Ok(())
+    let remembered = update(&store, server, |stored| {
+        stored.tokens = None;
+        stored.redirect_port
     })
-    .await
-    .map_err(|_| Error::new(ErrorKind::InvalidConfig, "the token store task failed"))??;
-    let authorizer = LoopbackAuthorizer::bind(oauth_entry.redirect_port)
-        .await
-        .map_err(|e| {
-            let message = format!("server \"{server}\": {}", e.message());
-            e.with_message(message)
-        })?
-        .deadline(LOGIN_DEADLINE);
+    .await?
+    .flatten();
+    let authorizer = bind(server, oauth_entry.redirect_port, remembered).await?;
+    if oauth_entry.redirect_port.is_none() && authorizer.port() != remembered {
+        let port = authorizer.port();
+        update_or_create(&store, server, move |stored| stored.redirect_port = port).await?;
+    }
+    let authorizer = authorizer.deadline(LOGIN_DEADLINE);
     let oauth = oauth(server, oauth_entry)?.authorizer(Arc::new(authorizer));
     let transport = HttpTransport::builder(server, http.url.as_str())
         .use_env_proxy(true)
@@ -231,15 +235,109 @@ pub async fn login(
     Ok(())
 }
 
-/// `logout SERVER`: forgets the server's tokens and registrations.
-pub async fn logout(server: &str) -> Result<(), Error> {
-    let store = store()?;
+/// The login listener: the configured port (taken: an error naming it and
+/// `oauth.redirectPort`), else the remembered one when free (taken: a new
+/// ephemeral port, with a note), else an ephemeral port.
+async fn bind(
+    server: &str,
+    configured: Option<u16>,
+    remembered: Option<u16>,
+) -> Result<LoopbackAuthorizer, Error> {
+    let named = |e: Error| {
+        let message = format!("server \"{server}\": {}", e.message());
+        e.with_message(message)
+    };
+    if let Some(port) = configured {
+        return LoopbackAuthorizer::bind(Some(port)).await.map_err(|e| {
+            let message = format!(
+                "server \"{server}\": {}; free port {port} or set another in oauth.redirectPort",
+                e.message()
+            );
+            e.with_message(message)
+        });
+    }
+    let Some(port) = remembered else {
+        return LoopbackAuthorizer::bind(None).await.map_err(named);
+    };
+    let authorizer = LoopbackAuthorizer::bind_preferring(port)
+        .await
+        .map_err(named)?;
+    if let Some(now) = authorizer.port().filter(|now| *now != port) {
+        eprintln!(
+            "smthrs-mcp: note: server \"{server}\": port {port}, remembered from an earlier login, is taken; listening on port {now} instead (remembered from now on; a new redirect URI registers the client again; oauth.redirectPort fixes the port)"
+        );
+    }
+    Ok(authorizer)
+}
+
+/// Runs `change` on what is stored for `server`, under the store lock, and
+/// saves it; returns what `change` returned (`None`, and nothing saved, when
+/// nothing was stored).
+async fn update<T: Send + 'static>(
+    store: &Arc<FileStore>,
+    server: &str,
+    change: impl FnOnce(&mut StoredAuth) -> T + Send + 'static,
+) -> Result<Option<T>, Error> {
+    let store = store.clone();
     let key = server.to_owned();
-    tokio::task::spawn_blocking(move || -> Result<(), Error> {
+    tokio::task::spawn_blocking(move || -> Result<Option<T>, Error> {
         let _lock = store.lock(&key)?;
-        store.remove(&key)?;
-        Ok(())
+        let Some(mut stored) = store.load(&key)? else {
+            return Ok(None);
+        };
+        let out = change(&mut stored);
+        store.save(&key, &stored)?;
+        Ok(Some(out))
     })
     .await
     .map_err(|_| Error::new(ErrorKind::InvalidConfig, "the token store task failed"))?
+}
+
+/// As [`update`], starting from an empty entry when nothing was stored.
+async fn update_or_create(
+    store: &Arc<FileStore>,
+    server: &str,
+    change: impl FnOnce(&mut StoredAuth) + Send + 'static,
+) -> Result<(), Error> {
+    let store = store.clone();
+    let key = server.to_owned();
+    tokio::task::spawn_blocking(move || -> Result<(), Error> {
+        let _lock = store.lock(&key)?;
+        let mut stored = store.load(&key)?.unwrap_or_default();
+        change(&mut stored);
+        store.save(&key, &stored)
+    })
+    .await
+    .map_err(|_| Error::new(ErrorKind::InvalidConfig, "the token store task failed"))?
+}
+
+/// `logout SERVER`: revokes the stored tokens where the authorization server
+/// offers it, then forgets them (keeping the registrations and the remembered
+/// redirect port). Returns a note for stderr when the tokens were forgotten
+/// without being revoked.
+pub async fn logout(
+    entry: &ServerEntry,
+    oauth_entry: &OAuthEntry,
+) -> Result<Option<String>, Error> {
+    let server = entry.server.as_str();
+    let EntryTransport::Http(http) = &entry.transport else {
+        unreachable!("oauth_entry checked the kind")
+    };
+    // (The configuration was validated at startup, like every entry's.)
+    let transport = HttpTransport::builder(server, http.url.as_str())
+        .use_env_proxy(true)
+        .oauth(oauth(server, oauth_entry)?)
+        .build()?;
+    let outcome = transport.logout().await?;
+    Ok(match outcome {
+        Logout::NotOffered => Some(format!(
+            "server \"{server}\": the authorization server offers no token revocation; the tokens were forgotten here only"
+        )),
+        Logout::NotRevoked(e) => Some(format!(
+            "the tokens were forgotten here but not revoked ({}: {})",
+            e.kind(),
+            e.message()
+        )),
+        _ => None,
+    })
 }

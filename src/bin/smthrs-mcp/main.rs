@@ -373,9 +373,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Logout { server } => {
-            login::oauth_entry(&entries, &server)
+            let (entry, oauth) = login::oauth_entry(&entries, &server)
                 .map_err(|m| Failure::Usage(format!("{label}: {m}")))?;
-            login::logout(&server).await?;
+            if let Some(note) = login::logout(entry, oauth).await? {
+                eprintln!("smthrs-mcp: note: {note}");
+            }
             print_stdout(&format!("ok: logged out of {server}"));
             Ok(())
         }

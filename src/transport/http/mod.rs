@@ -226,6 +226,7 @@ pub struct HttpTransportBuilder {
     layers: Vec<LayerFn>,
     oauth: Option<crate::auth::OAuth>,
     shared: Option<SharedHttpClient>,
+    oauth_proxy_resolves_names: bool,
 }
 
 impl HttpTransportBuilder {
@@ -290,7 +291,12 @@ impl HttpTransportBuilder {
     /// endpoints are sent to the proxy in absolute form. Only `http://` proxy URLs
     /// are supported. The egress policy still checks the real destination. A bearer
     /// token with an `http://` endpoint that the proxy would intercept is refused at
-    /// `build()`: the proxy would see the token.
+    /// `build()`: the proxy would see the token. With [`oauth`](Self::oauth), the
+    /// chain's `https` requests to other origins go through the proxy as well,
+    /// each tunnel naming an address resolved here and allowed by the chain's
+    /// address policy (see
+    /// [`oauth_proxy_resolves_names`](Self::oauth_proxy_resolves_names));
+    /// its plain `http` requests (loopback only) are made directly.
     ///
     /// Default: `false` (the environment's proxies are ignored).
     pub fn use_env_proxy(mut self, enabled: bool) -> Self {
@@ -305,11 +311,38 @@ impl HttpTransportBuilder {
     /// Sends every request through the `http://` proxy at `url` (userinfo, if any,
     /// becomes `Proxy-Authorization: Basic`). Replaces
     /// [`use_env_proxy`](Self::use_env_proxy); `NO_PROXY` is not consulted. The
-    /// egress policy still checks the real destination.
+    /// egress policy still checks the real destination. The OAuth chain's
+    /// requests go through it as described for
+    /// [`use_env_proxy`](Self::use_env_proxy).
     ///
     /// Default: no proxy.
     pub fn proxy(mut self, url: impl Into<String>) -> Self {
         self.proxy = ProxySource::Explicit(url.into());
+        self
+    }
+
+    /// With OAuth and a proxy: lets the proxy resolve the host names of the
+    /// OAuth chain's `https` requests outside the endpoint's origin (metadata,
+    /// registration, authorization, tokens), for networks where this machine
+    /// cannot resolve names and only the proxy can.
+    ///
+    /// By default the chain resolves such a name itself, keeps only the
+    /// addresses its address policy allows, and opens the proxy's `CONNECT`
+    /// tunnel to one of them, so a discovered URL cannot lead the proxy into a
+    /// network the policy refuses (a name it cannot resolve is a
+    /// `connection_closed` error naming this setting; the proxy is not asked).
+    /// With this set, the tunnel names the host
+    /// instead, and the proxy decides where it leads: the policy's checks of
+    /// resolved addresses no longer apply to these requests (the proxy's own
+    /// egress rules must keep it from internal addresses such as the cloud
+    /// metadata service), while its checks of the URL itself still do (`https`
+    /// only, cloud metadata host names and IP literals of refused classes
+    /// refused), as do the egress grants. Destinations the proxy does not take
+    /// (`NO_PROXY`) and plain `http` (loopback only) are unaffected.
+    ///
+    /// Default: `false`. Without OAuth or without a proxy it changes nothing.
+    pub fn oauth_proxy_resolves_names(mut self, trusted: bool) -> Self {
+        self.oauth_proxy_resolves_names = trusted;
         self
     }
 
@@ -437,13 +470,22 @@ impl HttpTransportBuilder {
                 )));
             }
             // A plain-http endpoint goes through the proxy in absolute form, headers
-            // and all: the bearer token would reach the proxy, a host it was not
-            // configured for. (https endpoints are tunnelled with CONNECT, and the
-            // proxy never sees the token.)
-            if bearer.is_some() && endpoint.scheme_str() == Some("http") {
-                return Err(Error::config(format!(
-                    "server \"{server}\": refusing to send a bearer token to an http:// endpoint through a proxy"
-                )));
+            // and all: the bearer token (static or OAuth's) would reach the proxy, a
+            // host it was not configured for. (https endpoints are tunnelled with
+            // CONNECT, and the proxy never sees the token.)
+            if endpoint.scheme_str() == Some("http") {
+                let what = if bearer.is_some() {
+                    Some("a bearer token")
+                } else if self.oauth.is_some() {
+                    Some("OAuth tokens")
+                } else {
+                    None
+                };
+                if let Some(what) = what {
+                    return Err(Error::config(format!(
+                        "server \"{server}\": refusing to send {what} to an http:// endpoint through a proxy"
+                    )));
+                }
             }
         }
         let needs_roots = endpoint.scheme_str() == Some("https") || self.oauth.is_some();
@@ -456,6 +498,7 @@ impl HttpTransportBuilder {
                     client: shared.client(needs_roots)?,
                     bearer,
                     oauth: None,
+                    chain: None,
                     egress: EgressPolicyLayer::new(grants),
                     layers: self.layers,
                     redirects: self.redirects,
@@ -476,9 +519,12 @@ impl HttpTransportBuilder {
         };
         // With OAuth, the chain's address policy holds every connection the
         // client makes outside the endpoint's origin.
-        let guard = oauth
-            .as_ref()
-            .map(|(_, url)| Arc::new(PolicyGuard::for_server(url.clone())));
+        let guard = oauth.as_ref().map(|(_, url)| {
+            Arc::new(
+                PolicyGuard::for_server(url.clone())
+                    .with_proxy_resolving_names(self.oauth_proxy_resolves_names),
+            )
+        });
         let client = HttpClient::new(
             tls,
             proxies,
@@ -486,13 +532,17 @@ impl HttpTransportBuilder {
                 .clone()
                 .map(|g| (endpoint.clone(), g as Arc<dyn AddressGuard>)),
         );
-        let oauth = match (oauth, guard) {
-            (Some((config, url)), Some(guard)) => {
-                let chain = Chain::new(server.clone(), url, config, client.clone(), guard);
-                Some(OAuthLayer::new(Arc::new(chain), &endpoint))
-            }
+        let chain = match (oauth, guard) {
+            (Some((config, url)), Some(guard)) => Some(Arc::new(Chain::new(
+                server.clone(),
+                url,
+                config,
+                client.clone(),
+                guard,
+            ))),
             _ => None,
         };
+        let oauth = chain.clone().map(|chain| OAuthLayer::new(chain, &endpoint));
         Ok(HttpTransport {
             inner: Arc::new(Prepared {
                 server,
@@ -500,6 +550,7 @@ impl HttpTransportBuilder {
                 client,
                 bearer,
                 oauth,
+                chain,
                 egress: EgressPolicyLayer::new(grants),
                 layers: self.layers,
                 redirects: self.redirects,
@@ -530,6 +581,10 @@ impl fmt::Debug for HttpTransportBuilder {
             .field("layers", &self.layers.len())
             .field("oauth", &self.oauth)
             .field("shared_http_client", &self.shared.is_some())
+            .field(
+                "oauth_proxy_resolves_names",
+                &self.oauth_proxy_resolves_names,
+            )
             .finish()
     }
 }
@@ -550,6 +605,8 @@ struct Prepared {
     client: HttpClient,
     bearer: Option<BearerAuthLayer>,
     oauth: Option<OAuthLayer>,
+    /// The OAuth chain behind `oauth` (for [`HttpTransport::logout`]).
+    chain: Option<Arc<Chain>>,
     egress: EgressPolicyLayer,
     layers: Vec<LayerFn>,
     redirects: usize,
@@ -571,6 +628,7 @@ impl HttpTransport {
             layers: Vec::new(),
             oauth: None,
             shared: None,
+            oauth_proxy_resolves_names: false,
         }
     }
 
@@ -582,6 +640,28 @@ impl HttpTransport {
     /// The egress grants in force.
     pub fn egress_grants(&self) -> &EgressGrants {
         self.inner.egress.grants()
+    }
+
+    /// Logs out of an OAuth server: revokes the stored tokens at the revocation
+    /// endpoint the authorization server named when it issued them (RFC 7009;
+    /// no discovery runs), then forgets them whatever the answer, keeping the
+    /// client registrations for the next login. Sessions on this transport drop
+    /// their token at once. The requests go through the chain's egress grants and
+    /// address policy, like every other request it makes
+    /// ([`auth::revocation`](crate::auth::revocation)).
+    ///
+    /// The outcome says whether the tokens were revoked; a failed revocation is
+    /// [`Logout::NotRevoked`](crate::auth::Logout::NotRevoked), not an error.
+    /// Fails with `invalid_config` when the transport has no OAuth
+    /// configuration, and when the token store fails.
+    pub async fn logout(&self) -> Result<crate::auth::Logout> {
+        match &self.inner.chain {
+            Some(chain) => chain.logout().await,
+            None => Err(Error::config(format!(
+                "server \"{}\" has no OAuth configuration; there is nothing to log out of",
+                self.inner.server
+            ))),
+        }
     }
 
     /// The endpoint's origin: scheme, lower-cased host, effective port.
