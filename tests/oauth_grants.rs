@@ -478,6 +478,59 @@ async fn the_exchange_passes_the_egress_grants_the_address_policy_the_cap_and_no
     assert_eq!(count(&auth, "POST /token"), 0);
 }
 
+#[tokio::test]
+async fn logout_revokes_an_enterprise_token_with_the_clients_own_credentials() {
+    let auth = jwt_bearer_server(("mcp-client", Some("as-secret"))).await;
+    auth.state.registered.lock().unwrap().insert(
+        "mcp-client".into(),
+        oauth_server::KnownClient {
+            redirect_uris: vec![],
+            secret: Some("as-secret".into()),
+            method: "client_secret_basic".into(),
+        },
+    );
+    let idp = OAuthServer::start().await;
+    *idp.state.idp.lock().unwrap() = Some(Idp {
+        client_id: "idp-client".into(),
+        client_secret: None,
+        id_token: "id".into(),
+        audience: auth.issuer(),
+        resource: format!("{}/mcp", auth.issuer()),
+        as_client_id: "mcp-client".into(),
+    });
+    let grant = EnterpriseManaged::new(
+        format!("{}/idp/token", idp.issuer()),
+        "idp-client",
+        AssertionSource::value(SecretString::from("id")),
+        "mcp-client",
+    )
+    .client_secret(SecretString::from("as-secret"));
+    let transport = HttpTransport::builder("srv", auth.url())
+        .oauth(OAuth::new().enterprise_managed(grant))
+        .build()
+        .unwrap();
+    let client = Client::builder("srv")
+        .connect(transport.clone())
+        .await
+        .unwrap();
+    client.close().await;
+    let outcome = transport.logout().await.unwrap();
+    assert!(
+        matches!(outcome, smthrs_mcp::auth::Logout::Revoked),
+        "{outcome:?}"
+    );
+    let seen = auth.state.revocations.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "an access token only: {seen:?}");
+    assert_eq!(
+        (
+            seen[0].client_id.as_str(),
+            seen[0].auth.as_str(),
+            seen[0].authenticated
+        ),
+        ("mcp-client", "basic", true)
+    );
+}
+
 /// Keeps the `Debug` rendering of every `oauth-step` event.
 #[derive(Default)]
 struct Steps(std::sync::Mutex<Vec<String>>);
