@@ -14,13 +14,13 @@ seconds=${1:?usage: fuzz/run.sh SECONDS [TARGET...]}
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(line_framer jsonrpc_classify catalog_page http_sse server_file redaction www_authenticate input_requests skill_frontmatter resource_contents change_notification)
+  targets=(line_framer jsonrpc_classify catalog_page http_sse server_file redaction www_authenticate input_requests skill_frontmatter resource_contents change_notification token_exchange)
 fi
 cargo +nightly fuzz build -O
 status=0
 for t in "${targets[@]}"; do
   case $t in
-    jsonrpc_classify | catalog_page | server_file | www_authenticate | input_requests | change_notification) dict=(-dict=fuzz/dict/json.dict) ;;
+    jsonrpc_classify | catalog_page | server_file | www_authenticate | input_requests | change_notification | token_exchange) dict=(-dict=fuzz/dict/json.dict) ;;
     http_sse) dict=(-dict=fuzz/dict/sse.dict) ;;
     redaction) dict=(-dict=fuzz/dict/redaction.dict) ;;
     skill_frontmatter) dict=(-dict=fuzz/dict/yaml.dict) ;;

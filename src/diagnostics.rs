@@ -65,6 +65,7 @@ pub enum DiagnosticEvent {
         /// The step: `protected-resource-metadata`,
         /// `authorization-server-metadata`, `registration`, `authorization`,
         /// `token` (the code exchange), `refresh`, `client-credentials`,
+        /// `token-exchange` (at an enterprise identity provider), `jwt-bearer`,
         /// `step-up` (the whole answer to a `403 insufficient_scope`), or
         /// `dpop-nonce` (a malformed or over-long `DPoP-Nonce` ignored).
         step: &'static str,

@@ -329,4 +329,12 @@ pub mod fuzzing {
     ) -> Result<(), &'static str> {
         crate::skills::frontmatter::compare(entry, parsed)
     }
+
+    /// The identity provider's token exchange answer (`auth::id_jag`), for the
+    /// `token_exchange` target.
+    pub use crate::auth::id_jag::{
+        ID_JAG_TOKEN_TYPE, IdJag, decode_token_exchange_response, refusal_code,
+    };
+    /// Reads the assertion an [`IdJag`] holds.
+    pub use secrecy::ExposeSecret;
 }

@@ -28,6 +28,8 @@ mod resource_contents;
 mod server_file;
 #[path = "../fuzz/src/skill_frontmatter.rs"]
 mod skill_frontmatter;
+#[path = "../fuzz/src/token_exchange.rs"]
+mod token_exchange;
 #[path = "../fuzz/src/util.rs"]
 mod util;
 #[path = "../fuzz/src/www_authenticate.rs"]
@@ -122,4 +124,9 @@ fn change_notification_corpus() {
 #[test]
 fn resource_contents_corpus() {
     replay("resource_contents", resource_contents::check);
+}
+
+#[test]
+fn token_exchange_corpus() {
+    replay("token_exchange", token_exchange::check);
 }

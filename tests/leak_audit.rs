@@ -67,7 +67,7 @@ const KEY_SECRET: &str = "private-key-Nb5vC9";
 /// A refresh token the authorization server issued.
 const REFRESH_SECRET: &str = "refresh-tok-Xe4wS5";
 
-const ALL: [&str; 20] = [
+const ALL: &[&str] = &[
     REFRESH_SECRET,
     CLIENT_SECRET,
     CODE_SECRET,
@@ -88,7 +88,21 @@ const ALL: [&str; 20] = [
     FRAME_SECRET,
     PROXY_SECRET,
     "Qz7wK2pL9x", // the random half of the argv secret, on its own
+    // The JWT bearer grants (auth::jwt_bearer).
+    ID_TOKEN_SECRET,
+    ID_JAG_SECRET,
+    WIF_SECRET,
+    IDP_CLIENT_SECRET,
 ];
+
+/// A user's ID token (enterprise-managed authorization).
+const ID_TOKEN_SECRET: &str = "id-token-Xe4rT7";
+/// The ID-JAG an identity provider issues.
+const ID_JAG_SECRET: &str = "id-jag-Bn6mK2";
+/// A workload identity assertion.
+const WIF_SECRET: &str = "wif-assert-Qa9sW3";
+/// This client's secret at the identity provider.
+const IDP_CLIENT_SECRET: &str = "idp-secret-Lk8jH5";
 
 /// Fails when any planted secret appears in `text`.
 fn assert_clean(what: &str, text: &str) {
@@ -1195,6 +1209,198 @@ fn keyring_store_errors_and_debug() {
     let error = store.load("srv").unwrap_err();
     audit("keyring platform error", &error, ErrorKind::InvalidConfig);
     audit_debug("KeyringStore over a mock", &store);
+}
+
+/// An MCP server whose authorization server offers only the jwt-bearer grant
+/// (Basic), with an identity provider at `/idp/token` answering `idp` and the
+/// token endpoint answering `token` (status, body).
+async fn grant_peer(idp: (u16, String), token: (u16, String)) -> TestServer {
+    TestServer::start(move |req: http_server::Recorded| {
+        let (idp, token) = (idp.clone(), token.clone());
+        async move {
+            let base = format!("http://{}", req.header("host").unwrap());
+            match req.uri.path() {
+                "/.well-known/oauth-protected-resource/mcp" => full(
+                    200,
+                    "application/json",
+                    json!({
+                    "resource": format!("{base}/mcp"), "authorization_servers": [base]})
+                    .to_string(),
+                ),
+                "/.well-known/oauth-authorization-server" => full(
+                    200,
+                    "application/json",
+                    json!({
+                    "issuer": base, "token_endpoint": format!("{base}/token"),
+                    "grant_types_supported": ["urn:ietf:params:oauth:grant-type:jwt-bearer"],
+                    "token_endpoint_auth_methods_supported": ["client_secret_basic"]})
+                    .to_string(),
+                ),
+                "/idp/token" => full(idp.0, "application/json", idp.1),
+                "/token" => full(token.0, "application/json", token.1),
+                _ => with_header(
+                    status(401),
+                    "www-authenticate",
+                    &format!("Bearer error=\"invalid_token\", error_description=\"{BODY_SECRET}\""),
+                ),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn jwt_bearer_grant_errors() {
+    use smthrs_mcp::auth::{AssertionSource, EnterpriseManaged, OAuth, WorkloadIdentity};
+    let id_jag = |issued: &str| {
+        json!({"access_token": ID_JAG_SECRET, "issued_token_type": issued, "token_type": "N_A",
+            "x": BODY_SECRET})
+        .to_string()
+    };
+    let good = "urn:ietf:params:oauth:token-type:id-jag";
+    let echoing = |code: &str| {
+        json!({"error": code, "error_description":
+            format!("{BODY_SECRET} {ID_TOKEN_SECRET} {ID_JAG_SECRET} {WIF_SECRET} {IDP_CLIENT_SECRET} {CLIENT_SECRET}")})
+        .to_string()
+    };
+    let enterprise = |server: &TestServer| {
+        OAuth::new().enterprise_managed(
+            EnterpriseManaged::new(
+                format!("{}/idp/token", server.url().strip_suffix("/mcp").unwrap()),
+                "idp-client",
+                AssertionSource::value(SecretString::from(ID_TOKEN_SECRET)),
+                "client",
+            )
+            .idp_client_secret(SecretString::from(IDP_CLIENT_SECRET))
+            .client_secret(SecretString::from(CLIENT_SECRET)),
+        )
+    };
+    // (IdP answer, token endpoint answer, what).
+    type Case = ((u16, String), (u16, String), &'static str);
+    let cases: [Case; 4] = [
+        (
+            (400, echoing("invalid_grant")),
+            (500, String::new()),
+            "IdP refusal",
+        ),
+        (
+            (200, id_jag("urn:ietf:params:oauth:token-type:access_token")),
+            (500, String::new()),
+            "not an ID-JAG",
+        ),
+        (
+            (200, id_jag(good)),
+            (400, echoing("invalid_grant")),
+            "ID-JAG refused",
+        ),
+        (
+            (200, id_jag(good)),
+            (200, format!("not json {ID_JAG_SECRET} {BODY_SECRET}")),
+            "token body not JSON",
+        ),
+    ];
+    for (idp, token, what) in cases {
+        let server = grant_peer(idp, token).await;
+        let oauth = enterprise(&server);
+        audit_debug(what, &oauth);
+        let transport = HttpTransport::builder("remote", server.url())
+            .oauth(oauth)
+            .build()
+            .unwrap();
+        audit_debug(what, &transport);
+        let observer = Collect::new();
+        let error = Client::builder("remote")
+            .diagnostics(observer.clone())
+            .connect(transport)
+            .await
+            .unwrap_err();
+        audit(what, &error, ErrorKind::Unauthorized);
+        let steps: Vec<_> = observer
+            .events()
+            .into_iter()
+            .filter(|(n, _)| n == "oauth-step")
+            .collect();
+        assert!(
+            steps.iter().any(|(_, t)| t.contains("failed")),
+            "{what}: {steps:?}"
+        );
+        for (_, text) in &steps {
+            assert_clean(what, text);
+        }
+    }
+    // Workload identity: a refused assertion, and a file over its bound.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{WIF_SECRET}\n")).unwrap();
+    let server = grant_peer((500, String::new()), (400, echoing("invalid_grant"))).await;
+    for (max, kind, what) in [
+        (1024, ErrorKind::Unauthorized, "assertion refused"),
+        (8, ErrorKind::InvalidConfig, "assertion over its bound"),
+    ] {
+        let oauth = OAuth::new().workload_identity(WorkloadIdentity::new(
+            "agent",
+            AssertionSource::file(&file).max_bytes(max),
+        ));
+        audit_debug(what, &oauth);
+        let transport = HttpTransport::builder("remote", server.url())
+            .oauth(oauth)
+            .build()
+            .unwrap();
+        let error = Client::builder("remote")
+            .connect(transport)
+            .await
+            .unwrap_err();
+        audit(what, &error, kind);
+    }
+    let oauth = OAuth::new().workload_identity(WorkloadIdentity::new(
+        "agent",
+        AssertionSource::value(SecretString::from(WIF_SECRET)),
+    ));
+    audit_debug("assertion value", &oauth);
+
+    // The CLI, with its diagnostics: workload identity from the file, enterprise
+    // with every secret from the environment.
+    let url = server.url();
+    let idp = format!("{}/idp/token", url.strip_suffix("/mcp").unwrap());
+    let wif_config = dir.path().join("wif.json");
+    std::fs::write(
+        &wif_config,
+        json!([{"server": "wif", "url": url, "oauth": {"clientId": "agent",
+            "workloadIdentity": {"tokenFile": file}}}])
+        .to_string(),
+    )
+    .unwrap();
+    let ent_config = dir.path().join("ent.json");
+    std::fs::write(
+        &ent_config,
+        json!([{"server": "ent", "url": url, "oauth": {"clientId": "client",
+            "clientSecretEnv": "LEAK_AS_SECRET", "enterprise": {"idpTokenEndpoint": idp,
+            "idpClientId": "idp-client", "idpClientSecretEnv": "LEAK_IDP_SECRET",
+            "idTokenEnv": "LEAK_ID_TOKEN"}}}])
+        .to_string(),
+    )
+    .unwrap();
+    let state = dir.path().join("state");
+    let env = [
+        ("XDG_STATE_HOME", state.to_str().unwrap()),
+        ("LEAK_AS_SECRET", CLIENT_SECRET),
+        ("LEAK_IDP_SECRET", IDP_CLIENT_SECRET),
+        ("LEAK_ID_TOKEN", ID_TOKEN_SECRET),
+    ];
+    let (wif_config, ent_config) = (wif_config.to_str().unwrap(), ent_config.to_str().unwrap());
+    for args in [
+        ["--mcp-config", wif_config, "--diagnostics", "tools"],
+        ["--mcp-config", ent_config, "--diagnostics", "tools"],
+        ["--mcp-config", ent_config, "--diagnostics", "check"],
+        ["--mcp-config", ent_config, "login", "ent"],
+    ] {
+        let (code, stdout, stderr) = run_cli(&args, &env).await;
+        if args[3] != "check" {
+            assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        }
+        assert_clean(&format!("{args:?}: CLI stdout"), &stdout);
+        assert_clean(&format!("{args:?}: CLI stderr"), &stderr);
+    }
 }
 
 /// Logout's revocation: the tokens, the client secret, the server's error text

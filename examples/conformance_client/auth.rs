@@ -13,6 +13,11 @@
 //!   context's secret; `auth/client-credentials-jwt`: with an ES256 assertion
 //!   signed with the context's `private_key_pem`.
 //! - `auth/2025-03-26-*`: the 2025-03-26 discovery switch.
+//! - `auth/enterprise-managed-authorization`: enterprise-managed authorization
+//!   with the context's IdP token endpoint, IdP client id and ID token, and the
+//!   client's id and secret at the authorization server; no authorizer.
+//! - `auth/wif-jwt-bearer`: workload identity with the context's `client_id` and
+//!   `valid_jwt`; no authorizer.
 //!
 //! Tokens live in memory for the one run. The client never sends a bearer token
 //! from the environment.
@@ -21,7 +26,10 @@ use std::sync::Arc;
 
 use secrecy::SecretString;
 use serde_json::{Map, Value};
-use smthrs_mcp::auth::{ClientCredentials, HeadlessAuthorizer, OAuth, PreRegisteredClient};
+use smthrs_mcp::auth::{
+    AssertionSource, ClientCredentials, EnterpriseManaged, HeadlessAuthorizer, OAuth,
+    PreRegisteredClient, WorkloadIdentity,
+};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, Error};
 
@@ -52,13 +60,17 @@ fn field(context: &Map<String, Value>, name: &str) -> Option<String> {
 /// The OAuth configuration for `scenario`.
 pub fn oauth(scenario: &str) -> OAuth {
     let context = context();
+    let id = field(&context, "client_id");
+    let secret = field(&context, "client_secret").map(SecretString::from);
+    // The JWT bearer grants replace the authorization code flow: no authorizer.
+    if let Some(oauth) = jwt_bearer(scenario, &context, id.clone(), secret.clone()) {
+        return oauth;
+    }
     let mut oauth = OAuth::new()
         .client_name("smthrs-mcp conformance client")
         .client_metadata_url(CLIENT_METADATA_URL)
         .authorizer(Arc::new(HeadlessAuthorizer::new(REDIRECT_URI)))
         .legacy_discovery(scenario.starts_with("auth/2025-03-26-"));
-    let id = field(&context, "client_id");
-    let secret = field(&context, "client_secret").map(SecretString::from);
     match scenario {
         "auth/client-credentials-basic" => {
             if let (Some(client_id), Some(client_secret)) = (id, secret) {
@@ -87,6 +99,36 @@ pub fn oauth(scenario: &str) -> OAuth {
         }
     }
     oauth
+}
+
+/// The OAuth configuration of the two JWT bearer scenarios, `None` for the others
+/// (or when the context lacks what they need).
+fn jwt_bearer(
+    scenario: &str,
+    context: &Map<String, Value>,
+    id: Option<String>,
+    secret: Option<SecretString>,
+) -> Option<OAuth> {
+    let oauth = OAuth::new().client_name("smthrs-mcp conformance client");
+    match scenario {
+        "auth/enterprise-managed-authorization" => {
+            let mut grant = EnterpriseManaged::new(
+                field(context, "idp_token_endpoint")?,
+                field(context, "idp_client_id")?,
+                AssertionSource::value(SecretString::from(field(context, "idp_id_token")?)),
+                id?,
+            );
+            if let Some(secret) = secret {
+                grant = grant.client_secret(secret);
+            }
+            Some(oauth.enterprise_managed(grant))
+        }
+        "auth/wif-jwt-bearer" => Some(oauth.workload_identity(WorkloadIdentity::new(
+            id?,
+            AssertionSource::value(SecretString::from(field(context, "valid_jwt")?)),
+        ))),
+        _ => None,
+    }
 }
 
 /// The transport the client connects with: Streamable HTTP with OAuth.

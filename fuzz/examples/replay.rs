@@ -14,6 +14,7 @@ fn main() {
         "skill_frontmatter" => smthrs_mcp_fuzz::skill_frontmatter::check,
         "resource_contents" => smthrs_mcp_fuzz::resource_contents::check,
         "change_notification" => smthrs_mcp_fuzz::change_notification::check,
+        "token_exchange" => smthrs_mcp_fuzz::token_exchange::check,
         other => panic!("unknown target {other}"),
     };
     let mut files = Vec::new();

@@ -16,5 +16,6 @@ pub mod redaction;
 pub mod resource_contents;
 pub mod server_file;
 pub mod skill_frontmatter;
+pub mod token_exchange;
 pub mod util;
 pub mod www_authenticate;

@@ -27,7 +27,12 @@
 //! 7. machine clients use [`ClientCredentials`] instead of steps 4-5;
 //! 8. when the authorization server advertises DPoP (ES256), tokens are bound to
 //!    a key per authorization server and every token and MCP request carries a
-//!    fresh proof, with the servers' nonces ([`dpop`], [`OAuth::dpop`]).
+//!    fresh proof, with the servers' nonces ([`dpop`], [`OAuth::dpop`]);
+//! 9. workloads
+//!    [`WorkloadIdentity`] (a platform-minted JWT, the JWT bearer grant), and
+//!    enterprise users [`EnterpriseManaged`] (the ID token exchanged at the
+//!    enterprise identity provider for an ID-JAG, then the JWT bearer grant)
+//!    ([`jwt_bearer`]).
 //!
 //! Each step's outcome (discovery, registration, authorization, token, refresh,
 //! step-up) goes to the session's
@@ -108,6 +113,8 @@ pub mod client_credentials;
 pub mod dpop;
 pub mod file_store;
 pub(crate) mod http;
+pub(crate) mod id_jag;
+pub mod jwt_bearer;
 #[cfg(feature = "keyring")]
 pub mod keyring_store;
 pub mod loopback;
@@ -123,6 +130,7 @@ pub use chain::default_grants;
 pub use client_credentials::ClientCredentials;
 pub use dpop::DpopMode;
 pub use file_store::FileStore;
+pub use jwt_bearer::{AssertionSource, EnterpriseManaged, WorkloadIdentity};
 #[cfg(feature = "keyring")]
 pub use keyring_store::KeyringStore;
 pub use loopback::LoopbackAuthorizer;
@@ -150,6 +158,9 @@ pub struct OAuth {
     pub(crate) login_hint: Option<String>,
     pub(crate) offline_access: bool,
     pub(crate) dpop: DpopMode,
+    // JWT bearer grants (auth::jwt_bearer).
+    pub(crate) workload_identity: Option<WorkloadIdentity>,
+    pub(crate) enterprise_managed: Option<EnterpriseManaged>,
 }
 
 impl Default for OAuth {
@@ -168,6 +179,8 @@ impl Default for OAuth {
             login_hint: None,
             offline_access: true,
             dpop: DpopMode::Auto,
+            workload_identity: None,
+            enterprise_managed: None,
         }
     }
 }
@@ -279,6 +292,66 @@ impl OAuth {
         self
     }
 
+    /// Authenticates as a workload with the JWT bearer grant and an assertion
+    /// the platform mints (SEP-1933) instead of the authorization code flow: no
+    /// registration, no person, no retry. Exclusive with
+    /// [`client_credentials`](Self::client_credentials),
+    /// [`enterprise_managed`](Self::enterprise_managed),
+    /// [`pre_registered`](Self::pre_registered) and
+    /// [`authorizer`](Self::authorizer) (the transport builder refuses the pair
+    /// with `invalid_config`). Default: none.
+    pub fn workload_identity(mut self, grant: WorkloadIdentity) -> Self {
+        self.workload_identity = Some(grant);
+        self
+    }
+
+    /// Authorizes as an enterprise user (SEP-990): the user's ID token is
+    /// exchanged at the enterprise identity provider for an ID-JAG, presented
+    /// with the JWT bearer grant, instead of the authorization code flow.
+    /// Exclusive like [`workload_identity`](Self::workload_identity). Default:
+    /// none.
+    pub fn enterprise_managed(mut self, grant: EnterpriseManaged) -> Self {
+        self.enterprise_managed = Some(grant);
+        self
+    }
+
+    /// True when a JWT bearer grant replaces the authorization code flow.
+    pub(crate) fn jwt_bearer_configured(&self) -> bool {
+        self.workload_identity.is_some() || self.enterprise_managed.is_some()
+    }
+
+    /// Refuses a JWT bearer grant configured beside another way to obtain tokens.
+    fn validate_jwt_bearer(&self) -> crate::error::Result<()> {
+        let grant = match (&self.workload_identity, &self.enterprise_managed) {
+            (Some(_), Some(_)) => {
+                return Err(crate::error::Error::config(
+                    "workload identity and enterprise-managed authorization are exclusive; configure one",
+                ));
+            }
+            (Some(w), None) => {
+                w.validate()?;
+                "workload identity"
+            }
+            (None, Some(e)) => {
+                e.validate()?;
+                "enterprise-managed authorization"
+            }
+            (None, None) => return Ok(()),
+        };
+        let other = if self.client_credentials.is_some() {
+            "client credentials"
+        } else if self.pre_registered.is_some() {
+            "a pre-registered client"
+        } else if self.authorizer.is_some() {
+            "an authorizer (the authorization code flow)"
+        } else {
+            return Ok(());
+        };
+        Err(crate::error::Error::config(format!(
+            "{grant} and {other} are exclusive; configure one"
+        )))
+    }
+
     pub(crate) fn validate(&self, server: &str) -> crate::error::Result<()> {
         let named = |e: crate::error::Error| {
             let message = format!("server \"{server}\": {}", e.message());
@@ -297,6 +370,7 @@ impl OAuth {
                 "the pre-registered client id is empty",
             )));
         }
+        self.validate_jwt_bearer().map_err(named)?;
         Ok(())
     }
 }
@@ -313,6 +387,8 @@ impl fmt::Debug for OAuth {
             .field("egress_grants", &self.grants)
             .field("legacy_discovery", &self.legacy_discovery)
             .field("dpop", &self.dpop)
+            .field("workload_identity", &self.workload_identity)
+            .field("enterprise_managed", &self.enterprise_managed)
             .finish_non_exhaustive()
     }
 }

@@ -450,6 +450,32 @@ pub(crate) async fn client_credentials(
     )
 }
 
+/// Reads a token endpoint's answer to a request built by hand (the JWT bearer
+/// grant, which `oauth2` has no request for) as `oauth2` reads the others: `200`
+/// with a token response ([`token_set`]'s rules), anything else an error response
+/// naming the standard code at most.
+pub(crate) fn token_response(
+    server: &str,
+    status: http::StatusCode,
+    body: &[u8],
+    requested: &[String],
+    dpop: Option<&DpopSigner>,
+) -> std::result::Result<TokenSet, TokenFailure> {
+    let invalid = || map_error(server, RequestTokenError::Other(String::new()));
+    if status != http::StatusCode::OK {
+        let response =
+            serde_json::from_slice::<StandardErrorResponse<BasicErrorResponseType>>(body)
+                .map_err(|_| invalid())?;
+        return Err(map_error(
+            server,
+            RequestTokenError::ServerResponse(response),
+        ));
+    }
+    let response =
+        serde_json::from_slice::<oauth2::basic::BasicTokenResponse>(body).map_err(|_| invalid())?;
+    token_set(server, response, requested, None, dpop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -163,6 +163,168 @@ pub struct AsState {
     pub dpop_verified: Mutex<Vec<String>>,
     /// DPoP: `token` or `mcp`, one entry per nonce challenge sent.
     pub dpop_nonce_challenges: Mutex<Vec<String>>,
+    // ----- JWT bearer grants (RFC 7523) and the IdP token exchange (RFC 8693) -----
+    /// The metadata lists the jwt-bearer grant, and `/token` serves it.
+    pub jwt_bearer: Mutex<bool>,
+    /// `token_endpoint_auth_methods_supported` (default `["none"]`).
+    pub auth_methods: Mutex<Option<Vec<String>>>,
+    /// The client the jwt-bearer grant must authenticate as: (id, secret); with a
+    /// secret, by HTTP Basic only.
+    pub jwt_client: Mutex<Option<(String, Option<String>)>>,
+    /// Assertions the jwt-bearer grant accepts as they are (workload identity).
+    pub wif_assertions: Mutex<Vec<String>>,
+    /// Every assertion presented to the jwt-bearer grant, in order.
+    pub assertions: Mutex<Vec<String>>,
+    /// This server as an enterprise IdP: `/idp/token` serves the exchange.
+    pub idp: Mutex<Option<Idp>>,
+    /// `/idp/token` answers 400 with this `error` (and an `error_description`).
+    pub idp_error: Mutex<Option<String>>,
+    /// `/idp/token` names this `issued_token_type` instead of the ID-JAG's.
+    pub idp_issued_token_type: Mutex<Option<String>>,
+    /// The form of every `/idp/token` request.
+    pub idp_requests: Mutex<Vec<HashMap<String, String>>>,
+    /// Parameters an `/idp/token` request got wrong (named, never the values).
+    pub idp_mismatches: Mutex<Vec<String>>,
+}
+
+/// What the IdP expects of a token exchange, and whom its ID-JAGs are for.
+#[derive(Clone, Debug)]
+pub struct Idp {
+    /// This client at the IdP.
+    pub client_id: String,
+    pub client_secret: Option<String>,
+    /// The user's ID token.
+    pub id_token: String,
+    /// The authorization server the ID-JAG is for (its issuer).
+    pub audience: String,
+    /// The protected resource.
+    pub resource: String,
+    /// The client the ID-JAG names at the authorization server.
+    pub as_client_id: String,
+}
+
+/// grant -> (audience, resource, client id at the AS).
+type IssuedGrants = HashMap<String, (String, String, String)>;
+
+/// The ID-JAGs every IdP of this process issued: grant -> (audience, resource,
+/// client id at the AS). Shared, so an AS on one server accepts what the IdP on
+/// another issued for it, and nothing else.
+fn issued_grants() -> &'static Mutex<IssuedGrants> {
+    static ISSUED: OnceLock<Mutex<IssuedGrants>> = OnceLock::new();
+    ISSUED.get_or_init(Default::default)
+}
+
+pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+pub const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
+
+/// The IdP's token exchange: every parameter checked, an ID-JAG for the AS.
+fn idp_token(state: &AsState, f: HashMap<String, String>) -> Response<Body> {
+    state.idp_requests.lock().unwrap().push(f.clone());
+    if let Some(error) = state.idp_error.lock().unwrap().clone() {
+        return json_response(
+            400,
+            json!({"error": error, "error_description": REMOTE_TEXT}),
+        );
+    }
+    let Some(idp) = state.idp.lock().unwrap().clone() else {
+        return status(404);
+    };
+    let expect = |name: &str, value: Option<&str>| {
+        (f.get(name).map(String::as_str) != value).then(|| name.to_owned())
+    };
+    let wrong: Vec<String> = [
+        expect(
+            "grant_type",
+            Some("urn:ietf:params:oauth:grant-type:token-exchange"),
+        ),
+        expect("requested_token_type", Some(ID_JAG)),
+        expect("subject_token", Some(&idp.id_token)),
+        expect(
+            "subject_token_type",
+            Some("urn:ietf:params:oauth:token-type:id_token"),
+        ),
+        expect("audience", Some(&idp.audience)),
+        expect("resource", Some(&idp.resource)),
+        expect("client_id", Some(&idp.client_id)),
+        expect("client_secret", idp.client_secret.as_deref()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !wrong.is_empty() {
+        state.idp_mismatches.lock().unwrap().extend(wrong);
+        return json_response(
+            400,
+            json!({"error": "invalid_request", "error_description": REMOTE_TEXT}),
+        );
+    }
+    let grant = format!(
+        "idjag.{}.{}",
+        state.base().rsplit(':').next().unwrap_or(""),
+        state.next()
+    );
+    issued_grants().lock().unwrap().insert(
+        grant.clone(),
+        (
+            idp.audience.clone(),
+            idp.resource.clone(),
+            idp.as_client_id.clone(),
+        ),
+    );
+    let issued = state
+        .idp_issued_token_type
+        .lock()
+        .unwrap()
+        .clone()
+        .unwrap_or(ID_JAG.to_owned());
+    json_response(
+        200,
+        json!({"access_token": grant, "issued_token_type": issued,
+        "token_type": "N_A", "expires_in": 300}),
+    )
+}
+
+/// The jwt-bearer grant at the AS: the client and the assertion checked.
+fn jwt_bearer_grant(
+    state: &AsState,
+    req: &Recorded,
+    f: &HashMap<String, String>,
+) -> Response<Body> {
+    if !*state.jwt_bearer.lock().unwrap() {
+        return json_response(400, json!({"error": "unsupported_grant_type"}));
+    }
+    let (client, secret, auth) = client_auth(req, f);
+    let basic = auth == "basic";
+    if let Some((id, expected)) = state.jwt_client.lock().unwrap().clone()
+        && (client != id || secret != expected || (expected.is_some() && !basic))
+    {
+        return json_response(
+            401,
+            json!({"error": "invalid_client", "error_description": REMOTE_TEXT}),
+        );
+    }
+    let assertion = f.get("assertion").cloned().unwrap_or_default();
+    state.assertions.lock().unwrap().push(assertion.clone());
+    let base = state.base();
+    let resource = f.get("resource").cloned().unwrap_or_default();
+    let accepted = state.wif_assertions.lock().unwrap().contains(&assertion)
+        || issued_grants()
+            .lock()
+            .unwrap()
+            .get(&assertion)
+            .is_some_and(|(aud, res, id)| *aud == base && *res == resource && *id == client);
+    if !accepted {
+        return json_response(
+            400,
+            json!({"error": "invalid_grant", "error_description": REMOTE_TEXT}),
+        );
+    }
+    let scopes: Vec<String> = f
+        .get("scope")
+        .map(|s| s.split(' ').map(str::to_owned).collect())
+        .unwrap_or_default();
+    let family = state.next();
+    json_response(200, state.issue_with(family, &scopes, false))
 }
 
 /// Server-authored text planted in every refusal: it must never surface.
@@ -389,6 +551,12 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 "token_endpoint_auth_methods_supported": methods,
                 "authorization_response_iss_parameter_supported": true,
             });
+            if *state.jwt_bearer.lock().unwrap() {
+                metadata["grant_types_supported"] = json!(["authorization_code", JWT_BEARER]);
+            }
+            if let Some(methods) = state.auth_methods.lock().unwrap().clone() {
+                metadata["token_endpoint_auth_methods_supported"] = json!(methods);
+            }
             if !*state.no_revocation.lock().unwrap() {
                 metadata["revocation_endpoint"] = json!(
                     state
@@ -591,12 +759,16 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
             {
                 return json_response(401, json!({"error": "invalid_client"}));
             }
+            if f.get("grant_type").map(String::as_str) == Some(JWT_BEARER) {
+                return jwt_bearer_grant(state, &req, &f);
+            }
             let (code, mut answer) = token_answer(state, &f);
             if code == 200 {
                 bind_answer(state, &mut answer, jkt);
             }
             json_response(code, answer)
         }
+        ("POST", "/idp/token") => idp_token(state, form(&req.body)),
         ("POST", "/revoke") => {
             let f = form(&req.body);
             let (client_id, secret, auth) = client_auth(&req, &f);

@@ -1,6 +1,8 @@
 //! Grants: how the chain obtains tokens once it knows where to ask: a refresh
 //! single-flight across processes, the authorization-code flow with PKCE through
-//! the host's authorizer, and the client-credentials grant.
+//! the host's authorizer, the client-credentials grant, and the JWT bearer
+//! grants (workload identity; enterprise-managed, after the token exchange at the
+//! identity provider).
 
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use http::{HeaderMap, Method};
@@ -11,6 +13,7 @@ use crate::auth::ClientCredentials;
 use crate::auth::authorize::{AuthorizationRequest, authorization_url, validate_callback};
 use crate::auth::dpop::{DpopMode, DpopSigner};
 use crate::auth::http::{AuthHttp, MAX_TOKEN_RESPONSE_BYTES};
+use crate::auth::jwt_bearer;
 use crate::auth::metadata::{AuthorizationServerMetadata, decode_registration};
 use crate::auth::registration::{self, Plan, Registration, RegistrationKind};
 use crate::auth::store::StoredTokens;
@@ -164,6 +167,11 @@ impl Chain {
                 "server \"{server}\": the authorization server has no token endpoint"
             ))
         })?;
+        if self.config.jwt_bearer_configured() {
+            return self
+                .jwt_bearer(state, found, &token_url, scopes, diag)
+                .await;
+        }
         if let Some(creds) = &self.config.client_credentials {
             let result = self
                 .client_credentials(state, found, creds, &token_url, scopes)
@@ -438,6 +446,99 @@ impl Chain {
             token_endpoint: token_url.to_owned(),
             client_id: creds.client_id().to_owned(),
             tokens,
+            revocation_endpoint: meta.revocation_endpoint.clone(),
+        };
+        self.save_tokens(state, stored).await
+    }
+
+    /// The JWT bearer grant (RFC 7523) with the configured workload identity
+    /// assertion, or with the ID-JAG the identity provider issues for the user's
+    /// ID token (enterprise-managed authorization). The authorization server must
+    /// list the grant. Each request is made once: a refusal is the error, with no
+    /// retry and no other grant. Steps reported: `token-exchange`, `jwt-bearer`.
+    pub(super) async fn jwt_bearer(
+        &self,
+        state: &mut State,
+        found: &Discovered,
+        token_url: &str,
+        scopes: Vec<String>,
+        diag: &Diagnostics,
+    ) -> Result<Current> {
+        let server = self.server.to_string();
+        let meta = &found.metadata;
+        let listed = meta
+            .grant_types_supported
+            .as_ref()
+            .is_some_and(|l| l.iter().any(|g| g == jwt_bearer::JWT_BEARER_GRANT));
+        if !listed {
+            let e = unauthorized(format!(
+                "server \"{server}\": the authorization server does not list the JWT bearer grant ({}) in grant_types_supported",
+                jwt_bearer::JWT_BEARER_GRANT
+            ));
+            self.report(diag, "jwt-bearer", &Err::<(), _>(e.clone()));
+            return Err(e);
+        }
+        let http = self.http().await.clone();
+        union(&mut state.requested, &scopes);
+        let (assertion, client_id, secret, method) = match (
+            &self.config.workload_identity,
+            &self.config.enterprise_managed,
+        ) {
+            (Some(w), _) => {
+                let assertion = w
+                    .assertion
+                    .read(jwt_bearer::WORKLOAD_ASSERTION)
+                    .await
+                    .map_err(|e| prefixed(&server, e));
+                if assertion.is_err() {
+                    self.report(diag, "jwt-bearer", &assertion);
+                }
+                (assertion?, w.client_id.clone(), None, AuthMethod::None)
+            }
+            (None, Some(e)) => {
+                let id_jag = jwt_bearer::exchange_id_token(
+                    &http,
+                    &server,
+                    e,
+                    &meta.issuer,
+                    &found.resource,
+                    &scopes,
+                )
+                .await;
+                self.report(diag, "token-exchange", &id_jag);
+                let method = choose_auth_method(
+                    None,
+                    meta.token_endpoint_auth_methods_supported.as_deref(),
+                    e.client_secret.is_some(),
+                );
+                (
+                    id_jag?.assertion,
+                    e.client_id.clone(),
+                    e.client_secret.clone(),
+                    method,
+                )
+            }
+            (None, None) => return Err(self.login_needed("no JWT bearer grant is configured")),
+        };
+        let endpoint = TokenEndpoint {
+            server: &server,
+            url: token_url,
+            client_id: &client_id,
+            client_secret: secret.map(|s| oauth2::ClientSecret::new(s.expose_secret().to_owned())),
+            method,
+            resource: &found.resource,
+            dpop: self.new_grant_signer(state, meta)?,
+        };
+        let tokens = jwt_bearer::jwt_bearer_token(&http, &endpoint, &assertion, &scopes)
+            .await
+            .map_err(|e| e.into_error(&server));
+        self.report(diag, "jwt-bearer", &tokens);
+        let stored = StoredTokens {
+            issuer: meta.issuer.clone(),
+            resource: found.resource.clone(),
+            token_endpoint: token_url.to_owned(),
+            client_id,
+            tokens: tokens?,
             revocation_endpoint: meta.revocation_endpoint.clone(),
         };
         self.save_tokens(state, stored).await

@@ -117,6 +117,15 @@ impl Chain {
                 ),
             });
         }
+        // Enterprise-managed authorization: the client's own credentials (a
+        // workload identity client is public, as below).
+        if let Some(grant) = &self.config.enterprise_managed
+            && grant.client_id == held.client_id
+        {
+            let secret = grant.client_secret.clone();
+            let method = choose_auth_method(None, None, secret.is_some());
+            return Ok((secret, method, Vec::new()));
+        }
         // A registration no longer known (dropped, or the configuration changed):
         // the client id alone, as a public client.
         Ok(

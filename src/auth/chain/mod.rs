@@ -9,7 +9,7 @@
 //!
 //! The chain's steps each have a file: [`discovery`] finds the authorization server
 //! and how to register with it; [`grants`] obtains tokens (refresh, the
-//! authorization-code flow, client credentials). This file holds the state, the
+//! authorization-code flow, client credentials, the JWT bearer grants). This file holds the state, the
 //! store and the entry points the transport calls.
 
 mod discovery;
@@ -495,6 +495,7 @@ impl Chain {
             .is_some_and(|t| t.tokens.refresh_token.is_some());
         if self.config.authorizer.is_none()
             && self.config.client_credentials.is_none()
+            && !self.config.jwt_bearer_configured()
             && !can_refresh
         {
             let e = self.login_needed("a person must log in");
@@ -555,7 +556,10 @@ impl Chain {
             ));
         }
         self.clear_current();
-        if self.config.authorizer.is_none() && self.config.client_credentials.is_none() {
+        if self.config.authorizer.is_none()
+            && self.config.client_credentials.is_none()
+            && !self.config.jwt_bearer_configured()
+        {
             return Err(self.login_needed("a person must log in"));
         }
         let found = match found {

@@ -33,8 +33,10 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 use smthrs_mcp::auth::{
-    FileStore, Logout, LoopbackAuthorizer, OAuth, PreRegisteredClient, StoredAuth, TokenStore,
+    AssertionSource, EnterpriseManaged, FileStore, Logout, LoopbackAuthorizer, OAuth,
+    PreRegisteredClient, StoredAuth, TokenStore, WorkloadIdentity,
 };
+use smthrs_mcp::config::oauth::TokenOrigin;
 use smthrs_mcp::config::{EntryTransport, OAuthEntry, ServerEntry, TokenStoreKind};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, DiagnosticObserver, Error, ErrorKind};
@@ -75,6 +77,63 @@ fn keyring_store(_lock: std::path::PathBuf) -> Result<Arc<dyn TokenStore>, Error
     ))
 }
 
+/// Reads the secret in environment variable `var` (`field` names the setting in
+/// the error).
+fn env_secret(server: &str, var: &str, field: &str) -> Result<SecretString, Error> {
+    match std::env::var(var) {
+        Ok(value) if !value.is_empty() => Ok(SecretString::from(value)),
+        _ => Err(Error::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "server \"{server}\": environment variable {var} ({field}) is unset, empty or not UTF-8"
+            ),
+        )),
+    }
+}
+
+/// The assertion source of a server-file token origin.
+fn assertion_source(origin: &TokenOrigin, max_token_bytes: Option<usize>) -> AssertionSource {
+    let source = match origin {
+        TokenOrigin::File(path) => AssertionSource::file(path.clone()),
+        TokenOrigin::Env(var) => AssertionSource::env(var.clone()),
+    };
+    match max_token_bytes {
+        Some(max) => source.max_bytes(max),
+        None => source,
+    }
+}
+
+/// The JWT bearer grant of an entry with `oauth.workloadIdentity` or
+/// `oauth.enterprise` (both need `clientId`, checked when the file was read);
+/// `oauth` as it is for other entries. Reads the secrets' variables now.
+fn jwt_bearer_grant(server: &str, entry: &OAuthEntry, oauth: OAuth) -> Result<OAuth, Error> {
+    let client_id = entry.client_id.clone().unwrap_or_default();
+    if let Some(w) = &entry.workload_identity {
+        let source = assertion_source(&w.token, w.max_token_bytes);
+        return Ok(oauth.workload_identity(WorkloadIdentity::new(client_id, source)));
+    }
+    let Some(e) = &entry.enterprise else {
+        return Ok(oauth);
+    };
+    let mut grant = EnterpriseManaged::new(
+        e.idp_token_endpoint.clone(),
+        e.idp_client_id.clone(),
+        assertion_source(&e.id_token, e.max_token_bytes),
+        client_id,
+    );
+    if let Some(var) = &e.idp_client_secret_env {
+        grant = grant.idp_client_secret(env_secret(
+            server,
+            var,
+            "oauth.enterprise.idpClientSecretEnv",
+        )?);
+    }
+    if let Some(var) = &entry.client_secret_env {
+        grant = grant.client_secret(env_secret(server, var, "oauth.clientSecretEnv")?);
+    }
+    Ok(oauth.enterprise_managed(grant))
+}
+
 /// The OAuth configuration of an entry, without an authorizer. Reads
 /// `oauth.clientSecretEnv` now (unset or empty: an error naming the variable).
 pub fn oauth(server: &str, entry: &OAuthEntry) -> Result<OAuth, Error> {
@@ -87,6 +146,9 @@ pub fn oauth(server: &str, entry: &OAuthEntry) -> Result<OAuth, Error> {
         .login_hint(format!("run `smthrs-mcp login {server}`"));
     if let Some(url) = &entry.client_metadata_url {
         oauth = oauth.client_metadata_url(url.clone());
+    }
+    if entry.workload_identity.is_some() || entry.enterprise.is_some() {
+        return jwt_bearer_grant(server, entry, oauth);
     }
     if let Some(client_id) = &entry.client_id {
         let client_secret = match &entry.client_secret_env {
@@ -145,6 +207,14 @@ pub async fn login(
     let EntryTransport::Http(http) = &entry.transport else {
         unreachable!("oauth_entry checked the kind")
     };
+    if oauth_entry.workload_identity.is_some() || oauth_entry.enterprise.is_some() {
+        return Err(Error::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "server \"{server}\" authenticates with oauth.workloadIdentity or oauth.enterprise: no login is needed, `tools` and `call` obtain tokens themselves"
+            ),
+        ));
+    }
     let store = store(oauth_entry)?;
     // A fresh authorization: forget the tokens, keep the registrations.
     let remembered = update(&store, server, |stored| {
