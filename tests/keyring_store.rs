@@ -78,17 +78,27 @@ fn sample(access: &str, refresh: &str, secret: &str) -> StoredAuth {
     }
 }
 
-/// The keyutils entry of `key`, built past the store (after joining the
-/// persistent keyring, as the store does).
-fn native_entry(store: &KeyringStore, key: &str) -> keyring_core::Entry {
-    let _ = linux_keyutils::KeyRing::get_persistent(linux_keyutils::KeyRingIdentifier::Session);
-    let native = linux_keyutils_keyring_store::Store::new().unwrap();
-    keyring_core::api::CredentialStoreApi::build(&*native, store.service(), key, None).unwrap()
+/// The user's persistent keyring, where the store keeps its entries (the module
+/// docs' layout), reached past the store.
+fn persistent() -> linux_keyutils::KeyRing {
+    linux_keyutils::KeyRing::get_persistent(linux_keyutils::KeyRingIdentifier::Thread).unwrap()
+}
+
+fn description(store: &KeyringStore, key: &str) -> String {
+    format!("keyring-rs:{key}@{}", store.service())
+}
+
+/// Writes the entry's raw bytes past the store.
+fn plant(store: &KeyringStore, key: &str, bytes: &[u8]) {
+    persistent()
+        .add_key(&description(store, key), bytes)
+        .unwrap();
 }
 
 /// The raw bytes of the entry, read past the store.
 fn raw(store: &KeyringStore, key: &str) -> Option<Vec<u8>> {
-    native_entry(store, key).get_secret().ok()
+    let key = persistent().search(&description(store, key)).ok()?;
+    key.read_to_vec().ok()
 }
 
 #[test]
@@ -143,18 +153,94 @@ fn entries_round_trip_in_the_file_stores_encoding_and_are_removed() {
     assert!(store.remove("other").unwrap());
 }
 
+/// The case that lost a rotated refresh token: threads that have not touched the
+/// keyring (as a runtime's workers and blocking threads), one reading the entry,
+/// another writing it without having read it, the first reading again. Each read
+/// must see the last write, wherever it ran.
+#[test]
+fn a_write_from_one_thread_is_what_every_thread_reads_next() {
+    use std::sync::mpsc::{Sender, channel};
+    type Job = Box<dyn FnOnce() + Send>;
+    // Threads started before anything here touches the keyring.
+    let worker = || {
+        let (tx, rx) = channel::<Job>();
+        let handle = std::thread::spawn(move || {
+            for job in rx {
+                job();
+            }
+        });
+        (tx, handle)
+    };
+    let workers: Vec<_> = (0..4).map(|_| worker()).collect();
+    let on =
+        |thread: &Sender<Job>, store: &KeyringStore, job: fn(&KeyringStore) -> Option<String>| {
+            let (store, (tx, rx)) = (store.clone(), channel());
+            thread
+                .send(Box::new(move || tx.send(job(&store)).unwrap()))
+                .unwrap();
+            rx.recv().unwrap()
+        };
+    fn access(store: &KeyringStore) -> Option<String> {
+        let stored = store.load("srv").unwrap()?.tokens?;
+        Some(stored.tokens.access_token.expose_secret().to_owned())
+    }
+    let [(a, _), (b, _), (c, _), (d, _)] = &workers[..] else {
+        unreachable!()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    store
+        .save("srv", &sample("access-1", "refresh-1", "secret-t"))
+        .unwrap();
+    assert_eq!(on(a, &store, access).as_deref(), Some("access-1"));
+    // A thread that never read the entry writes it.
+    on(b, &store, |store| {
+        store
+            .save("srv", &sample("access-2", "refresh-2", "secret-t"))
+            .unwrap();
+        None
+    });
+    assert_eq!(on(a, &store, access).as_deref(), Some("access-2"));
+    assert_eq!(access(&store).as_deref(), Some("access-2"));
+    assert_eq!(on(b, &store, access).as_deref(), Some("access-2"));
+    on(c, &store, |store| {
+        store
+            .save("srv", &sample("access-3", "refresh-3", "secret-t"))
+            .unwrap();
+        None
+    });
+    assert_eq!(access(&store).as_deref(), Some("access-3"));
+    assert_eq!(on(a, &store, access).as_deref(), Some("access-3"));
+    assert_eq!(on(b, &store, access).as_deref(), Some("access-3"));
+    // A removal from yet another thread is seen everywhere too.
+    assert_eq!(
+        on(d, &store, |store| store
+            .remove("srv")
+            .unwrap()
+            .then(String::new)),
+        Some(String::new())
+    );
+    for thread in [a, b, c] {
+        assert_eq!(on(thread, &store, access), None);
+    }
+    assert_eq!(access(&store), None);
+    for (tx, handle) in workers {
+        drop(tx);
+        handle.join().unwrap();
+    }
+}
+
 #[test]
 fn a_malformed_entry_is_a_typed_error_naming_the_key_not_the_content() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let entry = native_entry(&store, "srv");
     for bad in [
         &b"not json planted-secret-m"[..],
         br#"{"registrations": [], "tokens": "planted-secret-m"}"#,
         br#"{"tokens": {"accessToken": "planted-secret-m"}}"#,
         b"\xff\xfe planted-secret-m",
     ] {
-        entry.set_secret(bad).unwrap();
+        plant(&store, "srv", bad);
         let e = store.load("srv").unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidConfig);
         assert!(e.message().contains("\"srv\" is not valid"), "{e}");

@@ -1185,12 +1185,13 @@ fn keyring_store_errors_and_debug() {
     let error = store.save("srv", &value(&big)).unwrap_err();
     audit("keyring entry too large", &error, ErrorKind::InvalidConfig);
     // A malformed entry that holds the token.
-    let _ = linux_keyutils::KeyRing::get_persistent(linux_keyutils::KeyRingIdentifier::Session);
-    let native = linux_keyutils_keyring_store::Store::new().unwrap();
-    let entry =
-        keyring_core::api::CredentialStoreApi::build(&*native, &service, "srv", None).unwrap();
-    entry
-        .set_secret(format!("{{\"tokens\": \"{ACCESS_SECRET}\"").as_bytes())
+    // (The store's documented layout: a `user` key in the persistent keyring.)
+    linux_keyutils::KeyRing::get_persistent(linux_keyutils::KeyRingIdentifier::Thread)
+        .unwrap()
+        .add_key(
+            &format!("keyring-rs:srv@{service}"),
+            format!("{{\"tokens\": \"{ACCESS_SECRET}\"").as_bytes(),
+        )
         .unwrap();
     let error = store.load("srv").unwrap_err();
     audit("malformed keyring entry", &error, ErrorKind::InvalidConfig);
