@@ -131,7 +131,7 @@ impl KeyringStore {
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = (service.into(), lock_path.into());
+            let _ = (service, lock_path);
             Err(store_error(
                 "has no native keyring on this platform in this build (only Linux keyutils); use the file store, or KeyringStore::with_credential_store".to_owned(),
             ))
