@@ -1809,6 +1809,13 @@ async fn dpop_binds_the_tokens_and_a_second_process_uses_the_stored_key() {
     // The key never left the store: no process printed it.
     let key = stored.dpop_keys[0].pkcs8.expose_secret().to_owned();
     assert!(!stdout.contains(&key) && !stderr.contains(&key));
+    // Logout forgets the key with the tokens: the next login proves possession
+    // of a new one.
+    let (code, _, stderr) = run(setup.command(&["logout", "srv"])).await;
+    assert_eq!(code, 0, "{stderr}");
+    let stored = store.load("srv").unwrap().unwrap();
+    assert!(stored.tokens.is_none());
+    assert!(stored.dpop_keys.is_empty());
 }
 
 #[tokio::test]
@@ -1894,6 +1901,36 @@ async fn a_dpop_nonce_over_the_bound_is_a_typed_error_and_never_shown() {
         "{text}"
     );
     assert_eq!(count(&server, "POST /token"), 1);
+
+    // A nonce challenge without a nonce, after the endpoint gave one earlier:
+    // not retried with the old nonce, a typed error.
+    let server = OAuthServer::start().await;
+    dpop_server_state(&server);
+    *server.state.dpop_as_nonce.lock().unwrap() = Some("first".into());
+    let client = connect(&server.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap();
+    let before = count(&server, "POST /token");
+    *server.state.dpop_as_nonce.lock().unwrap() = Some("second".into());
+    *server.state.dpop_as_nonce_header.lock().unwrap() = Some(String::new());
+    server.state.expire_access_tokens();
+    let err = client.call_tool("echo", Map::new()).await.unwrap_err();
+    assert!(
+        err.message()
+            .contains("asked for a DPoP nonce and sent no DPoP-Nonce"),
+        "{err}"
+    );
+    assert_eq!(*server.state.refreshes.lock().unwrap(), 0);
+    // Two token requests, each sent once: the refresh, then the new
+    // authorization's code exchange (a retry with the stale nonce would double
+    // both).
+    assert_eq!(
+        count(&server, "POST /token") - before,
+        2,
+        "{:?}",
+        log(&server)
+    );
+    client.close().await;
 }
 
 #[tokio::test]

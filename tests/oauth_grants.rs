@@ -158,6 +158,71 @@ async fn enterprise_managed_exchanges_the_id_token_then_presents_the_id_jag() {
     assert_eq!(count(&auth, "POST /token"), tokens_before);
 }
 
+/// A refresh token from a JWT bearer grant is refreshed as the client it was
+/// issued to (no registration holds that client), so the tokens outlive the
+/// assertion: here the workload's token file and the user's ID token are gone.
+#[tokio::test]
+async fn tokens_from_a_jwt_bearer_grant_are_refreshed_after_the_assertion_is_gone() {
+    // Workload identity: a public client.
+    let server = jwt_bearer_server(("agent", None)).await;
+    *server.state.jwt_bearer_refresh.lock().unwrap() = true;
+    *server.state.wif_assertions.lock().unwrap() = vec!["wif.one".into()];
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "token", "wif.one");
+    let client = connect(&server.url(), wif(&file)).await.unwrap();
+    std::fs::remove_file(&file).unwrap();
+    server.state.expire_access_tokens();
+    let result = client.call_tool("echo", Map::new()).await.unwrap();
+    assert!(!result.is_error);
+    assert_eq!(*server.state.refreshes.lock().unwrap(), 1);
+    assert_eq!(
+        *server.state.refresh_clients.lock().unwrap(),
+        [("agent".to_owned(), None, "none".to_owned())]
+    );
+    assert_eq!(*server.state.assertions.lock().unwrap(), ["wif.one"]);
+    client.close().await;
+
+    // Enterprise-managed: the client's own secret, and no new token exchange.
+    let auth = jwt_bearer_server(("mcp-client", Some("as secret&x"))).await;
+    *auth.state.jwt_bearer_refresh.lock().unwrap() = true;
+    let idp = OAuthServer::start().await;
+    *idp.state.idp.lock().unwrap() = Some(Idp {
+        client_id: "idp-client".into(),
+        client_secret: None,
+        id_token: "id.token.one".into(),
+        audience: auth.issuer(),
+        resource: format!("{}/mcp", auth.issuer()),
+        as_client_id: "mcp-client".into(),
+    });
+    let id_token = write(dir.path(), "id_token", "id.token.one");
+    let grant = EnterpriseManaged::new(
+        format!("{}/idp/token", idp.issuer()),
+        "idp-client",
+        AssertionSource::file(&id_token),
+        "mcp-client",
+    )
+    .client_secret(SecretString::from("as secret&x"));
+    let client = connect(&auth.url(), OAuth::new().enterprise_managed(grant))
+        .await
+        .unwrap();
+    assert_eq!(idp.state.idp_requests.lock().unwrap().len(), 1);
+    std::fs::remove_file(&id_token).unwrap();
+    auth.state.expire_access_tokens();
+    let result = client.call_tool("echo", Map::new()).await.unwrap();
+    assert!(!result.is_error);
+    assert_eq!(
+        *auth.state.refresh_clients.lock().unwrap(),
+        [(
+            "mcp-client".to_owned(),
+            Some("as secret&x".to_owned()),
+            "basic".to_owned()
+        )]
+    );
+    assert_eq!(idp.state.idp_requests.lock().unwrap().len(), 1);
+    assert_eq!(auth.state.assertions.lock().unwrap().len(), 1);
+    client.close().await;
+}
+
 #[tokio::test]
 async fn an_authorization_server_without_the_jwt_bearer_grant_is_refused_before_any_request() {
     let server = OAuthServer::start().await;

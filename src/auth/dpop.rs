@@ -62,6 +62,7 @@ pub(crate) const DPOP: http::HeaderName = http::HeaderName::from_static("dpop");
 pub(crate) const DPOP_NONCE: &str = "dpop-nonce";
 
 /// When the chain uses DPoP. Set with [`OAuth::dpop`](crate::auth::OAuth::dpop).
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DpopMode {
     /// DPoP when the authorization server advertises ES256 in
@@ -232,6 +233,7 @@ pub(crate) fn ath(access_token: &str) -> String {
 }
 
 /// Why a `DPoP-Nonce` header was not kept.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NonceError {
     /// Longer than [`MAX_NONCE_BYTES`] (the length is given).
@@ -270,7 +272,7 @@ impl NonceError {
     fn detail(&self) -> String {
         match self {
             NonceError::TooLong(n) => format!(
-                "a DPoP-Nonce of {n} bytes, more than the {MAX_NONCE_BYTES} this client accepts"
+                "a DPoP-Nonce of {n} bytes, more than the {MAX_NONCE_BYTES} this client accepts (a fixed bound: auth::dpop::MAX_NONCE_BYTES)"
             ),
             NonceError::Malformed => "a malformed DPoP-Nonce".to_owned(),
             NonceError::Missing => "no DPoP-Nonce".to_owned(),

@@ -30,7 +30,7 @@ use tower::util::BoxCloneService;
 use tower::{Layer, ServiceExt};
 use url::Url;
 
-use super::dpop::{DPOP, DpopSigner, nonce_from_headers};
+use super::dpop::{DPOP, DpopSigner, NonceError, nonce_from_headers};
 use super::policy::AddressPolicy;
 use crate::error::{Error, ErrorKind, Result};
 use crate::http::body::{BodyError, collect_limited, declared_too_large};
@@ -322,14 +322,21 @@ impl<'c> oauth2::AsyncHttpClient<'c> for Oauth2Client {
                     break fetched;
                 };
                 let asks = asks_for_nonce(fetched.status, &fetched.body);
-                match nonce_from_headers(&fetched.headers) {
-                    Ok(Some(nonce)) => dpop.nonces.set(&url, nonce),
-                    Ok(None) => {}
+                let fresh = match nonce_from_headers(&fetched.headers) {
+                    Ok(Some(nonce)) => {
+                        dpop.nonces.set(&url, nonce);
+                        true
+                    }
+                    Ok(None) if asks => {
+                        return Err(NonceError::Missing.into_error(&dpop.server, self.what));
+                    }
+                    Ok(None) => false,
                     Err(e) if asks => return Err(e.into_error(&dpop.server, self.what)),
                     // Not asked for: ignored (the next answer may ask again).
-                    Err(_) => {}
-                }
-                if asks && !retried && dpop.nonces.get(&url).is_some() {
+                    Err(_) => false,
+                };
+                // Retried once, with the nonce this answer gave.
+                if asks && !retried && fresh {
                     retried = true;
                     continue;
                 }

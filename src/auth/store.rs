@@ -79,6 +79,11 @@ impl fmt::Debug for StoredTokens {
 /// one the stored tokens were issued to.
 pub const MAX_REGISTRATIONS: usize = 8;
 
+/// The most DPoP keys kept per key, one per authorization server: past it the
+/// oldest goes, except the key of the stored tokens' issuer (a server that names
+/// a new authorization server on every connect cannot grow the entry).
+pub const MAX_DPOP_KEYS: usize = 8;
+
 /// Everything stored under one key. `Debug` shows no secret.
 #[derive(Clone, Debug, Default)]
 pub struct StoredAuth {
@@ -158,10 +163,28 @@ impl StoredAuth {
         self.dpop_keys.iter().find(|k| k.issuer == issuer)
     }
 
-    /// Replaces the DPoP key for its issuer.
+    /// Keeps `key` as the newest, replacing the one for its issuer. Past
+    /// [`MAX_DPOP_KEYS`] the oldest is dropped, except the one for the stored
+    /// tokens' issuer.
     pub fn set_dpop_key(&mut self, key: StoredDpopKey) {
         self.dpop_keys.retain(|k| k.issuer != key.issuer);
         self.dpop_keys.push(key);
+        while self.dpop_keys.len() > MAX_DPOP_KEYS {
+            let in_use =
+                |k: &StoredDpopKey| self.tokens.as_ref().is_some_and(|t| t.issuer == k.issuer);
+            match self.dpop_keys.iter().position(|k| !in_use(k)) {
+                Some(oldest) => {
+                    self.dpop_keys.remove(oldest);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Forgets the DPoP key for `issuer` (at logout: the next login proves
+    /// possession of a new one).
+    pub fn remove_dpop_key(&mut self, issuer: &str) {
+        self.dpop_keys.retain(|k| k.issuer != issuer);
     }
 
     /// Encodes for a file (secrets in clear: the file is owner-only).
@@ -602,5 +625,39 @@ mod tests {
         assert_eq!(stored.registrations.len(), MAX_REGISTRATIONS);
         assert!(stored.registration_for_client("http://as", "id").is_none());
         assert_eq!(stored.registrations.last().unwrap().client_id, "last");
+    }
+
+    #[test]
+    fn the_dpop_key_bound_drops_the_oldest_but_never_the_tokens_issuers() {
+        let key = |issuer: &str| StoredDpopKey {
+            issuer: issuer.to_owned(),
+            pkcs8: SecretString::from(format!("key-of-{issuer}")),
+        };
+        let mut stored = sample();
+        let issuer = stored.tokens.as_ref().unwrap().issuer.clone();
+        stored.set_dpop_key(key(&issuer));
+        for n in 0..MAX_DPOP_KEYS + 3 {
+            stored.set_dpop_key(key(&format!("http://as{n}")));
+        }
+        assert_eq!(stored.dpop_keys.len(), MAX_DPOP_KEYS);
+        // The tokens' issuer's key stays, though the oldest.
+        assert!(stored.dpop_key(&issuer).is_some());
+        assert!(stored.dpop_key("http://as0").is_none());
+        assert!(
+            stored
+                .dpop_key(&format!("http://as{}", MAX_DPOP_KEYS + 2))
+                .is_some()
+        );
+        // Replacing a key keeps one per issuer.
+        stored.set_dpop_key(key(&issuer));
+        assert_eq!(stored.dpop_keys.len(), MAX_DPOP_KEYS);
+        assert_eq!(stored.dpop_keys.last().unwrap().issuer, issuer);
+        // Without tokens the oldest goes; logout forgets an issuer's key.
+        stored.tokens = None;
+        stored.set_dpop_key(key("http://last"));
+        assert_eq!(stored.dpop_keys.len(), MAX_DPOP_KEYS);
+        stored.remove_dpop_key(&issuer);
+        assert!(stored.dpop_key(&issuer).is_none());
+        assert_eq!(stored.dpop_keys.len(), MAX_DPOP_KEYS - 1);
     }
 }

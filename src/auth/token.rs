@@ -395,19 +395,25 @@ pub(crate) async fn exchange_code(
 }
 
 /// Refreshes with `refresh_token`; a response without a new refresh token keeps
-/// the old one.
+/// the old one. `extra` carries a client assertion when the client authenticates
+/// with a JWT.
 pub(crate) async fn refresh(
     http: &AuthHttp,
     endpoint: &TokenEndpoint<'_>,
     refresh_token: &SecretString,
     scopes: &[String],
+    extra: &[(&'static str, SecretString)],
 ) -> std::result::Result<TokenSet, TokenFailure> {
     let client = endpoint.client(None).map_err(TokenFailure::Other)?;
     let hook = http.oauth2_client("token endpoint", endpoint.dpop.clone());
     let token = oauth2::RefreshToken::new(refresh_token.expose_secret().to_owned());
-    let response = client
+    let mut request = client
         .exchange_refresh_token(&token)
-        .add_extra_param("resource", endpoint.resource)
+        .add_extra_param("resource", endpoint.resource);
+    for (name, value) in extra {
+        request = request.add_extra_param(*name, value.expose_secret().to_owned());
+    }
+    let response = request
         .request_async(&hook)
         .await
         .map_err(|e| map_error(endpoint.server, e))?;

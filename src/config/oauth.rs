@@ -102,6 +102,7 @@ pub struct EnterpriseEntry {
 }
 
 /// Where the CLI keeps a server's registrations and tokens (`oauth.tokenStore`).
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TokenStoreKind {
     /// `"file"`: the user's owner-only token file

@@ -147,7 +147,7 @@ pub struct AsState {
     /// not `dpop_rs_nonce` itself.
     pub dpop_rs_nonce_header: Mutex<Option<String>>,
     /// DPoP: the `DPoP-Nonce` sent with the token endpoint's nonce challenge,
-    /// when not `dpop_as_nonce` itself.
+    /// when not `dpop_as_nonce` itself (empty: no header at all).
     pub dpop_as_nonce_header: Mutex<Option<String>>,
     /// DPoP: answer a proof with a Bearer token.
     pub dpop_bearer_answer: Mutex<bool>,
@@ -166,6 +166,10 @@ pub struct AsState {
     // ----- JWT bearer grants (RFC 7523) and the IdP token exchange (RFC 8693) -----
     /// The metadata lists the jwt-bearer grant, and `/token` serves it.
     pub jwt_bearer: Mutex<bool>,
+    /// The jwt-bearer grant also issues a refresh token.
+    pub jwt_bearer_refresh: Mutex<bool>,
+    /// How each refresh request authenticated: (client id, secret, method).
+    pub refresh_clients: Mutex<Vec<(String, Option<String>, String)>>,
     /// `token_endpoint_auth_methods_supported` (default `["none"]`).
     pub auth_methods: Mutex<Option<Vec<String>>>,
     /// The client the jwt-bearer grant must authenticate as: (id, secret); with a
@@ -324,7 +328,8 @@ fn jwt_bearer_grant(
         .map(|s| s.split(' ').map(str::to_owned).collect())
         .unwrap_or_default();
     let family = state.next();
-    json_response(200, state.issue_with(family, &scopes, false))
+    let refresh = *state.jwt_bearer_refresh.lock().unwrap();
+    json_response(200, state.issue_with(family, &scopes, refresh))
 }
 
 /// Server-authored text planted in every refusal: it must never surface.
@@ -739,6 +744,11 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                 Err(refusal) => return *refusal,
             };
             if f.get("grant_type").map(String::as_str) == Some("refresh_token") {
+                state.refresh_clients.lock().unwrap().push((
+                    client.clone(),
+                    secret.clone(),
+                    auth.to_string(),
+                ));
                 let bound = state
                     .dpop_bound
                     .lock()
@@ -1120,6 +1130,9 @@ fn dpop_token_request(
             .unwrap()
             .clone()
             .unwrap_or(wanted);
+        if sent.is_empty() {
+            return Err(Box::new(refusal));
+        }
         return Err(Box::new(with_header(refusal, "dpop-nonce", &sent)));
     }
     state.dpop_verified.lock().unwrap().push("token".into());

@@ -55,11 +55,11 @@ impl Chain {
             .refresh_token
             .clone()
             .ok_or_else(|| self.login_needed("no refresh token"))?;
-        let registration = self
-            .registration_for(&state.stored, &held.issuer, &held.client_id)
-            .ok_or_else(|| self.login_needed("the client registration is gone"))?;
         let supported =
             found.and_then(|f| f.metadata.token_endpoint_auth_methods_supported.clone());
+        let auth = self
+            .client_auth(&state.stored, &held, supported.as_deref())?
+            .ok_or_else(|| self.login_needed("the client registration is gone"))?;
         let http = self.http().await.clone();
         // The whole exchange runs while the store lock is held.
         let lock = self.store_lock().await?;
@@ -97,17 +97,14 @@ impl Chain {
         let endpoint = TokenEndpoint {
             server: &server,
             url: &held.token_endpoint,
-            client_id: &registration.client_id,
-            client_secret: registration::secret(&registration),
-            method: choose_auth_method(
-                registration.token_endpoint_auth_method.as_deref(),
-                supported.as_deref(),
-                registration.client_secret.is_some(),
-            ),
+            client_id: &held.client_id,
+            client_secret: auth.oauth2_secret(),
+            method: auth.method,
             resource: &held.resource,
             dpop,
         };
-        let result = token::refresh(&http, &endpoint, &ours, &held.tokens.scopes).await;
+        let result =
+            token::refresh(&http, &endpoint, &ours, &held.tokens.scopes, &auth.extra).await;
         let mut stored = stored;
         let outcome = match result {
             Ok(tokens) => {

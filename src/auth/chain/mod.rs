@@ -12,6 +12,7 @@
 //! authorization-code flow, client credentials, the JWT bearer grants). This file holds the state, the
 //! store and the entry points the transport calls.
 
+mod client_auth;
 mod discovery;
 mod grants;
 mod logout;

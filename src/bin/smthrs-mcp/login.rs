@@ -55,6 +55,10 @@ fn store(entry: &OAuthEntry) -> Result<Arc<dyn TokenStore>, Error> {
     match entry.token_store {
         TokenStoreKind::File => Ok(Arc::new(FileStore::new(path))),
         TokenStoreKind::Keyring => keyring_store(path.with_file_name("keyring.lock")),
+        _ => Err(Error::new(
+            ErrorKind::InvalidConfig,
+            "this build does not know the oauth.tokenStore chosen",
+        )),
     }
 }
 
