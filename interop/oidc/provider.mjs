@@ -1,0 +1,286 @@
+// A real third-party authorization server (panva's `oidc-provider`, pinned in
+// ../package-lock.json) and a small MCP resource server that trusts it, in one
+// process on 127.0.0.1:<port>, for tests/interop_oidc_provider.rs.
+//
+//   node interop/oidc/provider.mjs <port> [access-token-ttl-seconds]
+//
+// Issuer: http://127.0.0.1:<port>. oidc-provider serves discovery
+// (/.well-known/openid-configuration), /auth, /token, /reg (open dynamic
+// registration), /token/introspection, /token/revocation, with DPoP (nonces
+// required), resource indicators (opaque access tokens for the MCP resource),
+// refresh tokens with rotation, client credentials, and PKCE S256 (its default).
+// /interaction/<uid> approves every login (account `tester`) and consent at once,
+// so a client that follows redirects with cookies completes the flow headlessly.
+//
+// The MCP resource (/mcp) accepts `Authorization: Bearer|DPoP <token>`, checks
+// the token with the provider's introspection endpoint (active, audience, scope,
+// token type), checks the DPoP proof of a DPoP-bound token (signature with the
+// embedded key, typ, htm, htu, iat, ath, jti replay, and the key's thumbprint
+// equal to cnf.jkt), and answers initialize, notifications/initialized,
+// tools/list (one tool, `whoami`) and tools/call. Without a valid token it
+// answers 401 with `WWW-Authenticate: Bearer resource_metadata="..."`, and it
+// serves /.well-known/oauth-protected-resource/mcp naming the issuer.
+//
+// Pre-registered clients (test fixtures, loopback only): `resource-server` (the
+// introspecting client, RS_SECRET) and `mcp-machine` (client credentials grant,
+// MACHINE_SECRET).
+import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
+
+import * as jose from 'jose';
+import Provider, { errors } from 'oidc-provider';
+
+const port = Number(process.argv[2]);
+const ttl = Number(process.argv[3] ?? 3600);
+if (!Number.isInteger(port) || port <= 0) {
+  console.error('usage: provider.mjs <port> [access-token-ttl-seconds]');
+  process.exit(2);
+}
+const ISSUER = `http://127.0.0.1:${port}`;
+const RESOURCE = `${ISSUER}/mcp`;
+const SCOPE = 'mcp:tools';
+const RS_ID = 'resource-server';
+const RS_SECRET = 'resource-server-fixture-secret';
+const MACHINE_ID = 'mcp-machine';
+const MACHINE_SECRET = 'machine-fixture-secret';
+
+const provider = new Provider(ISSUER, {
+  clients: [
+    {
+      client_id: RS_ID,
+      client_secret: RS_SECRET,
+      redirect_uris: [],
+      response_types: [],
+      grant_types: [],
+    },
+    {
+      client_id: MACHINE_ID,
+      client_secret: MACHINE_SECRET,
+      redirect_uris: [],
+      response_types: [],
+      grant_types: ['client_credentials'],
+    },
+  ],
+  async findAccount(_ctx, id) {
+    return { accountId: id, async claims() { return { sub: id }; } };
+  },
+  interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+  cookies: { keys: [randomBytes(32).toString('base64url')] },
+  scopes: ['openid', 'offline_access', SCOPE],
+  features: {
+    devInteractions: { enabled: false },
+    registration: { enabled: true },
+    revocation: { enabled: true },
+    introspection: { enabled: true },
+    clientCredentials: { enabled: true },
+    dPoP: {
+      enabled: true,
+      nonceSecret: randomBytes(32),
+      requireNonce: () => true,
+    },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: () => RESOURCE,
+      useGrantedResource: () => true,
+      getResourceServerInfo(_ctx, indicator) {
+        if (indicator !== RESOURCE) throw new errors.InvalidTarget();
+        return {
+          scope: SCOPE,
+          audience: RESOURCE,
+          accessTokenTTL: ttl,
+          accessTokenFormat: 'opaque',
+        };
+      },
+    },
+  },
+  rotateRefreshToken: true,
+  issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+});
+provider.on('server_error', (_ctx, err) => console.error('server_error', err));
+
+// Approves the pending prompt (login, then consent) and redirects back.
+async function interaction(req, res) {
+  const details = await provider.interactionDetails(req, res);
+  const { prompt, params, session } = details;
+  let result;
+  if (prompt.name === 'login') {
+    result = { login: { accountId: 'tester' } };
+  } else if (prompt.name === 'consent') {
+    const grant = details.grantId
+      ? await provider.Grant.find(details.grantId)
+      : new provider.Grant({ accountId: session.accountId, clientId: params.client_id });
+    const missing = prompt.details;
+    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+    for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+      grant.addResourceScope(indicator, scopes.join(' '));
+    }
+    result = { consent: { grantId: await grant.save() } };
+  } else {
+    result = { error: 'access_denied' };
+  }
+  await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: true });
+}
+
+function send(res, status, body, headers = {}) {
+  const text = body === undefined ? '' : JSON.stringify(body);
+  res.writeHead(status, {
+    ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
+
+function challenge(res, error) {
+  const metadata = `${ISSUER}/.well-known/oauth-protected-resource/mcp`;
+  const parts = [`resource_metadata="${metadata}"`, `scope="${SCOPE}"`];
+  if (error) parts.push(`error="${error}"`);
+  send(res, 401, { error: error ?? 'unauthorized' }, {
+    'www-authenticate': `Bearer ${parts.join(', ')}`,
+  });
+}
+
+async function readBody(req) {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function introspect(token) {
+  const response = await fetch(`${ISSUER}/token/introspection`, {
+    method: 'POST',
+    headers: {
+      authorization: `Basic ${Buffer.from(`${RS_ID}:${RS_SECRET}`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body: new URLSearchParams({ token }).toString(),
+  });
+  return response.json();
+}
+
+const seenJti = new Set();
+
+// Why the DPoP proof of `req` for a token bound to `jkt` is refused, or null.
+async function dpopRefusal(req, token, jkt) {
+  const proof = req.headers.dpop;
+  if (typeof proof !== 'string') return 'no DPoP proof';
+  let verified;
+  try {
+    verified = await jose.jwtVerify(proof, jose.EmbeddedJWK, {
+      typ: 'dpop+jwt',
+      algorithms: ['ES256', 'EdDSA', 'PS256', 'RS256'],
+    });
+  } catch (e) {
+    return `proof signature: ${e.code ?? e.message}`;
+  }
+  const { payload, protectedHeader } = verified;
+  if (payload.htm !== req.method) return 'htm';
+  if (payload.htu !== RESOURCE) return 'htu';
+  if (typeof payload.iat !== 'number' || Math.abs(Date.now() / 1000 - payload.iat) > 60) return 'iat';
+  const ath = createHash('sha256').update(token).digest('base64url');
+  if (payload.ath !== ath) return 'ath';
+  if (typeof payload.jti !== 'string' || seenJti.has(payload.jti)) return 'jti';
+  seenJti.add(payload.jti);
+  if (await jose.calculateJwkThumbprint(protectedHeader.jwk) !== jkt) return 'jkt';
+  return null;
+}
+
+async function mcp(req, res) {
+  if (req.method !== 'POST') return send(res, 405, { error: 'method not allowed' });
+  const authorization = req.headers.authorization ?? '';
+  const match = /^(Bearer|DPoP) (\S+)$/i.exec(authorization);
+  if (!match) return challenge(res);
+  const [, scheme, token] = match;
+  const info = await introspect(token);
+  if (!info.active) return challenge(res, 'invalid_token');
+  const audience = Array.isArray(info.aud) ? info.aud : [info.aud];
+  if (!audience.includes(RESOURCE)) return challenge(res, 'invalid_token');
+  if (!String(info.scope ?? '').split(' ').includes(SCOPE)) {
+    return send(res, 403, { error: 'insufficient_scope' }, {
+      'www-authenticate': `Bearer error="insufficient_scope", scope="${SCOPE}"`,
+    });
+  }
+  if (info.cnf?.jkt) {
+    if (scheme.toLowerCase() !== 'dpop' || info.token_type !== 'DPoP') {
+      console.error('refused: a DPoP-bound token sent as', scheme);
+      return challenge(res, 'invalid_token');
+    }
+    const refusal = await dpopRefusal(req, token, info.cnf.jkt);
+    if (refusal) {
+      console.error('refused DPoP proof:', refusal);
+      return send(res, 401, { error: 'invalid_dpop_proof' }, {
+        'www-authenticate': `DPoP error="invalid_dpop_proof", algs="ES256"`,
+      });
+    }
+  } else if (scheme.toLowerCase() !== 'bearer') {
+    return challenge(res, 'invalid_token');
+  }
+  const message = JSON.parse(await readBody(req));
+  if (message.id === undefined) return send(res, 202);
+  const reply = (result) => send(res, 200, { jsonrpc: '2.0', id: message.id, result });
+  switch (message.method) {
+    case 'initialize':
+      return reply({
+        protocolVersion: '2025-06-18',
+        capabilities: { tools: {} },
+        serverInfo: { name: 'oidc-provider-resource', version: '1.0.0' },
+      });
+    case 'ping':
+      return reply({});
+    case 'tools/list':
+      return reply({
+        tools: [{
+          name: 'whoami',
+          description: 'The subject and client of the access token.',
+          inputSchema: { type: 'object', properties: {} },
+        }],
+      });
+    case 'tools/call':
+      if (message.params?.name !== 'whoami') {
+        return send(res, 200, {
+          jsonrpc: '2.0', id: message.id, error: { code: -32602, message: 'unknown tool' },
+        });
+      }
+      return reply({
+        content: [{
+          type: 'text',
+          text: `${info.sub ?? '-'} ${info.client_id} ${info.token_type}`,
+        }],
+        structuredContent: { sub: info.sub ?? null, client_id: info.client_id, token_type: info.token_type },
+      });
+    default:
+      return send(res, 200, {
+        jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'method not found' },
+      });
+  }
+}
+
+const callback = provider.callback();
+const server = http.createServer((req, res) => {
+  const path = new URL(req.url, ISSUER).pathname;
+  let handled;
+  if (path === '/mcp') {
+    handled = mcp(req, res);
+  } else if (path === '/.well-known/oauth-protected-resource/mcp'
+    || path === '/.well-known/oauth-protected-resource') {
+    handled = Promise.resolve(send(res, 200, {
+      resource: RESOURCE,
+      authorization_servers: [ISSUER],
+      scopes_supported: [SCOPE],
+      bearer_methods_supported: ['header'],
+      dpop_signing_alg_values_supported: ['ES256'],
+    }));
+  } else if (path.startsWith('/interaction/') && req.method === 'GET') {
+    handled = interaction(req, res);
+  } else {
+    return callback(req, res);
+  }
+  handled.catch((e) => {
+    console.error('resource/interaction error', e);
+    if (!res.headersSent) send(res, 500, { error: 'server_error' });
+  });
+});
+server.listen(port, '127.0.0.1', () => {
+  console.log(`listening ${ISSUER}`);
+});
