@@ -292,6 +292,15 @@ fn stored(store: &MemoryStore) -> (String, Option<String>, bool) {
     )
 }
 
+/// The lines of the peer's log that start with `prefix`.
+fn lines(peer: &HttpPeer, prefix: &str) -> Vec<String> {
+    peer.log()
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// `whoami` through the resource server: `(sub, client_id, token_type)`.
 async fn whoami(client: &Client) -> (String, String, String) {
     let result = client.call_tool("whoami", Map::new()).await.unwrap();
@@ -364,13 +373,31 @@ async fn dpop_bound_tokens_with_the_providers_nonces() {
         info["cnf"]["jkt"].as_str().is_some_and(|j| !j.is_empty()),
         "bound to a key"
     );
+    // The provider refused the first proof at the token endpoint for want of its
+    // nonce, and took the retry that carried it.
+    let tokens = lines(&peer, "AS POST /token ");
+    assert_eq!(
+        tokens,
+        ["AS POST /token 400 use_dpop_nonce", "AS POST /token 200"],
+        "{}",
+        peer.log()
+    );
     // Every resource request carried a fresh, valid proof for that key (the
-    // resource server refuses a missing, replayed or mismatched proof).
-    for _ in 0..3 {
+    // resource server refuses a missing, replayed or mismatched proof), with the
+    // resource server's nonce, which it replaces every 3 proofs.
+    for _ in 0..6 {
         let (_, _, token_type) = whoami(&client).await;
         assert_eq!(token_type, "DPoP");
     }
     assert!(!peer.log().contains("refused"), "{}", peer.log());
+    let accepted = lines(&peer, "RS DPoP proof accepted").len();
+    // initialize, its notification, tools/list, the 6 calls.
+    assert!(accepted >= 9, "{accepted} accepted:\n{}", peer.log());
+    let nonce_retries = lines(&peer, "RS use_dpop_nonce").len();
+    assert!(
+        (3..=1 + accepted / 3).contains(&nonce_retries),
+        "the first proof and each replaced nonce: {nonce_retries} retries for {accepted} requests"
+    );
     client.close().await;
 }
 
@@ -409,6 +436,48 @@ async fn an_expired_access_token_is_refreshed_and_the_rotated_refresh_token_stor
         false,
         "the provider consumed the old refresh token"
     );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_token_the_resource_server_refuses_is_refreshed() {
+    let Some(script) = script() else {
+        return;
+    };
+    const TTL: u64 = 3;
+    let peer = start(&script, TTL).await;
+    let store = Arc::new(MemoryStore::new());
+    let oauth = login(store.clone(), DpopMode::Auto);
+    let client = Client::builder("srv")
+        .connect(transport(&peer, oauth.clone()))
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}\n{}", peer.log()));
+    client.close().await;
+    // The stored token claims a long life, so no refresh is due here: the
+    // resource server's 401 (the provider says the token is no longer active)
+    // must bring the refresh.
+    let mut auth = store.load("srv").unwrap().unwrap();
+    let tokens = &mut auth.tokens.as_mut().unwrap().tokens;
+    tokens.expires_at = tokens.expires_at.map(|at| at + 3600);
+    tokens.obtained_at = tokens.obtained_at.map(|at| at + 3600 - 10);
+    store.save("srv", &auth).unwrap();
+    let (access, refresh, _) = stored(&store);
+    let refresh = refresh.expect("a refresh token");
+    tokio::time::sleep(Duration::from_secs(TTL + 1)).await;
+
+    let client = Client::builder("srv")
+        .connect(transport(&peer, oauth))
+        .await
+        .unwrap_or_else(|e| panic!("connect again: {e}\n{}", peer.log()));
+    let (sub, _, token_type) = whoami(&client).await;
+    assert_eq!((sub.as_str(), token_type.as_str()), ("tester", "DPoP"));
+    assert_eq!(lines(&peer, "RS inactive DPoP token").len(), 1, "{}", peer.log());
+    // A refresh, not a new authorization.
+    assert_eq!(lines(&peer, "AS GET /auth ").len(), 1, "{}", peer.log());
+    let (new_access, new_refresh, _) = stored(&store);
+    assert_ne!(new_access, access);
+    assert_ne!(new_refresh.as_deref(), Some(refresh.as_str()), "rotated");
+    assert_eq!(introspect(&peer, &refresh).await["active"], false);
     client.close().await;
 }
 

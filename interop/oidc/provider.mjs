@@ -16,7 +16,7 @@
 // the token with the provider's introspection endpoint (active, audience, scope,
 // token type), checks the DPoP proof of a DPoP-bound token (signature with the
 // embedded key, typ, htm, htu, iat, ath, jti replay, and the key's thumbprint
-// equal to cnf.jkt), and answers initialize, notifications/initialized,
+// equal to cnf.jkt, and its own nonce, replaced every few requests), and answers initialize, notifications/initialized,
 // tools/list (one tool, `whoami`) and tools/call. Without a valid token it
 // answers 401 with `WWW-Authenticate: Bearer resource_metadata="..."`, and it
 // serves /.well-known/oauth-protected-resource/mcp naming the issuer.
@@ -97,6 +97,14 @@ const provider = new Provider(ISSUER, {
   issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
 });
 provider.on('server_error', (_ctx, err) => console.error('server_error', err));
+// One line per authorization-server request: method, path, status and the OAuth
+// error code (never a token), for the test to read in the peer's log.
+provider.use(async (ctx, next) => {
+  await next();
+  if (ctx.path.startsWith('/.well-known/')) return;
+  const error = ctx.body && typeof ctx.body === 'object' && ctx.body.error;
+  console.log(`AS ${ctx.method} ${ctx.path} ${ctx.status}${error ? ` ${error}` : ''}`);
+});
 
 // Approves the pending prompt (login, then consent) and redirects back.
 async function interaction(req, res) {
@@ -160,6 +168,11 @@ async function introspect(token) {
 }
 
 const seenJti = new Set();
+// The resource server's DPoP nonce, replaced after every NONCE_USES accepted
+// proofs: a proof without the current one is answered `use_dpop_nonce`.
+const NONCE_USES = 3;
+let rsNonce = randomBytes(16).toString('base64url');
+let rsNonceUses = 0;
 
 // Why the DPoP proof of `req` for a token bound to `jkt` is refused, or null.
 async function dpopRefusal(req, token, jkt) {
@@ -183,6 +196,12 @@ async function dpopRefusal(req, token, jkt) {
   if (typeof payload.jti !== 'string' || seenJti.has(payload.jti)) return 'jti';
   seenJti.add(payload.jti);
   if (await jose.calculateJwkThumbprint(protectedHeader.jwk) !== jkt) return 'jkt';
+  if (payload.nonce !== rsNonce) return 'nonce';
+  rsNonceUses += 1;
+  if (rsNonceUses >= NONCE_USES) {
+    rsNonce = randomBytes(16).toString('base64url');
+    rsNonceUses = 0;
+  }
   return null;
 }
 
@@ -193,7 +212,15 @@ async function mcp(req, res) {
   if (!match) return challenge(res);
   const [, scheme, token] = match;
   const info = await introspect(token);
-  if (!info.active) return challenge(res, 'invalid_token');
+  if (!info.active) {
+    console.log(`RS inactive ${scheme} token`);
+    if (scheme.toLowerCase() === 'dpop') {
+      return send(res, 401, { error: 'invalid_token' }, {
+        'www-authenticate': 'DPoP error="invalid_token", algs="ES256"',
+      });
+    }
+    return challenge(res, 'invalid_token');
+  }
   const audience = Array.isArray(info.aud) ? info.aud : [info.aud];
   if (!audience.includes(RESOURCE)) return challenge(res, 'invalid_token');
   if (!String(info.scope ?? '').split(' ').includes(SCOPE)) {
@@ -207,12 +234,20 @@ async function mcp(req, res) {
       return challenge(res, 'invalid_token');
     }
     const refusal = await dpopRefusal(req, token, info.cnf.jkt);
+    if (refusal === 'nonce') {
+      console.log('RS use_dpop_nonce');
+      return send(res, 401, { error: 'use_dpop_nonce' }, {
+        'www-authenticate': 'DPoP error="use_dpop_nonce", algs="ES256"',
+        'dpop-nonce': rsNonce,
+      });
+    }
     if (refusal) {
       console.error('refused DPoP proof:', refusal);
       return send(res, 401, { error: 'invalid_dpop_proof' }, {
-        'www-authenticate': `DPoP error="invalid_dpop_proof", algs="ES256"`,
+        'www-authenticate': 'DPoP error="invalid_dpop_proof", algs="ES256"',
       });
     }
+    console.log('RS DPoP proof accepted');
   } else if (scheme.toLowerCase() !== 'bearer') {
     return challenge(res, 'invalid_token');
   }
