@@ -342,7 +342,13 @@ async fn authorization_code_with_pkce_and_dynamic_registration() {
     let info = introspect(&peer, &access).await;
     assert_eq!(info["active"], true);
     assert_eq!(info["aud"], Value::from(peer.url()));
-    assert!(info["scope"].as_str().unwrap().split(' ').any(|s| s == "mcp:tools"));
+    assert!(
+        info["scope"]
+            .as_str()
+            .unwrap()
+            .split(' ')
+            .any(|s| s == "mcp:tools")
+    );
     assert!(info.get("cnf").is_none(), "not sender-constrained");
     assert!(refresh.is_some(), "a refresh token was issued");
     client.close().await;
@@ -358,10 +364,7 @@ async fn dpop_bound_tokens_with_the_providers_nonces() {
     // The provider requires a DPoP nonce on every token request: the flow only
     // completes if the library retries with the nonce it is handed.
     let client = Client::builder("srv")
-        .connect(transport(
-            &peer,
-            login(store.clone(), DpopMode::Required),
-        ))
+        .connect(transport(&peer, login(store.clone(), DpopMode::Required)))
         .await
         .unwrap_or_else(|e| panic!("connect: {e}\n{}", peer.log()));
     let (access, _, dpop_bound) = stored(&store);
@@ -471,7 +474,12 @@ async fn a_token_the_resource_server_refuses_is_refreshed() {
         .unwrap_or_else(|e| panic!("connect again: {e}\n{}", peer.log()));
     let (sub, _, token_type) = whoami(&client).await;
     assert_eq!((sub.as_str(), token_type.as_str()), ("tester", "DPoP"));
-    assert_eq!(lines(&peer, "RS inactive DPoP token").len(), 1, "{}", peer.log());
+    assert_eq!(
+        lines(&peer, "RS inactive DPoP token").len(),
+        1,
+        "{}",
+        peer.log()
+    );
     // A refresh, not a new authorization.
     assert_eq!(lines(&peer, "AS GET /auth ").len(), 1, "{}", peer.log());
     let (new_access, new_refresh, _) = stored(&store);

@@ -8,7 +8,10 @@
 // (/.well-known/openid-configuration), /auth, /token, /reg (open dynamic
 // registration), /token/introspection, /token/revocation, with DPoP (nonces
 // required), resource indicators (opaque access tokens for the MCP resource),
-// refresh tokens with rotation, client credentials, and PKCE S256 (its default).
+// refresh tokens with rotation (issued by the provider's default rule: the client
+// may use the refresh_token grant and offline_access was granted, which it keeps
+// only when the request prompts for consent), client credentials, and PKCE S256
+// (its default).
 // /interaction/<uid> approves every login (account `tester`) and consent at once,
 // so a client that follows redirects with cookies completes the flow headlessly.
 //
@@ -17,9 +20,12 @@
 // token type), checks the DPoP proof of a DPoP-bound token (signature with the
 // embedded key, typ, htm, htu, iat, ath, jti replay, and the key's thumbprint
 // equal to cnf.jkt, and its own nonce, replaced every few requests), and answers initialize, notifications/initialized,
-// tools/list (one tool, `whoami`) and tools/call. Without a valid token it
-// answers 401 with `WWW-Authenticate: Bearer resource_metadata="..."`, and it
-// serves /.well-known/oauth-protected-resource/mcp naming the issuer.
+// tools/list (one tool, `whoami`) and tools/call. Without a token, or with an
+// inactive Bearer token, it answers 401 with `WWW-Authenticate: Bearer
+// resource_metadata="..."` (an inactive DPoP token: `DPoP error="invalid_token"`),
+// and it serves /.well-known/oauth-protected-resource/mcp naming the issuer.
+// Its log has one line per authorization-server request (`AS <method> <path>
+// <status> [error]`) and per DPoP decision (`RS ...`), never a token.
 //
 // Pre-registered clients (test fixtures, loopback only): `resource-server` (the
 // introspecting client, RS_SECRET) and `mcp-machine` (client credentials grant,
@@ -94,7 +100,6 @@ const provider = new Provider(ISSUER, {
     },
   },
   rotateRefreshToken: true,
-  issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
 });
 provider.on('server_error', (_ctx, err) => console.error('server_error', err));
 // One line per authorization-server request: method, path, status and the OAuth
