@@ -58,28 +58,49 @@ fn script() -> Option<PathBuf> {
     )
 }
 
+/// The provider (its port is the process's) and the resource server on another
+/// port: two origins.
+struct Peer {
+    process: HttpPeer,
+    rs_port: u16,
+}
+
+impl Peer {
+    /// The MCP endpoint, `http://127.0.0.1:<rs-port>/mcp` (also the resource).
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.rs_port)
+    }
+
+    fn log(&self) -> String {
+        self.process.log()
+    }
+}
+
 /// The provider and resource server, access tokens living `ttl` seconds.
-async fn start(script: &Path, ttl: u64) -> HttpPeer {
+async fn start(script: &Path, ttl: u64) -> Peer {
     let script = script.to_path_buf();
-    HttpPeer::start(
+    let rs_port = peer_process::free_port();
+    let process = HttpPeer::start(
         move |port| {
             let mut command = std::process::Command::new("node");
             command
                 .arg(script)
                 .arg(port.to_string())
+                .arg(rs_port.to_string())
                 .arg(ttl.to_string());
             command
         },
         Duration::from_secs(30),
     )
-    .await
+    .await;
+    Peer { process, rs_port }
 }
 
-fn issuer(peer: &HttpPeer) -> String {
-    format!("http://127.0.0.1:{}", peer.port)
+fn issuer(peer: &Peer) -> String {
+    format!("http://127.0.0.1:{}", peer.process.port)
 }
 
-fn transport(peer: &HttpPeer, oauth: OAuth) -> HttpTransport {
+fn transport(peer: &Peer, oauth: OAuth) -> HttpTransport {
     HttpTransport::builder("srv", peer.url().as_str())
         .oauth(oauth)
         .build()
@@ -181,7 +202,7 @@ async fn request(method: &str, url: &Url, headers: &[(&str, &str)], body: &[u8])
 }
 
 /// The provider's introspection answer for `token`, asked as the resource server.
-async fn introspect(peer: &HttpPeer, token: &str) -> Value {
+async fn introspect(peer: &Peer, token: &str) -> Value {
     let url = Url::parse(&format!("{}/token/introspection", issuer(peer))).unwrap();
     let body = url::form_urlencoded::Serializer::new(String::new())
         .append_pair("token", token)
@@ -293,7 +314,7 @@ fn stored(store: &MemoryStore) -> (String, Option<String>, bool) {
 }
 
 /// The lines of the peer's log that start with `prefix`.
-fn lines(peer: &HttpPeer, prefix: &str) -> Vec<String> {
+fn lines(peer: &Peer, prefix: &str) -> Vec<String> {
     peer.log()
         .lines()
         .filter(|l| l.starts_with(prefix))

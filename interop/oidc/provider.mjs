@@ -1,10 +1,12 @@
 // A real third-party authorization server (panva's `oidc-provider`, pinned in
 // ../package-lock.json) and a small MCP resource server that trusts it, in one
-// process on 127.0.0.1:<port>, for tests/interop_oidc_provider.rs.
+// process, each on its own 127.0.0.1 port (two origins, as deployed), for
+// tests/interop_oidc_provider.rs.
 //
-//   node interop/oidc/provider.mjs <port> [access-token-ttl-seconds]
+//   node interop/oidc/provider.mjs <as-port> <rs-port> [access-token-ttl-seconds]
 //
-// Issuer: http://127.0.0.1:<port>. oidc-provider serves discovery
+// The resource server listens first, so once <as-port> accepts, both do.
+// Issuer: http://127.0.0.1:<as-port>. oidc-provider serves discovery
 // (/.well-known/openid-configuration), /auth, /token, /reg (open dynamic
 // registration), /token/introspection, /token/revocation, with DPoP (nonces
 // required), resource indicators (opaque access tokens for the MCP resource),
@@ -15,7 +17,7 @@
 // /interaction/<uid> approves every login (account `tester`) and consent at once,
 // so a client that follows redirects with cookies completes the flow headlessly.
 //
-// The MCP resource (/mcp) accepts `Authorization: Bearer|DPoP <token>`, checks
+// The MCP resource (http://127.0.0.1:<rs-port>/mcp) accepts `Authorization: Bearer|DPoP <token>`, checks
 // the token with the provider's introspection endpoint (active, audience, scope,
 // token type), checks the DPoP proof of a DPoP-bound token (signature with the
 // embedded key, typ, htm, htu, iat, ath, jti replay, and the key's thumbprint
@@ -37,13 +39,15 @@ import * as jose from 'jose';
 import Provider, { errors } from 'oidc-provider';
 
 const port = Number(process.argv[2]);
-const ttl = Number(process.argv[3] ?? 3600);
-if (!Number.isInteger(port) || port <= 0) {
-  console.error('usage: provider.mjs <port> [access-token-ttl-seconds]');
+const rsPort = Number(process.argv[3]);
+const ttl = Number(process.argv[4] ?? 3600);
+if (![port, rsPort].every((p) => Number.isInteger(p) && p > 0)) {
+  console.error('usage: provider.mjs <as-port> <rs-port> [access-token-ttl-seconds]');
   process.exit(2);
 }
 const ISSUER = `http://127.0.0.1:${port}`;
-const RESOURCE = `${ISSUER}/mcp`;
+const RS_ORIGIN = `http://127.0.0.1:${rsPort}`;
+const RESOURCE = `${RS_ORIGIN}/mcp`;
 const SCOPE = 'mcp:tools';
 const RS_ID = 'resource-server';
 const RS_SECRET = 'resource-server-fixture-secret';
@@ -146,7 +150,7 @@ function send(res, status, body, headers = {}) {
 }
 
 function challenge(res, error) {
-  const metadata = `${ISSUER}/.well-known/oauth-protected-resource/mcp`;
+  const metadata = `${RS_ORIGIN}/.well-known/oauth-protected-resource/mcp`;
   const parts = [`resource_metadata="${metadata}"`, `scope="${SCOPE}"`];
   if (error) parts.push(`error="${error}"`);
   send(res, 401, { error: error ?? 'unauthorized' }, {
@@ -296,9 +300,23 @@ async function mcp(req, res) {
   }
 }
 
+function settle(handled, res) {
+  handled.catch((e) => {
+    console.error('resource/interaction error', e);
+    if (!res.headersSent) send(res, 500, { error: 'server_error' });
+  });
+}
+
 const callback = provider.callback();
-const server = http.createServer((req, res) => {
+const asServer = http.createServer((req, res) => {
   const path = new URL(req.url, ISSUER).pathname;
+  if (path.startsWith('/interaction/') && req.method === 'GET') {
+    return settle(interaction(req, res), res);
+  }
+  return callback(req, res);
+});
+const rsServer = http.createServer((req, res) => {
+  const path = new URL(req.url, RS_ORIGIN).pathname;
   let handled;
   if (path === '/mcp') {
     handled = mcp(req, res);
@@ -311,16 +329,13 @@ const server = http.createServer((req, res) => {
       bearer_methods_supported: ['header'],
       dpop_signing_alg_values_supported: ['ES256'],
     }));
-  } else if (path.startsWith('/interaction/') && req.method === 'GET') {
-    handled = interaction(req, res);
   } else {
-    return callback(req, res);
+    handled = Promise.resolve(send(res, 404, { error: 'not found' }));
   }
-  handled.catch((e) => {
-    console.error('resource/interaction error', e);
-    if (!res.headersSent) send(res, 500, { error: 'server_error' });
-  });
+  settle(handled, res);
 });
-server.listen(port, '127.0.0.1', () => {
-  console.log(`listening ${ISSUER}`);
+rsServer.listen(rsPort, '127.0.0.1', () => {
+  asServer.listen(port, '127.0.0.1', () => {
+    console.log(`listening: issuer ${ISSUER}, resource ${RESOURCE}`);
+  });
 });
