@@ -347,7 +347,7 @@ async fn authorization_code_with_pkce_and_dynamic_registration() {
         .iter()
         .map(|t| t.name().to_string())
         .collect();
-    assert_eq!(names, ["whoami"]);
+    assert_eq!(names, ["whoami", "admin"]);
 
     // Registered dynamically at the provider, and the token was issued to that client.
     let auth = store.load("srv").unwrap().unwrap();
@@ -507,6 +507,44 @@ async fn a_token_the_resource_server_refuses_is_refreshed() {
     assert_ne!(new_access, access);
     assert_ne!(new_refresh.as_deref(), Some(refresh.as_str()), "rotated");
     assert_eq!(introspect(&peer, &refresh).await["active"], false);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn insufficient_scope_steps_up_with_a_new_authorization() {
+    let Some(script) = script() else {
+        return;
+    };
+    let peer = start(&script, 3600).await;
+    let store = Arc::new(MemoryStore::new());
+    let client = Client::builder("srv")
+        .connect(transport(&peer, login(store.clone(), DpopMode::Auto)))
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}\n{}", peer.log()));
+    let (access, _, _) = stored(&store);
+    let scope = introspect(&peer, &access).await["scope"].clone();
+    assert!(
+        !scope.as_str().unwrap().split(' ').any(|s| s == "mcp:admin"),
+        "first login asks what the challenge named: {scope}"
+    );
+    // `admin` needs mcp:admin: the resource server's 403 names it, the library
+    // authorizes again with the union, and the call is retried.
+    let result = client
+        .call_tool("admin", Map::new())
+        .await
+        .unwrap_or_else(|e| panic!("step-up: {e}\n{}", peer.log()));
+    assert!(!result.is_error);
+    let granted = result.structured_content.unwrap()["scope"].clone();
+    let granted: Vec<&str> = granted.as_str().unwrap().split(' ').collect();
+    assert!(
+        granted.contains(&"mcp:admin") && granted.contains(&"mcp:tools"),
+        "{granted:?}"
+    );
+    assert_eq!(lines(&peer, "RS insufficient_scope").len(), 1);
+    assert_eq!(lines(&peer, "AS GET /auth ").len(), 2, "{}", peer.log());
+    let (new_access, _, _) = stored(&store);
+    assert_ne!(new_access, access);
+    whoami(&client).await;
     client.close().await;
 }
 

@@ -49,6 +49,8 @@ const ISSUER = `http://127.0.0.1:${port}`;
 const RS_ORIGIN = `http://127.0.0.1:${rsPort}`;
 const RESOURCE = `${RS_ORIGIN}/mcp`;
 const SCOPE = 'mcp:tools';
+// Needed by the `admin` tool only (step-up: a 403 insufficient_scope names it).
+const ADMIN_SCOPE = 'mcp:admin';
 const RS_ID = 'resource-server';
 const RS_SECRET = 'resource-server-fixture-secret';
 const MACHINE_ID = 'mcp-machine';
@@ -76,7 +78,7 @@ const provider = new Provider(ISSUER, {
   },
   interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
   cookies: { keys: [randomBytes(32).toString('base64url')] },
-  scopes: ['openid', 'offline_access', SCOPE],
+  scopes: ['openid', 'offline_access', SCOPE, ADMIN_SCOPE],
   features: {
     devInteractions: { enabled: false },
     registration: { enabled: true },
@@ -95,7 +97,7 @@ const provider = new Provider(ISSUER, {
       getResourceServerInfo(_ctx, indicator) {
         if (indicator !== RESOURCE) throw new errors.InvalidTarget();
         return {
-          scope: SCOPE,
+          scope: `${SCOPE} ${ADMIN_SCOPE}`,
           audience: RESOURCE,
           accessTokenTTL: ttl,
           accessTokenFormat: 'opaque',
@@ -232,7 +234,8 @@ async function mcp(req, res) {
   }
   const audience = Array.isArray(info.aud) ? info.aud : [info.aud];
   if (!audience.includes(RESOURCE)) return challenge(res, 'invalid_token');
-  if (!String(info.scope ?? '').split(' ').includes(SCOPE)) {
+  const granted = String(info.scope ?? '').split(' ');
+  if (!granted.includes(SCOPE)) {
     return send(res, 403, { error: 'insufficient_scope' }, {
       'www-authenticate': `Bearer error="insufficient_scope", scope="${SCOPE}"`,
     });
@@ -278,10 +281,21 @@ async function mcp(req, res) {
           name: 'whoami',
           description: 'The subject and client of the access token.',
           inputSchema: { type: 'object', properties: {} },
+        }, {
+          name: 'admin',
+          description: 'Like whoami, with the mcp:admin scope.',
+          inputSchema: { type: 'object', properties: {} },
         }],
       });
     case 'tools/call':
-      if (message.params?.name !== 'whoami') {
+      if (message.params?.name === 'admin' && !granted.includes(ADMIN_SCOPE)) {
+        console.log('RS insufficient_scope');
+        const metadata = `${RS_ORIGIN}/.well-known/oauth-protected-resource/mcp`;
+        return send(res, 403, { error: 'insufficient_scope' }, {
+          'www-authenticate': `Bearer error="insufficient_scope", scope="${SCOPE} ${ADMIN_SCOPE}", resource_metadata="${metadata}"`,
+        });
+      }
+      if (!['whoami', 'admin'].includes(message.params?.name)) {
         return send(res, 200, {
           jsonrpc: '2.0', id: message.id, error: { code: -32602, message: 'unknown tool' },
         });
@@ -291,7 +305,12 @@ async function mcp(req, res) {
           type: 'text',
           text: `${info.sub ?? '-'} ${info.client_id} ${info.token_type}`,
         }],
-        structuredContent: { sub: info.sub ?? null, client_id: info.client_id, token_type: info.token_type },
+        structuredContent: {
+          sub: info.sub ?? null,
+          client_id: info.client_id,
+          token_type: info.token_type,
+          scope: info.scope,
+        },
       });
     default:
       return send(res, 200, {
@@ -325,7 +344,7 @@ const rsServer = http.createServer((req, res) => {
     handled = Promise.resolve(send(res, 200, {
       resource: RESOURCE,
       authorization_servers: [ISSUER],
-      scopes_supported: [SCOPE],
+      scopes_supported: [SCOPE, ADMIN_SCOPE],
       bearer_methods_supported: ['header'],
       dpop_signing_alg_values_supported: ['ES256'],
     }));
