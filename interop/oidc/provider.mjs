@@ -17,17 +17,19 @@
 // /interaction/<uid> approves every login (account `tester`) and consent at once,
 // so a client that follows redirects with cookies completes the flow headlessly.
 //
-// The MCP resource (http://127.0.0.1:<rs-port>/mcp) accepts `Authorization: Bearer|DPoP <token>`, checks
-// the token with the provider's introspection endpoint (active, audience, scope,
-// token type), checks the DPoP proof of a DPoP-bound token (signature with the
-// embedded key, typ, htm, htu, iat, ath, jti replay, and the key's thumbprint
-// equal to cnf.jkt, and its own nonce, replaced every few requests), and answers initialize, notifications/initialized,
-// tools/list (one tool, `whoami`) and tools/call. Without a token, or with an
-// inactive Bearer token, it answers 401 with `WWW-Authenticate: Bearer
-// resource_metadata="..."` (an inactive DPoP token: `DPoP error="invalid_token"`),
-// and it serves /.well-known/oauth-protected-resource/mcp naming the issuer.
+// The MCP resource (http://127.0.0.1:<rs-port>/mcp) accepts `Authorization:
+// Bearer|DPoP <token>`, checks the token with the provider's introspection
+// endpoint (active, audience, scope, token type), checks the DPoP proof of a
+// DPoP-bound token (signature with the embedded key, typ, htm, htu, iat, ath, jti
+// replay, the key's thumbprint equal to cnf.jkt, and its own nonce, replaced
+// every few proofs), and answers initialize, notifications/initialized,
+// tools/list and tools/call (`whoami`; `admin`, which needs mcp:admin, else a
+// 403 insufficient_scope naming it). Without a token, or with an inactive Bearer
+// token, it answers 401 with `WWW-Authenticate: Bearer resource_metadata="..."`
+// (an inactive DPoP token: `DPoP error="invalid_token"`), and it serves
+// /.well-known/oauth-protected-resource/mcp naming the issuer and both scopes.
 // Its log has one line per authorization-server request (`AS <method> <path>
-// <status> [error]`) and per DPoP decision (`RS ...`), never a token.
+// <status> [error]`) and per DPoP or scope decision (`RS ...`), never a token.
 //
 // Pre-registered clients (test fixtures, loopback only): `resource-server` (the
 // introspecting client, RS_SECRET) and `mcp-machine` (client credentials grant,
