@@ -461,6 +461,10 @@ async fn an_expired_access_token_is_refreshed_and_the_rotated_refresh_token_stor
         "the rotated refresh token is stored"
     );
     assert!(still_bound);
+    // One refresh at the token endpoint, no new authorization.
+    let granted = lines(&peer, "AS POST /token 200").len();
+    assert_eq!(granted, 2, "the code, then one refresh:\n{}", peer.log());
+    assert_eq!(lines(&peer, "AS GET /auth ").len(), 1, "{}", peer.log());
     assert_eq!(introspect(&peer, &new_access).await["active"], true);
     assert_eq!(introspect(&peer, &new_refresh).await["active"], true);
     assert_eq!(
@@ -577,6 +581,16 @@ async fn logout_revokes_at_the_providers_revocation_endpoint() {
 
     let outcome = transport.logout().await.unwrap();
     assert!(matches!(outcome, Logout::Revoked), "{outcome:?}");
+    // Both tokens, each accepted by the provider's revocation endpoint.
+    assert_eq!(
+        lines(&peer, "AS POST /token/revocation "),
+        [
+            "AS POST /token/revocation 200",
+            "AS POST /token/revocation 200"
+        ],
+        "{}",
+        peer.log()
+    );
     assert_eq!(introspect(&peer, &access).await["active"], false);
     assert_eq!(introspect(&peer, &refresh).await["active"], false);
     assert!(store.load("srv").unwrap().unwrap().tokens.is_none());
