@@ -197,6 +197,33 @@ async fn step_up_asks_for_the_union_of_scopes_and_retries_once() {
 }
 
 #[tokio::test]
+async fn a_step_up_stays_within_the_scope_registered_at_the_first_login() {
+    // As oidc-provider does: the registration's `scope` bounds every later
+    // authorization. The first login asks for the challenge's `read`; the
+    // step-up for `write` (listed in the resource's scopes_supported) must not be
+    // refused for a registration that named `read` only.
+    let server = OAuthServer::start().await;
+    *server.state.challenge_scope.lock().unwrap() = Some("read".into());
+    *server.state.prm_scopes.lock().unwrap() = Some(vec!["read".into(), "write".into()]);
+    *server.state.call_scopes.lock().unwrap() = vec!["write".into()];
+    *server.state.enforce_registered_scope.lock().unwrap() = true;
+    let client = connect(&server.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap();
+    let result = client.call_tool("echo", Map::new()).await.unwrap();
+    assert!(!result.is_error);
+    // One registration, naming the resource's scopes; the first authorization
+    // still asks only what the challenge named.
+    assert_eq!(
+        *server.state.register_scopes.lock().unwrap(),
+        [Some("read write".to_owned())]
+    );
+    let scopes = server.state.authorize_scopes.lock().unwrap().clone();
+    assert_eq!(scopes, ["read", "read write"]);
+    client.close().await;
+}
+
+#[tokio::test]
 async fn a_step_up_loop_stops() {
     let server = OAuthServer::start().await;
     *server.state.challenge_scope.lock().unwrap() = Some("admin".into());

@@ -118,6 +118,12 @@ pub struct AsState {
     pub register_error: Mutex<Option<String>>,
     /// The `scope` of every registration request (`None` when absent).
     pub register_scopes: Mutex<Vec<Option<String>>>,
+    /// `/authorize` refuses (`invalid_scope`) a scope outside the one the client
+    /// registered with, when it registered one (oidc-provider does this for the
+    /// scopes it knows: a registration's `scope` bounds every later request).
+    pub enforce_registered_scope: Mutex<bool>,
+    /// The `scope` of each dynamic registration that carried one, by client id.
+    pub registered_scopes: Mutex<HashMap<String, Vec<String>>>,
     /// The MCP resource's base when it has an origin of its own
     /// ([`SplitServer`]); default: `base`.
     pub resource_base: OnceLock<String>,
@@ -634,6 +640,13 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
                     method: method.clone(),
                 },
             );
+            if let Some(scope) = body["scope"].as_str() {
+                state
+                    .registered_scopes
+                    .lock()
+                    .unwrap()
+                    .insert(id.clone(), scope.split(' ').map(str::to_owned).collect());
+            }
             let mut answer = json!({
                 "client_id": id,
                 "token_endpoint_auth_method": method,
@@ -685,7 +698,24 @@ fn handle(state: &AsState, req: Recorded) -> Response<Body> {
             let prompt = query.get("prompt").cloned().unwrap_or_default();
             state.authorize_prompts.lock().unwrap().push(prompt.clone());
             let mut location = url::Url::parse(&query["redirect_uri"]).unwrap();
-            if let Some(error) = state.authorize_error.lock().unwrap().clone() {
+            let outside_registration = *state.enforce_registered_scope.lock().unwrap()
+                && state
+                    .registered_scopes
+                    .lock()
+                    .unwrap()
+                    .get(&client)
+                    .is_some_and(|allowed| {
+                        query
+                            .get("scope")
+                            .is_some_and(|s| s.split(' ').any(|s| !allowed.iter().any(|a| a == s)))
+                    });
+            let error = state
+                .authorize_error
+                .lock()
+                .unwrap()
+                .clone()
+                .or_else(|| outside_registration.then(|| "invalid_scope".to_owned()));
+            if let Some(error) = error {
                 location
                     .query_pairs_mut()
                     .append_pair("error", &error)

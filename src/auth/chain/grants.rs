@@ -188,7 +188,16 @@ impl Chain {
         }
         let auth_endpoint = auth_endpoint?;
         let redirect_uri = authorizer.redirect_uri().to_owned();
-        let scope_text = scopes.join(" ");
+        // A registration's `scope` bounds every later authorization at some
+        // servers (oidc-provider refuses a scope outside it with `invalid_scope`),
+        // and the registration is reused: it names the resource's
+        // `scopes_supported` too, so a step-up to one of them stays within it.
+        // The authorization itself asks only for `scopes`.
+        let mut registered = scopes.clone();
+        if let Some(supported) = found.prm.as_ref().and_then(|p| p.scopes_supported.as_ref()) {
+            union(&mut registered, supported);
+        }
+        let scope_text = registered.join(" ");
         let plan = registration::plan(
             &server,
             meta,
