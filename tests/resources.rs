@@ -251,7 +251,7 @@ async fn a_blob_of_max_resource_bytes_is_read_whole_and_one_byte_more_is_refused
         ]});
         let a = open(via, era, all(), methods, Limits::default()).await;
         let client = a.client();
-        let read = guard("read", client.read_resource("file:///big"))
+        let read = bulk_guard("read", client.read_resource("file:///big"))
             .await
             .unwrap();
         assert_eq!(read.contents.len(), 1);
@@ -266,7 +266,7 @@ async fn a_blob_of_max_resource_bytes_is_read_whole_and_one_byte_more_is_refused
         assert_eq!(wrong, None, "{era:?}: the first wrong byte");
         drop(read);
 
-        let error = guard("read", client.read_resource("file:///big"))
+        let error = bulk_guard("read", client.read_resource("file:///big"))
             .await
             .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{era:?}: {error}");

@@ -57,11 +57,25 @@ macro_rules! both_transports {
 /// of stalling the run. Never a timing assertion.
 pub const HANG_GUARD: Duration = Duration::from_secs(30);
 
+/// The hang guard of an await that moves a bound's worth of data (16 MiB and
+/// more through a debug build, on a busy two-core machine). Never a timing
+/// assertion.
+pub const BULK_HANG_GUARD: Duration = Duration::from_secs(180);
+
 /// Awaits `future`, failing the test if it hangs.
 pub async fn guard<T>(what: &str, future: impl Future<Output = T>) -> T {
-    match tokio::time::timeout(HANG_GUARD, future).await {
+    guard_within(HANG_GUARD, what, future).await
+}
+
+/// As [`guard`], for an await that moves a bound's worth of data.
+pub async fn bulk_guard<T>(what: &str, future: impl Future<Output = T>) -> T {
+    guard_within(BULK_HANG_GUARD, what, future).await
+}
+
+async fn guard_within<T>(bound: Duration, what: &str, future: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(bound, future).await {
         Ok(value) => value,
-        Err(_) => panic!("hang guard: {what} did not finish within {HANG_GUARD:?}"),
+        Err(_) => panic!("hang guard: {what} did not finish within {bound:?}"),
     }
 }
 
