@@ -302,7 +302,10 @@ pub struct EnterpriseManaged {
 impl fmt::Debug for EnterpriseManaged {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EnterpriseManaged")
-            .field("idp_token_endpoint", &self.idp_token_endpoint)
+            .field(
+                "idp_token_endpoint",
+                &crate::http::url_for_debug(&self.idp_token_endpoint),
+            )
             .field("idp_client_id", &self.idp_client_id)
             .field(
                 "idp_client_secret",
@@ -362,9 +365,13 @@ impl EnterpriseManaged {
         let url = Url::parse(&self.idp_token_endpoint).map_err(|_| {
             Error::config("the identity provider's token endpoint is not a valid URL")
         })?;
-        if !matches!(url.scheme(), "https" | "http") || url.fragment().is_some() {
+        if !matches!(url.scheme(), "https" | "http")
+            || url.fragment().is_some()
+            || !url.username().is_empty()
+            || url.password().is_some()
+        {
             return Err(Error::config(
-                "the identity provider's token endpoint must be an http(s) URL without fragment",
+                "the identity provider's token endpoint must be an http(s) URL without userinfo or fragment",
             ));
         }
         if self.idp_client_id.is_empty() {
@@ -564,6 +571,31 @@ mod tests {
         let path = dir.join(name);
         std::fs::write(&path, content).unwrap();
         path
+    }
+
+    #[test]
+    fn the_idp_endpoint_refuses_userinfo_and_debug_shows_no_credentials() {
+        let grant = |endpoint: &str| {
+            EnterpriseManaged::new(
+                endpoint,
+                "idp-client",
+                AssertionSource::value(SecretString::from("id.token")),
+                "as-client",
+            )
+        };
+        for bad in [
+            "https://user:planted-pass@idp.example/token",
+            "https://planted-user@idp.example/token",
+        ] {
+            let e = grant(bad).validate().unwrap_err();
+            assert!(e.message().contains("without userinfo"), "{e}");
+            assert!(!format!("{e} {e:?}").contains("planted"), "{e:?}");
+        }
+        let ok = grant("https://idp.example/token?planted=q#f");
+        let debug = format!("{ok:?}");
+        assert!(debug.contains("https://idp.example/token"), "{debug}");
+        assert!(!debug.contains("planted"), "{debug}");
+        assert!(grant("https://idp.example/token").validate().is_ok());
     }
 
     #[tokio::test]

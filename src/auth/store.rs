@@ -44,31 +44,20 @@ pub struct StoredTokens {
     pub revocation_endpoint: Option<String>,
 }
 
-/// `scheme://host[:port]/path` of an endpoint (no userinfo, query or fragment).
-fn endpoint_for_debug(raw: &str) -> String {
-    match url::Url::parse(raw) {
-        Ok(url) => {
-            let host = url.host_str().unwrap_or("");
-            match url.port() {
-                Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
-                None => format!("{}://{host}{}", url.scheme(), url.path()),
-            }
-        }
-        Err(_) => "[invalid URL]".to_owned(),
-    }
-}
-
 impl fmt::Debug for StoredTokens {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StoredTokens")
             .field("issuer", &self.issuer)
             .field("resource", &self.resource)
-            .field("token_endpoint", &endpoint_for_debug(&self.token_endpoint))
+            .field(
+                "token_endpoint",
+                &crate::http::url_for_debug(&self.token_endpoint),
+            )
             .field("client_id", &self.client_id)
             .field("tokens", &self.tokens)
             .field(
                 "revocation_endpoint",
-                &self.revocation_endpoint.as_deref().map(endpoint_for_debug),
+                &self.revocation_endpoint.as_deref().map(crate::http::url_for_debug),
             )
             .finish_non_exhaustive()
     }

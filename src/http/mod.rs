@@ -9,8 +9,9 @@
 //! - [`redirect`]: the policy for tower-http's `FollowRedirect`: same origin only,
 //!   credentials filtered, a method rule, a hop limit.
 //! - [`body`]: reading a capped body with `http_body_util::Limited`.
-//! - Here: the stack's request, response and error types, origins, and what a
-//!   failure of the stack was ([`stack_failure`]).
+//! - Here: the stack's request, response and error types, origins, what a
+//!   failure of the stack was ([`stack_failure`]), and a URL as `Debug` shows it
+//!   ([`url_for_debug`]).
 
 pub(crate) mod body;
 pub(crate) mod client;
@@ -36,6 +37,21 @@ pub(crate) type HttpRequest = http::Request<Full<Bytes>>;
 pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 /// The response type of the HTTP stack.
 pub(crate) type HttpResponse = http::Response<ResponseBody>;
+
+/// A URL as a `Debug` output shows it: scheme, host, port and path; never the
+/// userinfo, query or fragment, which may carry credentials.
+pub(crate) fn url_for_debug(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(url) => {
+            let host = url.host_str().unwrap_or("");
+            match url.port() {
+                Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
+                None => format!("{}://{host}{}", url.scheme(), url.path()),
+            }
+        }
+        Err(_) => "[invalid URL]".to_owned(),
+    }
+}
 
 /// The (scheme, lower-cased host, effective port) triple of an absolute URI, or
 /// `None` when the URI is not absolute `http`/`https`.

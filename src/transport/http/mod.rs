@@ -207,7 +207,7 @@ impl ProxySource {
         match self {
             ProxySource::None => "none".to_owned(),
             ProxySource::Env => "environment".to_owned(),
-            ProxySource::Explicit(url) => redacted_url(url),
+            ProxySource::Explicit(url) => crate::http::url_for_debug(url),
         }
     }
 }
@@ -563,7 +563,7 @@ impl fmt::Debug for HttpTransportBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpTransportBuilder")
             .field("server", &self.server)
-            .field("url", &redacted_url(&self.url))
+            .field("url", &crate::http::url_for_debug(&self.url))
             .field(
                 "token",
                 &match &self.token {
@@ -707,7 +707,10 @@ impl fmt::Debug for HttpTransport {
         let prepared = &self.inner;
         f.debug_struct("HttpTransport")
             .field("server", &prepared.server)
-            .field("url", &redacted_url(&prepared.endpoint.to_string()))
+            .field(
+                "url",
+                &crate::http::url_for_debug(&prepared.endpoint.to_string()),
+            )
             .field("token", &prepared.bearer.as_ref().map(|_| "[REDACTED]"))
             .field("oauth", &prepared.oauth.is_some())
             .field("egress_grants", prepared.egress.grants())
@@ -770,20 +773,6 @@ fn parse_proxy(server: &str, raw: &str) -> Result<Matcher> {
         return Err(invalid());
     }
     Ok(Matcher::builder().all(raw.to_owned()).build())
-}
-
-/// `scheme://host[:port]/path` of a URL: no userinfo, query or fragment.
-fn redacted_url(raw: &str) -> String {
-    match url::Url::parse(raw) {
-        Ok(url) => {
-            let host = url.host_str().unwrap_or("");
-            match url.port() {
-                Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
-                None => format!("{}://{host}{}", url.scheme(), url.path()),
-            }
-        }
-        Err(_) => "[invalid URL]".to_owned(),
-    }
 }
 
 #[cfg(test)]
