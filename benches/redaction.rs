@@ -6,7 +6,8 @@
 //! `cargo bench --bench redaction` prints the median of 15 runs per case.
 //! `redaction --once N` runs case N (0, 5 or 50 values) once, for
 //! `valgrind --tool=callgrind --toggle-collect='*redaction::run*'`, whose
-//! instruction count is the figure BENCHMARKS.md uses (the machine is shared).
+//! instruction count is the figure `docs/benchmarks-notebook.md` uses ("Third round:
+//! the redaction matcher"; the machine is shared).
 
 use std::hint::black_box;
 use std::time::Instant;

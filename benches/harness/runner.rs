@@ -348,8 +348,8 @@ impl Runner<'_> {
 
 /// The median over the rounds of `a`'s figure divided by `b`'s in the same round:
 /// the two ran minutes apart at most, one right after the other, so the machine's
-/// load (which moves absolute figures by up to 5x here) cancels out better than in
-/// a ratio of medians.
+/// load cancels out better than in a ratio of medians (`docs/benchmarks-notebook.md`,
+/// "Results").
 pub fn paired_ratio<K: Ord>(samples: &Samples<K>, a: &K, b: &K) -> Option<f64> {
     let (a, b) = (samples.get(a)?, samples.get(b)?);
     let ratios: Vec<f64> = a

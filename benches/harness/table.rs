@@ -258,7 +258,7 @@ pub fn orchestrate(options: &Options) {
             (Transport::Stdio, 1) => (0.8, 2.0),
             (Transport::Stdio, _) => (0.7, 2.0),
             (_, 1) => (0.8, 2.5),
-            // Issue 16 raised HTTP with 64 in flight from 0.5x to 0.8x raw.
+            // Where these targets come from: `docs/benchmarks-notebook.md`, "The command".
             (_, _) => (0.8, 2.5),
         };
         checks.push((

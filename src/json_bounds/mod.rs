@@ -42,9 +42,9 @@
 //!   [`parse_value`] decodes each one to U+FFFD; [`repair_lone_surrogates`] does the
 //!   same rewrite on the bytes for callers that must hand them to serde_json.
 //! - Scanning first and then letting serde_json build the values (through visitors
-//!   that give no key a meaning, on repaired bytes) was measured: 12-15% more
-//!   instructions per call, for no less code, since the scan must stay
-//!   (BENCHMARKS.md, "Third round: the JSON parser").
+//!   that give no key a meaning, on repaired bytes) was slower, for no less code,
+//!   since the scan must stay.
+//!   Chosen for speed: `docs/benchmarks-notebook.md`, "Third round: the JSON parser".
 //!
 //! Numbers: JSON syntax allows `1e400`, so [`scan_frame`] reports such a frame as
 //! valid, but it overflows `f64`. [`parse_value`] (like serde_json) refuses it with

@@ -79,9 +79,9 @@ pub fn scan_frame(bytes: &[u8]) -> FrameScan {
 /// for frames that [`scan_frame`] found valid; on other input it still rewrites
 /// only complete `\uXXXX` escapes and never panics.
 // Only tests call it: the one-pass parser decodes lone surrogates itself, and the
-// scan-then-serde_json reading that would need this was measured and not kept
-// (BENCHMARKS.md, "Third round: the JSON parser"). The tests use it to show both
-// readings give the same U+FFFD.
+// scan-then-serde_json reading that would need this was not kept (chosen for
+// speed: `docs/benchmarks-notebook.md`, "Third round: the JSON parser"). The tests
+// use it to show both readings give the same U+FFFD.
 #[cfg_attr(not(test), allow(dead_code))]
 pub fn repair_lone_surrogates(bytes: &[u8]) -> Option<Vec<u8>> {
     let mut out: Option<Vec<u8>> = None;

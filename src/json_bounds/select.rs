@@ -170,11 +170,8 @@ const fn length_bit(len: usize) -> u64 {
 /// keys. A member the object gave twice holds the last value, as in a map.
 ///
 /// The values are boxed: the members travel by value from the reader to the
-/// caller (envelope, reply, request slot, the caller's future), and a pointer
-/// moves in a register where an inline array of eight values (256 bytes, past
-/// glibc's short-copy path once inside a reply) was a `memcpy` at each step.
-/// Under callgrind on the stdio echo the inline array made a call dearer than
-/// before selections existed; the box and its allocation made it cheaper.
+/// caller (envelope, reply, request slot, the caller's future).
+/// Chosen for speed: `docs/benchmarks-notebook.md`, "The session in three layers, the sealed transport".
 ///
 /// [`parse_value`]: super::parse_value
 #[derive(Debug, Clone, PartialEq)]

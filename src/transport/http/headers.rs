@@ -123,11 +123,11 @@ pub(crate) static MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// Whether `headers` are those of a 2026-07-28 request (no session, no
 /// resumption): [`apply`] writes `Mcp-Method` on every such request and on no
-/// other. A header rather than a request extension because the first extension
-/// allocates a map (two allocations per request); a user layer that removes
+/// other. A header rather than a request extension; a user layer that removes
 /// `Mcp-Method` makes the request look like a legacy one to the session layer,
 /// which then attaches the session's id if it has one (a 2026-07-28 session
 /// never does).
+/// Chosen for speed: `docs/benchmarks-notebook.md`, "Sixth round: the 2026-07-28 era and per-request parsing".
 pub(crate) fn is_stateless(headers: &HeaderMap) -> bool {
     headers.contains_key(&MCP_METHOD)
 }

@@ -517,11 +517,10 @@ where
 ///
 /// Written here rather than taken from `eventsource-stream`: that crate
 /// re-validates UTF-8 into `String`s, parses each line again with `nom` and
-/// builds every event's fields, about 13k instructions per event against this
-/// adapter's few hundred (BENCHMARKS.md, "Fourth round"), on top of the
-/// quadratic buffering and the BOM panic [`BoundedSse`] already had to shield
-/// it from. The `http_sse` fuzz target checks it against an independent
-/// reference parser.
+/// builds every event's fields, on top of the quadratic buffering and the BOM
+/// panic [`BoundedSse`] already had to shield it from. The `http_sse` fuzz
+/// target checks it against an independent reference parser.
+/// Chosen for speed: `docs/benchmarks-notebook.md`, "Fourth round: HTTP, fewer instructions per call".
 pub(crate) struct SseData<S> {
     lines: BoundedSse<S>,
     /// The event's only `data` line so far.
