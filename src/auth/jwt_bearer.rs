@@ -31,7 +31,6 @@ use std::fmt;
 use std::io::Read;
 use std::path::PathBuf;
 
-use base64::Engine;
 use bytes::Bytes;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use http::{HeaderMap, Method};
@@ -40,7 +39,7 @@ use url::Url;
 
 use super::http::{AuthHttp, MAX_TOKEN_RESPONSE_BYTES};
 use super::id_jag;
-use super::token::{AuthMethod, TokenEndpoint, TokenFailure, TokenSet};
+use super::token::{AuthMethod, TokenEndpoint, TokenFailure, TokenSet, basic_authorization};
 use crate::error::{Error, ErrorKind, Result};
 
 /// `urn:ietf:params:oauth:grant-type:jwt-bearer` (RFC 7523 §2.1).
@@ -513,20 +512,11 @@ pub(crate) async fn jwt_bearer_token(
     let secret = endpoint.client_secret.as_ref().map(|s| s.secret().as_str());
     match (endpoint.method, secret) {
         (AuthMethod::Basic, Some(secret)) => {
-            let encode =
-                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-            let credentials = base64::engine::general_purpose::STANDARD.encode(format!(
-                "{}:{}",
-                encode(endpoint.client_id),
-                encode(secret)
-            ));
-            let mut value =
-                HeaderValue::from_str(&format!("Basic {credentials}")).map_err(|_| {
-                    TokenFailure::Other(Error::config(
-                        "the client credentials are not a valid header value",
-                    ))
-                })?;
-            value.set_sensitive(true);
+            let value = basic_authorization(endpoint.client_id, secret).ok_or_else(|| {
+                TokenFailure::Other(Error::config(
+                    "the client credentials are not a valid header value",
+                ))
+            })?;
             headers.insert(AUTHORIZATION, value);
         }
         (AuthMethod::Post, Some(secret)) => {

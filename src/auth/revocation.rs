@@ -23,7 +23,6 @@
 //! text. A failure never stops the forgetting: it is the [`Logout::NotRevoked`]
 //! outcome, for the host to show.
 
-use base64::Engine;
 use bytes::Bytes;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use http::{HeaderMap, Method};
@@ -31,7 +30,7 @@ use secrecy::{ExposeSecret, SecretString};
 use url::Url;
 
 use super::http::{AuthHttp, MAX_TOKEN_RESPONSE_BYTES};
-use super::token::AuthMethod;
+use super::token::{AuthMethod, basic_authorization};
 use crate::error::{Error, ErrorKind, Result};
 
 /// What a logout did. The stored tokens are forgotten in every case.
@@ -113,12 +112,6 @@ impl Hint {
     }
 }
 
-/// `application/x-www-form-urlencoded` of one value (RFC 6749 Appendix B), as
-/// the id and secret are encoded inside HTTP Basic (§2.3.1).
-fn form_encode(value: &str) -> String {
-    url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
-}
-
 /// Revokes `token` at `endpoint`. See the [module docs](self).
 pub(crate) async fn revoke(
     http: &AuthHttp,
@@ -150,13 +143,7 @@ pub(crate) async fn revoke(
     let secret = endpoint.client_secret.map(|s| s.expose_secret());
     match (endpoint.method, secret) {
         (AuthMethod::Basic, Some(secret)) => {
-            let pair = format!(
-                "{}:{}",
-                form_encode(endpoint.client_id),
-                form_encode(secret)
-            );
-            let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
-            let mut value = HeaderValue::from_str(&format!("Basic {encoded}")).map_err(|_| {
+            let value = basic_authorization(endpoint.client_id, secret).ok_or_else(|| {
                 Error::new(
                     ErrorKind::Unauthorized,
                     format!(
@@ -164,7 +151,6 @@ pub(crate) async fn revoke(
                     ),
                 )
             })?;
-            value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
         (AuthMethod::Post, Some(secret)) => {
@@ -234,6 +220,13 @@ mod tests {
 
     #[test]
     fn basic_credentials_are_form_encoded_first() {
-        assert_eq!(form_encode("a b:c/é"), "a+b%3Ac%2F%C3%A9");
+        use base64::Engine as _;
+        let value = basic_authorization("a b:c/é", "s&t").unwrap();
+        assert!(value.is_sensitive());
+        let encoded = value.to_str().unwrap().strip_prefix("Basic ").unwrap();
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .unwrap();
+        assert_eq!(decoded, b"a+b%3Ac%2F%C3%A9:s%26t");
     }
 }

@@ -57,7 +57,10 @@ impl fmt::Debug for StoredTokens {
             .field("tokens", &self.tokens)
             .field(
                 "revocation_endpoint",
-                &self.revocation_endpoint.as_deref().map(crate::http::url_for_debug),
+                &self
+                    .revocation_endpoint
+                    .as_deref()
+                    .map(crate::http::url_for_debug),
             )
             .finish_non_exhaustive()
     }

@@ -394,6 +394,23 @@ pub(crate) async fn exchange_code(
     )
 }
 
+/// `Authorization: Basic` for a client (RFC 6749 §2.3.1: the id and the secret
+/// form-encoded, then base64), marked sensitive; `None` when that is not a valid
+/// header value. For the requests this crate builds itself (revocation, the
+/// JWT bearer grant); the oauth2 crate's requests do the same.
+pub(crate) fn basic_authorization(client_id: &str, secret: &str) -> Option<http::HeaderValue> {
+    use base64::Engine as _;
+    let encode = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let credentials = base64::engine::general_purpose::STANDARD.encode(format!(
+        "{}:{}",
+        encode(client_id),
+        encode(secret)
+    ));
+    let mut value = http::HeaderValue::from_str(&format!("Basic {credentials}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
 /// Refreshes with `refresh_token`; a response without a new refresh token keeps
 /// the old one. `extra` carries a client assertion when the client authenticates
 /// with a JWT.
