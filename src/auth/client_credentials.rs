@@ -99,7 +99,7 @@ pub(crate) fn assertion(
     pem: &SecretString,
     audience: &str,
 ) -> Result<SecretString> {
-    let now = super::token::now();
+    let now = super::clock::now();
     let jti = oauth2::CsrfToken::new_random_len(16).secret().clone();
     let claims = Claims {
         iss: client_id,

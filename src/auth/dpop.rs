@@ -188,7 +188,7 @@ impl DpopKey {
             "jti": URL_SAFE_NO_PAD.encode(jti),
             "htm": method,
             "htu": htu.as_str(),
-            "iat": super::token::now(),
+            "iat": super::clock::now(),
         });
         if let Some(token) = access_token {
             claims["ath"] = json!(ath(token));

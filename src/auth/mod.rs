@@ -110,6 +110,7 @@ pub mod authorize;
 pub(crate) mod chain;
 pub(crate) mod challenge;
 pub mod client_credentials;
+pub(crate) mod clock;
 pub mod dpop;
 pub mod file_store;
 pub(crate) mod http;

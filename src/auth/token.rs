@@ -10,7 +10,7 @@
 //! `error_description` or anything from the response body.
 
 use std::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use oauth2::basic::{BasicErrorResponseType, BasicTokenType};
 use oauth2::{RequestTokenError, StandardErrorResponse, TokenResponse};
@@ -113,13 +113,7 @@ impl TokenSet {
     }
 }
 
-/// Seconds since the Unix epoch.
-pub(crate) fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
+pub(crate) use super::clock::now;
 
 /// A token endpoint client authentication method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
