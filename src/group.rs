@@ -468,6 +468,23 @@ pub struct ClientGroup {
 
 impl ClientGroup {
     /// Starts configuring a group.
+    ///
+    /// ```no_run
+    /// use smthrs_mcp::group::ClientGroup;
+    /// use smthrs_mcp::{Client, HttpTransport, StdioCommand};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let tracker = HttpTransport::builder("tracker", "https://mcp.tracker.example/mcp").build()?;
+    /// let group = ClientGroup::builder()
+    ///     .max_concurrent_connects(4)
+    ///     .add(Client::builder("demo"), StdioCommand::new("smthrs-mcp").arg("demo-server"))
+    ///     .add(Client::builder("tracker"), tracker)
+    ///     .connect() // every server, or none
+    ///     .await?;
+    /// println!("{} flows", group.flows().len());
+    /// group.close().await;
+    /// # Ok(()) }
+    /// ```
     pub fn builder() -> ClientGroupBuilder {
         ClientGroupBuilder {
             entries: Vec::new(),

@@ -19,6 +19,7 @@ pub(crate) mod jsonrpc;
 pub mod layer;
 pub mod limits;
 pub mod listing;
+pub mod manual;
 pub mod observe;
 pub(crate) mod param_headers;
 pub mod pin;

@@ -40,6 +40,15 @@ fn store_error(what: &str) -> Error {
 
 impl FileStore {
     /// A store in the file at `path` (created on the first write).
+    ///
+    /// ```
+    /// use smthrs_mcp::auth::FileStore;
+    ///
+    /// let store = FileStore::new("/home/me/.local/state/app/tokens.json");
+    /// assert!(store.path().ends_with("tokens.json"));
+    /// // The CLI's own file, when a home directory is known:
+    /// let _cli = FileStore::default_path().map(FileStore::new);
+    /// ```
     pub fn new(path: impl Into<PathBuf>) -> Self {
         FileStore { path: path.into() }
     }

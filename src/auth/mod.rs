@@ -190,6 +190,24 @@ impl OAuth {
     /// The defaults: Dynamic Client Registration, an in-memory store, no
     /// authorizer (a needed login fails with `unauthorized`), the
     /// [`default_grants`], no 2025-03-26 discovery.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use smthrs_mcp::HttpTransport;
+    /// use smthrs_mcp::auth::{FileStore, OAuth};
+    ///
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    /// # let _inside = runtime.enter();
+    /// let oauth = OAuth::new()
+    ///     .scopes(["tickets:read"])
+    ///     .store(Arc::new(FileStore::new("/home/me/.local/state/app/tokens.json")))
+    ///     .login_hint("run `app login tracker`");
+    /// let transport = HttpTransport::builder("tracker", "https://mcp.tracker.example/mcp")
+    ///     .oauth(oauth)
+    ///     .build()?; // connects nothing until the client does
+    /// # let _ = transport;
+    /// # Ok::<(), smthrs_mcp::Error>(())
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }

@@ -211,6 +211,36 @@ impl ClientBuilder {
     /// Validates the options, opens the transport and performs the handshake.
     ///
     /// Nothing is spawned or connected when the limits or the server name are invalid.
+    ///
+    /// ```no_run
+    /// use smthrs_mcp::{Client, HttpTransport};
+    ///
+    /// # async fn run() -> smthrs_mcp::Result<()> {
+    /// let transport = HttpTransport::builder("tracker", "https://mcp.tracker.example/mcp")
+    ///     .bearer_token_env("TRACKER_MCP_TOKEN")
+    ///     .build()?;
+    /// let client = Client::builder("tracker").connect(transport).await?;
+    /// println!("{} tools, speaking {}", client.catalog().len(), client.protocol_version());
+    /// client.close().await;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// An invalid limit fails before anything is spawned:
+    ///
+    /// ```
+    /// use smthrs_mcp::{Client, ErrorKind, Limits, StdioCommand};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let mut limits = Limits::default();
+    /// limits.max_frame_bytes = 0;
+    /// let error = Client::builder("demo")
+    ///     .limits(limits)
+    ///     .connect(StdioCommand::new("a-program-that-is-never-started"))
+    ///     .await
+    ///     .unwrap_err();
+    /// assert_eq!(error.kind(), ErrorKind::ProtocolError);
+    /// # });
+    /// ```
     pub async fn connect(self, transport: impl Transport) -> Result<Client> {
         self.connect_boxed(Box::new(transport)).await
     }
@@ -528,6 +558,21 @@ impl std::fmt::Debug for Client {
 impl Client {
     /// Starts configuring a session with the server named `server` (used in messages
     /// and flow names).
+    ///
+    /// ```no_run
+    /// use smthrs_mcp::{Client, Limits, ProtocolMode, StdioCommand};
+    ///
+    /// # async fn run() -> smthrs_mcp::Result<()> {
+    /// let mut limits = Limits::default();
+    /// limits.max_tools = 512;
+    /// let client = Client::builder("demo")
+    ///     .limits(limits)
+    ///     .protocol(ProtocolMode::Auto)
+    ///     .connect(StdioCommand::new("smthrs-mcp").arg("demo-server"))
+    ///     .await?;
+    /// # let _ = client;
+    /// # Ok(()) }
+    /// ```
     pub fn builder(server: impl Into<String>) -> ClientBuilder {
         ClientBuilder {
             server: server.into(),
@@ -631,6 +676,13 @@ impl Client {
     /// `protocol_error` when `uri` breaks the URI rules (nothing sent);
     /// `not_found` when the server answers -32002 or -32602;
     /// `invalid_response` when the result breaks a rule (the session lives).
+    ///
+    /// ```no_run
+    /// # async fn run(client: smthrs_mcp::Client) -> smthrs_mcp::Result<()> {
+    /// let read = client.read_resource("file:///project/README.md").await?;
+    /// println!("{} items", read.contents.len());
+    /// # Ok(()) }
+    /// ```
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResult> {
         protocol::resources::read(self.gate("resources")?, uri).await
     }
@@ -686,6 +738,15 @@ impl Client {
     /// nothing sent); otherwise they are sent as given. The messages are
     /// server-authored turns, checked and bounded ([`GetPromptResult::from_value`]).
     /// `not_found` when the server answers -32002 or -32602.
+    ///
+    /// ```no_run
+    /// # async fn run(client: smthrs_mcp::Client) -> smthrs_mcp::Result<()> {
+    /// let mut args = serde_json::Map::new();
+    /// args.insert("language".into(), "rust".into());
+    /// let prompt = client.get_prompt("code_review", args).await?;
+    /// println!("{} messages (server-authored)", prompt.messages.len());
+    /// # Ok(()) }
+    /// ```
     pub async fn get_prompt(
         &self,
         name: &str,
@@ -828,6 +889,17 @@ impl Client {
     ///   offers the Tasks extension, a call it runs as a task is polled to its
     ///   result (`session::protocol::tasks`' rules and bounds; [`TaskMode`](crate::TaskMode)).
     /// - A result with `isError: true` is `Ok`.
+    ///
+    /// ```no_run
+    /// # async fn run(client: smthrs_mcp::Client) -> smthrs_mcp::Result<()> {
+    /// let args = serde_json::json!({"a": 2, "b": 3});
+    /// let serde_json::Value::Object(args) = args else { unreachable!() };
+    /// let result = client.call_tool("add", args).await?;
+    /// if result.is_error {
+    ///     eprintln!("the tool failed: {:?}", result.content); // data, not an Err
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn call_tool(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolResult> {
         self.call_tool_with(name, arguments, &CallOptions::default())
             .await

@@ -616,6 +616,17 @@ impl HttpTransport {
     /// Starts a builder for the server named `server` (used in messages) at `url`
     /// (the MCP endpoint). See [`HttpTransportBuilder`] for the options and their
     /// defaults.
+    ///
+    /// ```
+    /// use smthrs_mcp::{ErrorKind, HttpTransport};
+    ///
+    /// // A URL with userinfo is refused at build, before anything is connected.
+    /// let refused = HttpTransport::builder("tracker", "https://me:pw@mcp.tracker.example/mcp")
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(refused.kind(), ErrorKind::InvalidConfig);
+    /// assert!(!refused.to_string().contains("pw@"));
+    /// ```
     pub fn builder(server: impl Into<Arc<str>>, url: impl Into<String>) -> HttpTransportBuilder {
         HttpTransportBuilder {
             server: server.into(),

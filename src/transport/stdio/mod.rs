@@ -190,6 +190,15 @@ pub struct StdioCommand {
 
 impl StdioCommand {
     /// A command running `program` (looked up on the child's `PATH`).
+    ///
+    /// ```
+    /// use smthrs_mcp::StdioCommand;
+    ///
+    /// let command = StdioCommand::new("npx")
+    ///     .args(["-y", "@modelcontextprotocol/server-everything"])
+    ///     .env("NODE_ENV", "production");
+    /// # let _ = command;
+    /// ```
     pub fn new(program: impl Into<OsString>) -> Self {
         StdioCommand {
             program: program.into(),
