@@ -249,7 +249,12 @@ async fn a_blob_of_max_resource_bytes_is_read_whole_and_one_byte_more_is_refused
             {"big_blob": max + 1},
             ok(json!({"contents": [{"uri": "file:///small", "text": "after"}]})),
         ]});
-        let a = open(via, era, all(), methods, Limits::default()).await;
+        // The default bounds, but a request deadline of two minutes (under the
+        // bulk hang guard): a debug-build 22 MiB read on a busy two-core machine
+        // may pass the default one.
+        let mut limits = Limits::default();
+        limits.request_timeout_ms = 120_000;
+        let a = open(via, era, all(), methods, limits).await;
         let client = a.client();
         let read = bulk_guard("read", client.read_resource("file:///big"))
             .await
