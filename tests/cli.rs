@@ -19,8 +19,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "support/testkit.rs"]
+mod testkit;
+use testkit::scripted_server;
+
 const CLI: &str = env!("CARGO_BIN_EXE_smthrs-mcp");
-const SCRIPTED: &str = env!("CARGO_BIN_EXE_smthrs-mcp-scripted-server");
 const DEADLINE: Duration = Duration::from_secs(30);
 
 /// The proxy variables the CLI honours (also in lower case).
@@ -243,7 +246,7 @@ fn demo(server: &str) -> Value {
 
 /// A stdio entry running the scripted server with `args`.
 fn scripted(server: &str, args: &[&str]) -> Value {
-    json!({ "server": server, "command": SCRIPTED, "args": args })
+    json!({ "server": server, "command": scripted_server(), "args": args })
 }
 
 /// Adds `fields` to an entry.
@@ -1158,7 +1161,7 @@ fn http_scripted_server(scenario_name: &str) -> (tokio::runtime::Runtime, http_b
         .build()
         .unwrap();
     let bridge = runtime.block_on(http_bridge::Bridge::start(
-        SCRIPTED,
+        scripted_server(),
         vec![scenario(scenario_name).into()],
         http_bridge::BridgeOptions::default(),
     ));
@@ -1337,7 +1340,7 @@ fn a_timed_out_http_call_is_cancelled_before_the_cli_exits() {
         .build()
         .unwrap();
     let bridge = runtime.block_on(http_bridge::Bridge::start(
-        SCRIPTED,
+        scripted_server(),
         vec![
             scenario("basic").into(),
             "--record".into(),
@@ -1627,7 +1630,7 @@ fn lock_writes_a_stable_file_and_locked_runs_pass_while_nothing_changed() {
         lock,
         json!({"lockVersion": 1, "servers": [{
             "server": "s",
-            "command": SCRIPTED,
+            "command": scripted_server(),
             "args": [dir.path().join("scenario.json").to_str().unwrap()],
             "protocol": "2025-06-18",
             "digest": "sha256:512b621ba3995061f362bbd62dacf23216c52dc2d2dc4bcf3542126a599d2223",
@@ -1779,7 +1782,7 @@ fn locked_refuses_a_missing_lock_and_a_server_the_lock_does_not_know() {
 /// A scripted entry declaring `capabilities` and answering `methods`.
 fn offering(server: &str, capabilities: Value, methods: Value) -> Value {
     let scenario = json!({"capabilities": capabilities, "methods": methods}).to_string();
-    json!({ "server": server, "command": SCRIPTED, "args": [scenario] })
+    json!({ "server": server, "command": scripted_server(), "args": [scenario] })
 }
 
 fn offers_file(dir: &Path) -> PathBuf {

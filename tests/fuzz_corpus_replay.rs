@@ -130,3 +130,36 @@ fn resource_contents_corpus() {
 fn token_exchange_corpus() {
     replay("token_exchange", token_exchange::check);
 }
+
+/// The fuzz smoke gate: every cargo-fuzz target in `fuzz/fuzz_targets/` is a wrapper
+/// around the `check` of the same name in `fuzz/src/`, and that `check` is replayed
+/// over the target's corpus by a test in this file. A new target without a replay
+/// fails here, so `cargo test` (stable) runs every target's properties; building
+/// the real targets needs nightly and sanitizers (`fuzz/run.sh`).
+#[test]
+fn every_fuzz_target_is_replayed_here() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let this = std::fs::read_to_string(root.join("tests/fuzz_corpus_replay.rs")).unwrap();
+    let mut targets: Vec<PathBuf> = std::fs::read_dir(root.join("fuzz/fuzz_targets"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    targets.sort();
+    assert!(!targets.is_empty(), "no fuzz targets found");
+    for path in &targets {
+        let name = path.file_stem().unwrap().to_str().unwrap();
+        let source = std::fs::read_to_string(path).unwrap();
+        assert!(
+            source.contains(&format!("smthrs_mcp_fuzz::{name}::check(")),
+            "{}: the target does not call smthrs_mcp_fuzz::{name}::check",
+            path.display()
+        );
+        assert!(
+            this.contains(&format!("#[path = \"../fuzz/src/{name}.rs\"]"))
+                && this.contains(&format!("replay(\"{name}\", {name}::check);")),
+            "fuzz target {name} has no corpus replay in tests/fuzz_corpus_replay.rs"
+        );
+    }
+}

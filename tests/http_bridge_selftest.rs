@@ -3,6 +3,8 @@
 
 #[path = "support/http_bridge.rs"]
 mod http_bridge;
+#[path = "support/testkit.rs"]
+mod testkit;
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -18,14 +20,11 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
 use http_bridge::{Bridge, BridgeOptions};
+use testkit::scripted_server;
 
 type HttpClient = Client<HttpConnector, http_body_util::combinators::BoxBody<Bytes, hyper::Error>>;
 
 const PROTOCOL_VERSION: &str = "2025-06-18";
-
-fn scripted_server() -> &'static str {
-    env!("CARGO_BIN_EXE_smthrs-mcp-scripted-server")
-}
 
 fn scenario(name: &str) -> Vec<OsString> {
     let path = format!(

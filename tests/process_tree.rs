@@ -24,6 +24,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use smthrs_mcp::{Client, ErrorKind, StdioCommand};
 
+#[path = "support/testkit.rs"]
+mod testkit;
+use testkit::scripted_server;
+
 /// The wrapper: records its pid, starts the grandchild in the background (which
 /// inherits stdout and stderr, so it also holds the server's pipes open), then
 /// becomes the server. `$1`: the directory for the pid files, `$2`: the tag (the
@@ -183,10 +187,6 @@ impl Drop for Tree {
 
 fn demo_server() -> &'static str {
     env!("CARGO_BIN_EXE_smthrs-mcp")
-}
-
-fn scripted_server() -> &'static str {
-    env!("CARGO_BIN_EXE_smthrs-mcp-scripted-server")
 }
 
 fn scenario(name: &str) -> String {

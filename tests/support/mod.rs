@@ -9,10 +9,9 @@ use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
 use smthrs_mcp::{DiagnosticEvent, DiagnosticObserver, StdioCommand};
 
-/// Path of the scripted test server binary.
-pub fn scripted_server() -> &'static str {
-    env!("CARGO_BIN_EXE_smthrs-mcp-scripted-server")
-}
+mod testkit;
+/// Path of the scripted test server binary (built on demand from `testkit/`).
+pub use testkit::scripted_server;
 
 /// Path of a scenario file under `testdata/scenarios/`.
 pub fn scenario_path(name: &str) -> PathBuf {

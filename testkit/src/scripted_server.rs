@@ -22,7 +22,7 @@
 //! `resultType`, MRTR) or `dual` (both). The modern part lives in
 //! `scripted_server/modern.rs`.
 //!
-//! This binary deliberately depends only on `std`, `serde_json` and `base64`, never on
+//! This binary deliberately depends only on `std`, `serde`, `serde_json` and `base64`, never on
 //! the library it tests, so it builds even when the library does not.
 
 #[path = "scripted_server/modern.rs"]
