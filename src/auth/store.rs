@@ -100,6 +100,19 @@ pub struct StoredDpopKey {
     pub pkcs8: SecretString,
 }
 
+/// Drops the oldest of `items` (oldest first) until at most `max` are left,
+/// never one `in_use` keeps.
+fn drop_oldest_past<T>(items: &mut Vec<T>, max: usize, in_use: impl Fn(&T) -> bool) {
+    while items.len() > max {
+        match items.iter().position(|item| !in_use(item)) {
+            Some(oldest) => {
+                items.remove(oldest);
+            }
+            None => break,
+        }
+    }
+}
+
 impl StoredAuth {
     /// The newest dynamic registration for `issuer`.
     pub fn registration(&self, issuer: &str) -> Option<&Registration> {
@@ -135,19 +148,10 @@ impl StoredAuth {
             r.issuer != registration.issuer || r.redirect_uris != registration.redirect_uris
         });
         self.registrations.push(registration);
-        while self.registrations.len() > MAX_REGISTRATIONS {
-            let in_use = |r: &Registration| {
-                self.tokens
-                    .as_ref()
-                    .is_some_and(|t| t.issuer == r.issuer && t.client_id == r.client_id)
-            };
-            match self.registrations.iter().position(|r| !in_use(r)) {
-                Some(oldest) => {
-                    self.registrations.remove(oldest);
-                }
-                None => break,
-            }
-        }
+        let tokens = self.tokens.as_ref();
+        drop_oldest_past(&mut self.registrations, MAX_REGISTRATIONS, |r| {
+            tokens.is_some_and(|t| t.issuer == r.issuer && t.client_id == r.client_id)
+        });
     }
 
     /// The DPoP key for `issuer`.
@@ -161,16 +165,10 @@ impl StoredAuth {
     pub fn set_dpop_key(&mut self, key: StoredDpopKey) {
         self.dpop_keys.retain(|k| k.issuer != key.issuer);
         self.dpop_keys.push(key);
-        while self.dpop_keys.len() > MAX_DPOP_KEYS {
-            let in_use =
-                |k: &StoredDpopKey| self.tokens.as_ref().is_some_and(|t| t.issuer == k.issuer);
-            match self.dpop_keys.iter().position(|k| !in_use(k)) {
-                Some(oldest) => {
-                    self.dpop_keys.remove(oldest);
-                }
-                None => break,
-            }
-        }
+        let tokens = self.tokens.as_ref();
+        drop_oldest_past(&mut self.dpop_keys, MAX_DPOP_KEYS, |k| {
+            tokens.is_some_and(|t| t.issuer == k.issuer)
+        });
     }
 
     /// Forgets the DPoP key for `issuer` (at logout: the next login proves

@@ -113,8 +113,6 @@ impl TokenSet {
     }
 }
 
-pub(crate) use super::clock::now;
-
 /// A token endpoint client authentication method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthMethod {
@@ -340,7 +338,7 @@ fn token_set(
             ),
         )));
     }
-    let obtained = now();
+    let obtained = super::clock::now();
     Ok(TokenSet {
         access_token: SecretString::from(access.clone()),
         refresh_token: response

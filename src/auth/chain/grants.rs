@@ -64,7 +64,7 @@ impl Chain {
         // The whole exchange runs while the store lock is held.
         let lock = self.store_lock().await?;
         let stored = self.unlocked(|s, k| s.load(k)).await?.unwrap_or_default();
-        let now = token::now();
+        let now = crate::auth::clock::now();
         if let Some(t) = stored
             .tokens
             .as_ref()

@@ -12,9 +12,8 @@ use super::client_auth::ClientAuth;
 impl Chain {
     /// Revokes the stored tokens, then forgets them and their issuer's DPoP key
     /// (keeping the registrations and the remembered redirect port), under the
-    /// store lock; the current
-    /// token is dropped first, so a request sent meanwhile meets a `401`. Fails
-    /// only when the store does.
+    /// store lock; the current token is dropped first, so a request sent
+    /// meanwhile meets a `401`. Fails only when the store does.
     pub(crate) async fn logout(&self) -> Result<Logout> {
         let mut state = self.state.lock().await;
         self.clear_current();

@@ -88,7 +88,7 @@ impl RequestProof for ResourceProof {
 impl Current {
     /// True when this token is due for a refresh ([`token::refresh_due`]).
     fn refresh_due(&self) -> bool {
-        token::refresh_due(self.expires_at, self.obtained_at, token::now())
+        token::refresh_due(self.expires_at, self.obtained_at, crate::auth::clock::now())
     }
 }
 
