@@ -4,9 +4,7 @@
 //! rules refused before anything is sent.
 
 mod support;
-#[macro_use]
-#[path = "support/eras.rs"]
-mod eras;
+use support::eras;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -9,6 +9,7 @@
 //! Each run has a 30 s deadline: a hang kills the CLI and fails the test instead of
 //! blocking the suite.
 
+mod support;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -16,12 +17,11 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
+use support::http_bridge;
 
 use serde_json::{Value, json};
 
-#[path = "support/testkit.rs"]
-mod testkit;
-use testkit::scripted_server;
+use support::scripted_server;
 
 const CLI: &str = env!("CARGO_BIN_EXE_smthrs-mcp");
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -1148,9 +1148,6 @@ fn demo_server_answers_initialize_on_stdin() {
 // ---------------------------------------------------------------------------------
 // stdio and Streamable HTTP in one file
 // ---------------------------------------------------------------------------------
-
-#[path = "support/http_bridge.rs"]
-mod http_bridge;
 
 /// The scripted server behind the Streamable HTTP bridge, on a runtime of its own
 /// that keeps serving while the (blocking) CLI runs.

@@ -18,12 +18,9 @@
 //! done
 //! ```
 
-#[allow(unused_macros)] // `both_transports`: the flood tests also vary the runtime
-#[path = "support/eras.rs"]
-mod eras;
-#[path = "support/http_server.rs"]
-mod http_server;
 mod support;
+use support::eras;
+use support::http_server;
 
 use std::path::PathBuf;
 use std::sync::Arc;

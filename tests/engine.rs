@@ -1,7 +1,7 @@
 //! Session-engine rules, each against a real child process (the scripted server).
 //!
 //! Transport-independent rules are written once as `async fn rule(via: Via)` and
-//! instantiated per transport by `engine_tests!`.
+//! instantiated per transport by `both_transports!`.
 
 mod support;
 
@@ -10,18 +10,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, ClientBuilder, Era, ErrorKind, Limits, ProtocolMode, StdioCommand};
+use support::eras::{Via, both_transports};
 use support::http_bridge::{Bridge, BridgeOptions};
 use support::*;
-
-/// Which transport a rule runs over.
-#[derive(Clone, Copy, Debug)]
-enum Via {
-    /// The scripted server as a child process.
-    Stdio,
-    /// The same scripted server behind the Streamable HTTP bridge (SSE replies,
-    /// session ids), reached through `HttpTransport`.
-    Http,
-}
 
 /// A client plus whatever must outlive it (the HTTP bridge).
 struct Session {
@@ -73,28 +64,7 @@ fn text_of(result: &smthrs_mcp::ToolResult) -> String {
         .to_string()
 }
 
-macro_rules! engine_tests {
-    ($($rule:ident),* $(,)?) => {
-        mod stdio {
-            $(
-                #[tokio::test]
-                async fn $rule() {
-                    super::$rule(super::Via::Stdio).await
-                }
-            )*
-        }
-        mod http {
-            $(
-                #[tokio::test]
-                async fn $rule() {
-                    super::$rule(super::Via::Http).await
-                }
-            )*
-        }
-    };
-}
-
-engine_tests!(
+both_transports!(
     handshake_proposes_version_and_identity_then_lists,
     legacy_mode_sends_no_probe_and_the_same_bytes,
     is_error_result_is_success,

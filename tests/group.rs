@@ -3,9 +3,8 @@
 //! servers counting connections and tokens), the era cache per origin (the
 //! server counts the probes), and calls routed by flow name.
 
-#[path = "support/http_server.rs"]
-mod http_server;
 mod support;
+use support::http_server;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

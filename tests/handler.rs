@@ -10,9 +10,7 @@
 //! the `inputResponses` of each retry).
 
 mod support;
-#[macro_use]
-#[path = "support/eras.rs"]
-mod eras;
+use support::eras;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

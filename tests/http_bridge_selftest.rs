@@ -1,13 +1,10 @@
 //! Self-test of the Streamable HTTP bridge (`tests/support/http_bridge.rs`),
 //! driven by a plain hyper client so it never depends on the library under test.
 
-#[path = "support/http_bridge.rs"]
-mod http_bridge;
-#[path = "support/testkit.rs"]
-mod testkit;
-
+mod support;
 use std::ffi::OsString;
 use std::time::Duration;
+use support::http_bridge;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Full};
@@ -20,7 +17,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
 use http_bridge::{Bridge, BridgeOptions};
-use testkit::scripted_server;
+use support::scripted_server;
 
 type HttpClient = Client<HttpConnector, http_body_util::combinators::BoxBody<Bytes, hyper::Error>>;
 

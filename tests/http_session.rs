@@ -1,12 +1,11 @@
 //! Engine-level Streamable HTTP rules that need a server scripted per request:
 //! the one-shot re-initialise after `404`, `DELETE` on close, `401`.
 
-#[path = "support/http_server.rs"]
-mod http_server;
-
+mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use support::http_server;
 
 use http::Method;
 use http_server::{TestServer, json, status, with_header};

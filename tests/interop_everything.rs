@@ -21,9 +21,8 @@
 //! vacuously; under CI (`CI=true`) a missing peer is a failure, so CI cannot go green
 //! without running them.
 
-#[path = "support/interop.rs"]
-mod interop;
 mod support;
+use support::interop;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

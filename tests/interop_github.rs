@@ -13,9 +13,8 @@
 //! Locally, when `interop/node_modules` is absent, the tests print a notice and pass
 //! vacuously; under CI (`CI=true`) a missing peer is a failure.
 
-#[path = "support/interop.rs"]
-mod interop;
 mod support;
+use support::interop;
 
 use std::path::PathBuf;
 

@@ -19,15 +19,13 @@
 //! Locally, without `interop/node_modules/oidc-provider`, the tests print a notice
 //! and pass vacuously; under CI (`CI=true`) a missing peer is a failure.
 
-#[path = "support/interop.rs"]
-mod interop;
-#[path = "support/peer_process.rs"]
-mod peer_process;
-
+mod support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use support::interop;
+use support::peer_process;
 
 use futures_util::future::BoxFuture;
 use peer_process::HttpPeer;

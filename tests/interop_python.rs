@@ -15,13 +15,11 @@
 //! `interop/python/.venv` is absent, the tests print a notice and pass vacuously;
 //! under CI (`CI=true`) a missing peer is a failure.
 
-#[path = "support/interop.rs"]
-mod interop;
-#[path = "support/peer_process.rs"]
-mod peer_process;
-
+mod support;
 use std::path::PathBuf;
 use std::time::Duration;
+use support::interop;
+use support::peer_process;
 
 use interop::{Era, Refusal, Refusals, SlowUnit};
 use peer_process::HttpPeer;

@@ -30,9 +30,8 @@
 //! notification before the initialize reply), and both honoured the cancellation
 //! (no late reply).
 
-#[path = "support/http_server.rs"]
-mod http_server;
 mod support;
+use support::http_server;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -17,14 +17,12 @@
 //! (`cargo test --test interop_rmcp`), cargo may not build it: then the tests print a
 //! notice and pass vacuously, except under CI (`CI=true`), where that is a failure.
 
-#[path = "support/interop.rs"]
-mod interop;
-#[path = "support/peer_process.rs"]
-mod peer_process;
-
+mod support;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use support::interop;
+use support::peer_process;
 
 use futures_util::future::BoxFuture;
 use interop::{Era, SlowUnit};

@@ -14,14 +14,12 @@
 //! Locally, without `interop/node_modules`, the tests print a notice and pass
 //! vacuously; under CI (`CI=true`) a missing peer is a failure.
 
-#[path = "support/interop.rs"]
-mod interop;
-#[path = "support/peer_process.rs"]
-mod peer_process;
-
+mod support;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use support::interop;
+use support::peer_process;
 
 use interop::{Era, Refusal, Refusals, SlowUnit};
 use peer_process::HttpPeer;

@@ -11,13 +11,11 @@
 //! Run: `cargo test --features keyring --test keyring_store`.
 #![cfg(all(feature = "keyring", target_os = "linux"))]
 
-#[path = "support/http_server.rs"]
-mod http_server;
-#[path = "support/oauth_server.rs"]
-mod oauth_server;
-
+mod support;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
+use support::http_server;
+use support::oauth_server;
 
 use oauth_server::OAuthServer;
 use secrecy::{ExposeSecret, SecretString};

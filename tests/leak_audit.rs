@@ -8,9 +8,8 @@
 //! its stderr tail must still have the child's environment values and
 //! credential-shaped text redacted.
 
-#[path = "support/http_server.rs"]
-mod http_server;
 mod support;
+use support::http_server;
 
 use std::error::Error as StdError;
 use std::fmt::Debug;

@@ -9,9 +9,7 @@
 //! requests the bridge recorded with their headers.
 
 mod support;
-#[macro_use]
-#[path = "support/eras.rs"]
-mod eras;
+use support::eras;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};

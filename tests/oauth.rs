@@ -3,12 +3,10 @@
 //! authorization server, the refusals of the egress and address policies, TLS,
 //! and the CLI (`login`, two processes refreshing at once, `logout`).
 
-#[path = "support/http_server.rs"]
-mod http_server;
-#[path = "support/oauth_server.rs"]
-mod oauth_server;
-
+mod support;
 use std::sync::Arc;
+use support::http_server;
+use support::oauth_server;
 
 use http_server::{ConnectProxy, CountingListener, TestPki, TestServer, full, status, with_header};
 use oauth_server::{OAuthServer, SplitServer};

@@ -4,13 +4,11 @@
 //! (no retry, no other grant), the token file's bounds and rotation, the
 //! configuration conflicts, and the CLI's server-file fields.
 
-#[path = "support/http_server.rs"]
-mod http_server;
-#[path = "support/oauth_server.rs"]
-mod oauth_server;
-
+mod support;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use support::http_server;
+use support::oauth_server;
 
 use oauth_server::{Idp, OAuthServer, REMOTE_TEXT};
 use secrecy::SecretString;

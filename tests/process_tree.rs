@@ -16,6 +16,7 @@
 
 #![cfg(target_os = "linux")]
 
+mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -24,9 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use smthrs_mcp::{Client, ErrorKind, StdioCommand};
 
-#[path = "support/testkit.rs"]
-mod testkit;
-use testkit::scripted_server;
+use support::scripted_server;
 
 /// The wrapper: records its pid, starts the grandchild in the background (which
 /// inherits stdout and stderr, so it also holds the server's pipes open), then

@@ -5,9 +5,7 @@
 //! with `on_call`.
 
 mod support;
-#[macro_use]
-#[path = "support/eras.rs"]
-mod eras;
+use support::eras;
 
 use serde_json::{Map, Value, json};
 use smthrs_mcp::completion::CompletionRef;

@@ -6,9 +6,7 @@
 //! server without the extension asked nothing.
 
 mod support;
-#[macro_use]
-#[path = "support/eras.rs"]
-mod eras;
+use support::eras;
 
 use eras::*;
 use serde_json::{Value, json};

@@ -5,9 +5,7 @@
 //! (`before` lines) when the test triggers them with a `resources/list`.
 
 mod support;
-#[macro_use]
-#[path = "support/eras.rs"]
-mod eras;
+use support::eras;
 
 use serde_json::{Value, json};
 use smthrs_mcp::events::{Interest, ServerEvent, SubscriptionEnd};

@@ -7,9 +7,8 @@
 //! twice, to any process, would show.
 
 #[allow(unused_macros)] // `both_transports`: these rules vary the era and the transport by hand
-#[path = "support/eras.rs"]
-mod eras;
 mod support;
+use support::eras;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

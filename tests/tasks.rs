@@ -8,9 +8,7 @@
 //! polling cadence is checked where it matters: at the server.
 
 mod support;
-#[macro_use]
-#[path = "support/eras.rs"]
-mod eras;
+use support::eras;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,11 +1,6 @@
-//! Shared by `tests/modern.rs` and `tests/handler.rs`: one rule written once as
-//! `async fn rule(via: Via)` and run over stdio (the scripted server as a child)
-//! and over Streamable HTTP (the same scripted server behind the hyper bridge),
-//! with the bridge options each era needs.
-//!
-//! Included with `#[macro_use] #[path = "support/eras.rs"] mod eras;` after
-//! `mod support;`.
-#![allow(dead_code)]
+//! One rule written once as `async fn rule(via: Via)` and run over stdio (the
+//! scripted server as a child) and over Streamable HTTP (the same scripted server
+//! behind the hyper bridge), with the bridge options each era needs.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -28,30 +23,38 @@ pub enum Via {
     Http,
 }
 
-/// Runs each rule once per transport, as `group::stdio::rule` and
-/// `group::http::rule`.
+/// Runs each rule (`async fn rule(via: Via)` at the test file's root) once per
+/// transport: `both_transports!(group: a, b)` as `group::stdio::a` and
+/// `group::http::a`; `both_transports!(a, b)` as `stdio::a` and `http::a`.
+#[allow(unused_macros)] // not every file runs rules over both transports
 macro_rules! both_transports {
     ($group:ident: $($rule:ident),* $(,)?) => {
         mod $group {
-            mod stdio {
-                $(
-                    #[tokio::test]
-                    async fn $rule() {
-                        super::super::$rule(super::super::Via::Stdio).await
-                    }
-                )*
-            }
-            mod http {
-                $(
-                    #[tokio::test]
-                    async fn $rule() {
-                        super::super::$rule(super::super::Via::Http).await
-                    }
-                )*
-            }
+            use super::*;
+            $crate::support::eras::both_transports!($($rule),*);
+        }
+    };
+    ($($rule:ident),* $(,)?) => {
+        mod stdio {
+            $(
+                #[tokio::test]
+                async fn $rule() {
+                    super::$rule($crate::support::eras::Via::Stdio).await
+                }
+            )*
+        }
+        mod http {
+            $(
+                #[tokio::test]
+                async fn $rule() {
+                    super::$rule($crate::support::eras::Via::Http).await
+                }
+            )*
         }
     };
 }
+#[allow(unused_imports)]
+pub(crate) use both_transports;
 
 /// The generous bound every await of a test gets: a hang fails the test instead
 /// of stalling the run. Never a timing assertion.

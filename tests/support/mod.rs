@@ -1,4 +1,15 @@
-//! Shared helpers for integration tests: the scripted server, recording, observers.
+//! The one support module every integration test file includes (`mod support;`).
+//!
+//! At the root: the scripted server (built on demand from the `testkit/` crate) and
+//! how to start it, what it recorded, diagnostics collectors, and the small helpers
+//! every file wants. Below it, one module per kind of peer:
+//!
+//! - [`eras`]: one rule run over stdio and over Streamable HTTP, in either era
+//!   (`Via`, [`both_transports!`](eras::both_transports), `Attempt`);
+//! - [`http_bridge`]: the scripted server behind a real hyper Streamable HTTP endpoint;
+//! - [`http_server`]: a hyper server on loopback whose handler a test writes;
+//! - [`oauth_server`]: an OAuth authorization server and protected resource;
+//! - [`interop`] and [`peer_process`]: the third-party MCP servers and how to run them.
 #![allow(dead_code)]
 
 use std::ffi::OsString;
@@ -158,7 +169,12 @@ pub fn args(value: Value) -> Map<String, Value> {
         _ => panic!("arguments must be an object"),
     }
 }
+pub mod eras;
 pub mod http_bridge;
+pub mod http_server;
+pub mod interop;
+pub mod oauth_server;
+pub mod peer_process;
 
 /// Parses JSON allowing the 128 containers a frame may legally have (serde_json's
 /// default recursion limit stops at 127).
