@@ -11,6 +11,8 @@ use support::eras;
 use eras::*;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use smthrs_mcp::session::LoadedSkill;
+use smthrs_mcp::skills::Skill;
 use smthrs_mcp::{Client, ErrorKind};
 use support::http_bridge::BridgeOptions;
 use support::inline;
@@ -84,6 +86,43 @@ fn asked(a: &Attempt, method: &str) -> usize {
     a.methods().iter().filter(|m| *m == method).count()
 }
 
+/// The reads of the listing's two files, in order: `SKILL.md` answered with
+/// `skill_md`, `FORMS.md` with `forms_md`.
+fn reads(skill_md: &str, forms_md: &str) -> Vec<Value> {
+    vec![
+        read_result(SKILL_URI, skill_md),
+        read_result(FORMS_URI, forms_md),
+    ]
+}
+
+/// Connects over `via`, in `era`, to a [`server`] answering the reads with `reads`.
+async fn connect_era(via: Via, era: &str, reads: Vec<Value>) -> Attempt {
+    connect(via, builder(era), server(era, reads), options(era)).await
+}
+
+/// The first skill `client` lists (the listing must succeed).
+async fn first_listed(client: &Client) -> Skill {
+    guard("list", client.list_skills())
+        .await
+        .expect("listed")
+        .skills
+        .remove(0)
+}
+
+/// The first skill `client` lists, loaded (both must succeed).
+async fn load_first_listed(client: &Client) -> LoadedSkill {
+    let skill = first_listed(client).await;
+    guard("load", client.load_skill(skill))
+        .await
+        .expect("loaded")
+}
+
+/// Closes the session, then asserts the server was asked `method` `expected` times.
+async fn close_then_assert_asked(a: &Attempt, method: &str, expected: usize, why: &str) {
+    a.close().await;
+    assert_eq!(asked(a, method), expected, "{why}");
+}
+
 both_transports!(
     skills:
     a_listed_skill_loads_and_its_files_verify,
@@ -95,11 +134,7 @@ both_transports!(
 
 async fn a_listed_skill_loads_and_its_files_verify(via: Via) {
     for era in ["legacy", "modern"] {
-        let reads = vec![
-            read_result(SKILL_URI, SKILL_MD),
-            read_result(FORMS_URI, FORMS_MD),
-        ];
-        let a = connect(via, builder(era), server(era, reads), options(era)).await;
+        let a = connect_era(via, era, reads(SKILL_MD, FORMS_MD)).await;
         let client = a.client();
         let skills = guard("list", client.list_skills())
             .await
@@ -123,8 +158,7 @@ async fn a_listed_skill_loads_and_its_files_verify(via: Via) {
         assert_eq!(forms.uri(), FORMS_URI);
         assert_eq!(forms.bytes(), FORMS_MD.as_bytes());
         assert!(forms.is_verified());
-        a.close().await;
-        assert_eq!(asked(&a, "resources/read"), 2, "{era}");
+        close_then_assert_asked(&a, "resources/read", 2, era).await;
     }
 }
 
@@ -132,17 +166,9 @@ async fn a_tampered_skill_md_fails_the_load(via: Via) {
     for era in ["legacy", "modern"] {
         // Same length, other bytes: the size passes, the digest does not.
         let tampered = SKILL_MD.replace("Skill body.", "Evil body!!");
-        let reads = vec![
-            read_result(SKILL_URI, &tampered),
-            read_result(FORMS_URI, FORMS_MD),
-        ];
-        let a = connect(via, builder(era), server(era, reads), options(era)).await;
+        let a = connect_era(via, era, reads(&tampered, FORMS_MD)).await;
         let client = a.client();
-        let skill = guard("list", client.list_skills())
-            .await
-            .expect("listed")
-            .skills
-            .remove(0);
+        let skill = first_listed(client).await;
         let error = guard("load", client.load_skill(skill))
             .await
             .expect_err("a tampered SKILL.md");
@@ -156,58 +182,27 @@ async fn a_tampered_skill_md_fails_the_load(via: Via) {
             !error.message().contains("Evil"),
             "never the server's content"
         );
-        a.close().await;
-        assert_eq!(
-            asked(&a, "resources/read"),
-            1,
-            "nothing more is read ({era})"
-        );
+        let why = format!("nothing more is read ({era})");
+        close_then_assert_asked(&a, "resources/read", 1, &why).await;
     }
 }
 
 async fn an_unlisted_file_is_refused_before_anything_is_sent(via: Via) {
-    let era = "legacy";
-    let reads = vec![read_result(SKILL_URI, SKILL_MD)];
-    let a = connect(via, builder(era), server(era, reads), options(era)).await;
-    let client = a.client();
-    let skill = guard("list", client.list_skills())
-        .await
-        .expect("listed")
-        .skills
-        .remove(0);
-    let loaded = guard("load", client.load_skill(skill))
-        .await
-        .expect("loaded");
+    let a = connect_era(via, "legacy", vec![read_result(SKILL_URI, SKILL_MD)]).await;
+    let loaded = load_first_listed(a.client()).await;
     for reference in ["scripts/evil.sh", "../other-skill/SKILL.md"] {
         let error = guard("read", loaded.read(reference))
             .await
             .expect_err("not listed");
         assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{reference}");
     }
-    a.close().await;
-    assert_eq!(
-        asked(&a, "resources/read"),
-        1,
-        "only SKILL.md was asked for"
-    );
+    close_then_assert_asked(&a, "resources/read", 1, "only SKILL.md was asked for").await;
 }
 
 async fn after_a_failed_read_no_file_is_read(via: Via) {
-    let era = "modern";
-    let reads = vec![
-        read_result(SKILL_URI, SKILL_MD),
-        read_result(FORMS_URI, "# Forms\n\nFill them in, and more.\n"),
-    ];
-    let a = connect(via, builder(era), server(era, reads), options(era)).await;
-    let client = a.client();
-    let skill = guard("list", client.list_skills())
-        .await
-        .expect("listed")
-        .skills
-        .remove(0);
-    let loaded = guard("load", client.load_skill(skill))
-        .await
-        .expect("loaded");
+    let forms_md = "# Forms\n\nFill them in, and more.\n";
+    let a = connect_era(via, "modern", reads(SKILL_MD, forms_md)).await;
+    let loaded = load_first_listed(a.client()).await;
     let error = guard("read", loaded.read("references/FORMS.md"))
         .await
         .expect_err("a size mismatch");
@@ -221,12 +216,7 @@ async fn after_a_failed_read_no_file_is_read(via: Via) {
         .await
         .expect_err("nothing more is read");
     assert_eq!(again.kind(), ErrorKind::InvalidResponse);
-    a.close().await;
-    assert_eq!(
-        asked(&a, "resources/read"),
-        2,
-        "the second read was not sent"
-    );
+    close_then_assert_asked(&a, "resources/read", 2, "the second read was not sent").await;
 }
 
 async fn a_server_without_the_extension_is_asked_nothing(via: Via) {
@@ -245,8 +235,7 @@ async fn a_server_without_the_extension_is_asked_nothing(via: Via) {
             error.message(),
             "server \"skills\" does not declare the Skills extension (io.modelcontextprotocol/skills)"
         );
-        a.close().await;
-        assert_eq!(asked(&a, "skills/list"), 0, "{era}");
+        close_then_assert_asked(&a, "skills/list", 0, era).await;
     }
 }
 
@@ -254,34 +243,24 @@ async fn a_server_without_the_extension_is_asked_nothing(via: Via) {
 /// (beyond-tools.md §5.3: its identity is the server and the uri).
 #[tokio::test]
 async fn a_skill_is_loaded_only_from_the_server_that_listed_it() {
-    let reads = || vec![read_result(SKILL_URI, SKILL_MD)];
-    let a = connect(
-        Via::Stdio,
-        Client::builder("a"),
-        server("legacy", reads()),
-        options("legacy"),
-    )
-    .await;
-    let b = connect(
-        Via::Stdio,
-        Client::builder("b"),
-        server("legacy", reads()),
-        options("legacy"),
-    )
-    .await;
-    let skill = guard("list", a.client().list_skills())
-        .await
-        .expect("listed")
-        .skills
-        .remove(0);
+    let connect_as = |name: &'static str| {
+        connect(
+            Via::Stdio,
+            Client::builder(name),
+            server("legacy", vec![read_result(SKILL_URI, SKILL_MD)]),
+            options("legacy"),
+        )
+    };
+    let a = connect_as("a").await;
+    let b = connect_as("b").await;
+    let skill = first_listed(a.client()).await;
     assert_eq!(skill.origin(), Some("a"));
     let error = guard("load", b.client().load_skill(skill))
         .await
         .expect_err("another server's skill");
     assert_eq!(error.kind(), ErrorKind::InvalidConfig);
     a.close().await;
-    b.close().await;
-    assert_eq!(asked(&b, "resources/read"), 0, "nothing was sent to b");
+    close_then_assert_asked(&b, "resources/read", 0, "nothing was sent to b").await;
 }
 
 /// A skill over a per-skill bound is declined, and says why; the listing

@@ -10,6 +10,7 @@
 mod support;
 use support::eras;
 
+use std::future::{Ready, ready};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,6 +22,7 @@ use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{
     Client, ErrorKind, Limits, ProtocolMode, ReconnectPolicy, StdioCommand, Supervisor,
 };
+use smthrs_mcp::{ClientBuilder, Transport};
 
 use eras::{eventually, guard, text_of};
 use support::http_bridge::{Bridge, BridgeOptions};
@@ -144,26 +146,53 @@ fn era_of(mode: ProtocolMode) -> &'static str {
     }
 }
 
-/// A supervisor of the scripted server over stdio, in `mode`.
-async fn over_stdio(
+/// What a stdio factory makes: a client builder and the command of its server.
+type StdioMade = smthrs_mcp::Result<(ClientBuilder, StdioCommand)>;
+
+/// A factory of clients in `mode` (with `limits`), each with a new server
+/// process running `scripted`'s scenario.
+fn stdio_factory(
     scripted: &Arc<Scripted>,
     mode: ProtocolMode,
     limits: Limits,
-    policy: ReconnectPolicy,
-    heard: &Arc<Heard>,
-) -> smthrs_mcp::Result<Supervisor> {
+) -> impl Fn() -> Ready<StdioMade> + Send + Sync + 'static {
+    let scripted = scripted.clone();
+    move || {
+        let builder = Client::builder(SERVER).protocol(mode).limits(limits);
+        ready(Ok((builder, scripted.command())))
+    }
+}
+
+/// A factory of default clients and `command`, counting how often it is called.
+fn counting_factory(
+    command: StdioCommand,
+) -> (
+    Arc<Mutex<u32>>,
+    impl Fn() -> Ready<StdioMade> + Send + Sync + 'static,
+) {
+    let called = Arc::new(Mutex::new(0));
     let factory = {
-        let scripted = scripted.clone();
+        let called = called.clone();
         move || {
-            let command = scripted.command();
-            async move {
-                Ok((
-                    Client::builder(SERVER).protocol(mode).limits(limits),
-                    command,
-                ))
-            }
+            *called.lock().unwrap() += 1;
+            ready(Ok((Client::builder(SERVER), command.clone())))
         }
     };
+    (called, factory)
+}
+
+/// The first connect of a supervisor over `factory`, with `policy`, telling
+/// `heard` what happens.
+async fn first_connect<F, Fut, T>(
+    factory: F,
+    policy: ReconnectPolicy,
+    heard: &Arc<Heard>,
+) -> smthrs_mcp::Result<Supervisor>
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = smthrs_mcp::Result<(ClientBuilder, T)>> + Send + 'static,
+    T: Transport,
+{
     guard(
         "the first connect",
         Supervisor::builder(factory)
@@ -174,13 +203,50 @@ async fn over_stdio(
     .await
 }
 
-/// A supervisor of whatever serves `url`, in `mode`.
-async fn over_http(
-    url: String,
+/// A supervisor in `mode` of the scripted server over stdio running
+/// `scenario`, with the scenario file and the events heard.
+async fn supervise_stdio(
+    scenario: Value,
+    mode: ProtocolMode,
+    limits: Limits,
+    policy: ReconnectPolicy,
+) -> (Arc<Scripted>, Arc<Heard>, Supervisor) {
+    let scripted = Arc::new(Scripted::new(scenario));
+    let heard = Arc::new(Heard::default());
+    let factory = stdio_factory(&scripted, mode, limits);
+    let supervisor = first_connect(factory, policy, &heard)
+        .await
+        .expect("the first connect");
+    (scripted, heard, supervisor)
+}
+
+/// As [`supervise_stdio`], of a legacy server with the default limits.
+async fn supervise_legacy_stdio(
+    policy: ReconnectPolicy,
+) -> (Arc<Scripted>, Arc<Heard>, Supervisor) {
+    supervise_stdio(json!({}), ProtocolMode::Legacy, Limits::default(), policy).await
+}
+
+/// The bridge options serving `mode`.
+fn bridge_options(mode: ProtocolMode) -> BridgeOptions {
+    match mode {
+        ProtocolMode::Modern => BridgeOptions::modern(),
+        _ => BridgeOptions::default(),
+    }
+}
+
+/// A supervisor in `mode` of the scripted server running `scenario` behind
+/// an HTTP bridge serving `mode`, with the scenario file, the bridge and the
+/// events heard.
+async fn supervise_http(
+    scenario: Value,
     mode: ProtocolMode,
     policy: ReconnectPolicy,
-    heard: &Arc<Heard>,
-) -> Supervisor {
+) -> (Arc<Scripted>, Bridge, Arc<Heard>, Supervisor) {
+    let scripted = Arc::new(Scripted::new(scenario));
+    let bridge = Bridge::start(scripted_server(), scripted.args(), bridge_options(mode)).await;
+    let heard = Arc::new(Heard::default());
+    let url = bridge.url();
     let factory = move || {
         let url = url.clone();
         async move {
@@ -188,15 +254,48 @@ async fn over_http(
             Ok((Client::builder(SERVER).protocol(mode), transport))
         }
     };
-    guard(
-        "the first connect",
-        Supervisor::builder(factory)
-            .policy(policy)
-            .observer(heard.observer())
-            .connect(),
-    )
-    .await
-    .expect("the first connect")
+    let supervisor = first_connect(factory, policy, &heard)
+        .await
+        .expect("the first connect");
+    (scripted, bridge, heard, supervisor)
+}
+
+/// Asserts the last event `heard` is a reconnect.
+fn assert_reconnected_last(heard: &Heard) {
+    let events = heard.all();
+    assert!(
+        matches!(events.last(), Some(SupervisorEvent::Reconnected { .. })),
+        "{events:?}"
+    );
+}
+
+/// Asserts the last event is giving up after `attempts` attempts, the last
+/// one failed `connection_closed`.
+fn assert_gave_up_last(events: &[SupervisorEvent], attempts: u32) {
+    assert_eq!(
+        events.last(),
+        Some(&SupervisorEvent::GaveUp {
+            attempts,
+            last: ErrorKind::ConnectionClosed
+        }),
+        "{events:?}"
+    );
+}
+
+/// One `#[tokio::test]` per era, named `$legacy` and `$modern`, running
+/// `$rule` with that protocol mode.
+macro_rules! each_era {
+    ($rule:ident: $legacy:ident, $modern:ident) => {
+        #[tokio::test]
+        async fn $legacy() {
+            $rule(ProtocolMode::Legacy).await
+        }
+
+        #[tokio::test]
+        async fn $modern() {
+            $rule(ProtocolMode::Modern).await
+        }
+    };
 }
 
 fn add(supervisor_or_client: &Client) -> impl Future<Output = smthrs_mcp::Result<String>> {
@@ -223,14 +322,12 @@ fn the_connect_future_is_send() {
 /// `connection_closed`, each was received exactly once, a new child is
 /// connected and published, and calls work on it.
 async fn in_flight_calls_fail_once_then_a_new_child_serves(mode: ProtocolMode) {
-    let scripted = Arc::new(Scripted::new(json!({
+    let scenario = json!({
         "era": era_of(mode),
         "on_call": {"echo": {"delay_ms": 60_000}}
-    })));
-    let heard = Arc::new(Heard::default());
-    let supervisor = over_stdio(&scripted, mode, Limits::default(), fast(5), &heard)
-        .await
-        .expect("the first connect");
+    });
+    let (scripted, heard, supervisor) =
+        supervise_stdio(scenario, mode, Limits::default(), fast(5)).await;
     let first = supervisor.client().expect("published");
     assert_eq!(supervisor.pin(), &CatalogPin::of(first.catalog()));
 
@@ -311,15 +408,11 @@ async fn in_flight_calls_fail_once_then_a_new_child_serves(mode: ProtocolMode) {
     assert_eq!(closed.kind(), ErrorKind::ConnectionClosed);
 }
 
-#[tokio::test]
-async fn stdio_legacy_in_flight_calls_fail_once_then_a_new_child_serves() {
-    in_flight_calls_fail_once_then_a_new_child_serves(ProtocolMode::Legacy).await
-}
-
-#[tokio::test]
-async fn stdio_modern_in_flight_calls_fail_once_then_a_new_child_serves() {
-    in_flight_calls_fail_once_then_a_new_child_serves(ProtocolMode::Modern).await
-}
+each_era!(
+    in_flight_calls_fail_once_then_a_new_child_serves:
+    stdio_legacy_in_flight_calls_fail_once_then_a_new_child_serves,
+    stdio_modern_in_flight_calls_fail_once_then_a_new_child_serves
+);
 
 // --- the pin -------------------------------------------------------------------
 
@@ -328,11 +421,8 @@ async fn stdio_modern_in_flight_calls_fail_once_then_a_new_child_serves() {
 /// supervisor stays down.
 async fn a_changed_catalog_is_never_published(mode: ProtocolMode) {
     let era = era_of(mode);
-    let scripted = Arc::new(Scripted::new(json!({"era": era})));
-    let heard = Arc::new(Heard::default());
-    let supervisor = over_stdio(&scripted, mode, Limits::default(), fast(5), &heard)
-        .await
-        .expect("the first connect");
+    let (scripted, heard, supervisor) =
+        supervise_stdio(json!({"era": era}), mode, Limits::default(), fast(5)).await;
     let pin = supervisor.pin().clone();
 
     // The server is upgraded: `echo` says something else now.
@@ -390,15 +480,11 @@ async fn a_changed_catalog_is_never_published(mode: ProtocolMode) {
     guard("close", supervisor.close()).await;
 }
 
-#[tokio::test]
-async fn stdio_legacy_a_changed_catalog_is_never_published() {
-    a_changed_catalog_is_never_published(ProtocolMode::Legacy).await
-}
-
-#[tokio::test]
-async fn stdio_modern_a_changed_catalog_is_never_published() {
-    a_changed_catalog_is_never_published(ProtocolMode::Modern).await
-}
+each_era!(
+    a_changed_catalog_is_never_published:
+    stdio_legacy_a_changed_catalog_is_never_published,
+    stdio_modern_a_changed_catalog_is_never_published
+);
 
 /// A pin the host gives is checked by the first connect, which is not retried.
 #[tokio::test]
@@ -406,18 +492,7 @@ async fn the_hosts_pin_is_checked_by_the_first_connect() {
     let scripted = Arc::new(Scripted::new(json!({})));
     let other =
         CatalogPin::from_parts("sha256:00", [("echo".to_string(), "sha256:11".to_string())]);
-    let factory = {
-        let scripted = scripted.clone();
-        move || {
-            let command = scripted.command();
-            async move {
-                Ok((
-                    Client::builder(SERVER).protocol(ProtocolMode::Legacy),
-                    command,
-                ))
-            }
-        }
-    };
+    let factory = stdio_factory(&scripted, ProtocolMode::Legacy, Limits::default());
     let error = guard(
         "the first connect",
         Supervisor::builder(factory).pin(other).connect(),
@@ -436,18 +511,8 @@ async fn the_hosts_pin_is_checked_by_the_first_connect() {
 /// gives up after `max_attempts`, each delay under its ceiling.
 #[tokio::test]
 async fn it_gives_up_after_max_attempts() {
-    let scripted = Arc::new(Scripted::new(json!({})));
-    let heard = Arc::new(Heard::default());
     let policy = fast(3);
-    let supervisor = over_stdio(
-        &scripted,
-        ProtocolMode::Legacy,
-        Limits::default(),
-        policy,
-        &heard,
-    )
-    .await
-    .unwrap();
+    let (scripted, heard, supervisor) = supervise_legacy_stdio(policy).await;
     scripted.set(json!({"initialize": "exit"}));
     let _ = guard("exit", supervisor.call_tool("exit", args(json!({})))).await;
     let error = guard("giving up", supervisor.ready()).await.unwrap_err();
@@ -475,13 +540,7 @@ async fn it_gives_up_after_max_attempts() {
         heard.count(|e| matches!(e, SupervisorEvent::AttemptFailed { .. })),
         3
     );
-    assert_eq!(
-        events.last(),
-        Some(&SupervisorEvent::GaveUp {
-            attempts: 3,
-            last: ErrorKind::ConnectionClosed
-        })
-    );
+    assert_gave_up_last(&events, 3);
     // One first child and three attempts, every one ended.
     let pids = scripted.pids();
     assert_eq!(pids.len(), 4, "{pids:?}");
@@ -496,19 +555,9 @@ async fn it_gives_up_after_max_attempts() {
 /// instead of cycling forever.
 #[tokio::test]
 async fn a_flapping_server_is_given_up_on() {
-    let scripted = Arc::new(Scripted::new(json!({})));
-    let heard = Arc::new(Heard::default());
     let mut policy = fast(3);
     policy.reset_after = Duration::from_secs(3600);
-    let supervisor = over_stdio(
-        &scripted,
-        ProtocolMode::Legacy,
-        Limits::default(),
-        policy,
-        &heard,
-    )
-    .await
-    .unwrap();
+    let (scripted, heard, supervisor) = supervise_legacy_stdio(policy).await;
     scripted.set(json!({"exit_after_initialized": 4}));
     let _ = guard("exit", supervisor.call_tool("exit", args(json!({})))).await;
     // Each new session is published, alive for a moment: `ready` may return
@@ -530,32 +579,14 @@ async fn a_flapping_server_is_given_up_on() {
         4,
         "{events:?}"
     );
-    assert_eq!(
-        events.last(),
-        Some(&SupervisorEvent::GaveUp {
-            attempts: 3,
-            last: ErrorKind::ConnectionClosed
-        })
-    );
+    assert_gave_up_last(&events, 3);
     guard("close", supervisor.close()).await;
 }
 
 /// A nonsense policy is refused before the factory is called.
 #[tokio::test]
 async fn a_nonsense_policy_is_invalid_config_and_starts_nothing() {
-    let called = Arc::new(Mutex::new(0));
-    let factory = {
-        let called = called.clone();
-        move || {
-            *called.lock().unwrap() += 1;
-            async {
-                Ok((
-                    Client::builder(SERVER),
-                    StdioCommand::new(scripted_server()),
-                ))
-            }
-        }
-    };
+    let (called, factory) = counting_factory(StdioCommand::new(scripted_server()));
     let mut policy = ReconnectPolicy::default();
     policy.max_attempts = 0;
     let error = Supervisor::builder(factory)
@@ -571,19 +602,8 @@ async fn a_nonsense_policy_is_invalid_config_and_starts_nothing() {
 /// A first connect that fails returns its error; nothing is retried.
 #[tokio::test]
 async fn a_failed_first_connect_is_returned_not_retried() {
-    let called = Arc::new(Mutex::new(0));
-    let factory = {
-        let called = called.clone();
-        move || {
-            *called.lock().unwrap() += 1;
-            async {
-                Ok((
-                    Client::builder(SERVER),
-                    StdioCommand::new("/nonexistent/smthrs-mcp-supervisor-test"),
-                ))
-            }
-        }
-    };
+    let (called, factory) =
+        counting_factory(StdioCommand::new("/nonexistent/smthrs-mcp-supervisor-test"));
     let error = guard("connect", Supervisor::builder(factory).connect())
         .await
         .unwrap_err();
@@ -597,21 +617,11 @@ async fn a_failed_first_connect_is_returned_not_retried() {
 /// supervisor is stopped.
 #[tokio::test]
 async fn close_during_the_delay() {
-    let scripted = Arc::new(Scripted::new(json!({})));
-    let heard = Arc::new(Heard::default());
     let mut policy = ReconnectPolicy::default();
     policy.initial_delay = Duration::from_secs(3600);
     policy.max_delay = Duration::from_secs(3600);
     policy.jitter = Jitter::Equal; // at least half an hour
-    let supervisor = over_stdio(
-        &scripted,
-        ProtocolMode::Legacy,
-        Limits::default(),
-        policy,
-        &heard,
-    )
-    .await
-    .unwrap();
+    let (scripted, heard, supervisor) = supervise_legacy_stdio(policy).await;
     let _ = guard("exit", supervisor.call_tool("exit", args(json!({})))).await;
     eventually("the first attempt is waiting", || {
         heard.count(|e| matches!(e, SupervisorEvent::Attempt { .. })) == 1
@@ -643,13 +653,10 @@ async fn close_during_the_delay() {
 /// child is gone when `close` returns.
 #[tokio::test]
 async fn close_during_a_connect_ends_its_child() {
-    let scripted = Arc::new(Scripted::new(json!({})));
-    let heard = Arc::new(Heard::default());
     let mut limits = Limits::default();
     limits.handshake_timeout_ms = 600_000;
-    let supervisor = over_stdio(&scripted, ProtocolMode::Legacy, limits, fast(5), &heard)
-        .await
-        .unwrap();
+    let (scripted, heard, supervisor) =
+        supervise_stdio(json!({}), ProtocolMode::Legacy, limits, fast(5)).await;
     scripted.set(json!({"initialize": "never_reply"}));
     let _ = guard("exit", supervisor.call_tool("exit", args(json!({})))).await;
     eventually("the second child received initialize", || {
@@ -680,17 +687,7 @@ async fn close_during_a_connect_ends_its_child() {
 /// Dropping every handle ends the session and its child.
 #[tokio::test]
 async fn dropping_the_last_handle_ends_the_child() {
-    let scripted = Arc::new(Scripted::new(json!({})));
-    let heard = Arc::new(Heard::default());
-    let supervisor = over_stdio(
-        &scripted,
-        ProtocolMode::Legacy,
-        Limits::default(),
-        fast(5),
-        &heard,
-    )
-    .await
-    .unwrap();
+    let (scripted, heard, supervisor) = supervise_legacy_stdio(fast(5)).await;
     let pid = scripted.pids()[0];
     assert!(alive(pid));
     drop(supervisor);
@@ -705,10 +702,8 @@ async fn dropping_the_last_handle_ends_the_child() {
 /// too until the server accepts again, then one is published.
 #[tokio::test]
 async fn http_session_lost_and_reinitialise_refused() {
-    let scripted = Arc::new(Scripted::new(json!({})));
-    let bridge = Bridge::start(scripted_server(), scripted.args(), BridgeOptions::default()).await;
-    let heard = Arc::new(Heard::default());
-    let supervisor = over_http(bridge.url(), ProtocolMode::Legacy, fast(1000), &heard).await;
+    let (scripted, _bridge, heard, supervisor) =
+        supervise_http(json!({}), ProtocolMode::Legacy, fast(1000)).await;
     scripted.set(json!({"initialize": {"error": {"code": -32603, "message": "not now"}}}));
     let exit = guard("exit", supervisor.call_tool("exit", args(json!({}))))
         .await
@@ -743,10 +738,7 @@ async fn http_session_lost_and_reinitialise_refused() {
         }),
         "{events:?}"
     );
-    assert!(
-        matches!(events.last(), Some(SupervisorEvent::Reconnected { .. })),
-        "{events:?}"
-    );
+    assert_reconnected_last(&heard);
     guard("close", supervisor.close()).await;
 }
 
@@ -755,10 +747,8 @@ async fn http_session_lost_and_reinitialise_refused() {
 /// supervisor stops without an attempt.
 #[tokio::test]
 async fn http_reinitialise_with_a_changed_catalog_stops_the_supervisor() {
-    let scripted = Arc::new(Scripted::new(json!({})));
-    let bridge = Bridge::start(scripted_server(), scripted.args(), BridgeOptions::default()).await;
-    let heard = Arc::new(Heard::default());
-    let supervisor = over_http(bridge.url(), ProtocolMode::Legacy, fast(5), &heard).await;
+    let (scripted, _bridge, heard, supervisor) =
+        supervise_http(json!({}), ProtocolMode::Legacy, fast(5)).await;
     scripted.set(json!({"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}));
     let _ = guard("exit", supervisor.call_tool("exit", args(json!({})))).await;
     let held = guard("a call after the loss", add(&supervisor.client().unwrap()))
@@ -785,12 +775,10 @@ async fn http_reinitialise_with_a_changed_catalog_stops_the_supervisor() {
 /// The HTTP server is stopped: the next call fails `connection_closed` (it
 /// is not held, not retried), attempts fail while nothing listens, and once
 /// the server is started again on the same port a session is published.
-async fn http_server_restarted_on_the_same_port(options: BridgeOptions, mode: ProtocolMode) {
-    let scripted = Arc::new(Scripted::new(json!({"era": era_of(mode)})));
-    let bridge = Bridge::start(scripted_server(), scripted.args(), options).await;
+async fn http_server_restarted_on_the_same_port(mode: ProtocolMode) {
+    let (scripted, bridge, heard, supervisor) =
+        supervise_http(json!({"era": era_of(mode)}), mode, fast(1000)).await;
     let addr = bridge.addr();
-    let heard = Arc::new(Heard::default());
-    let supervisor = over_http(bridge.url(), mode, fast(1000), &heard).await;
     let first = supervisor.client().unwrap();
     assert_eq!(guard("add", add(&first)).await.unwrap(), "5");
 
@@ -811,40 +799,31 @@ async fn http_server_restarted_on_the_same_port(options: BridgeOptions, mode: Pr
         }) >= 2
     })
     .await;
+    let options = bridge_options(mode);
     let _bridge = Bridge::start_at(addr, scripted_server(), scripted.args(), options).await;
     let client = guard("the reconnect", supervisor.ready()).await.unwrap();
     assert_eq!(client.era(), first.era());
     assert_eq!(guard("add", add(&client)).await.unwrap(), "5");
     // The call made while the server was down never reached it.
     assert_eq!(scripted.calls("add").len(), 2);
-    let events = heard.all();
-    assert!(
-        matches!(events.last(), Some(SupervisorEvent::Reconnected { .. })),
-        "{events:?}"
-    );
+    assert_reconnected_last(&heard);
     guard("close", supervisor.close()).await;
 }
 
-#[tokio::test]
-async fn http_legacy_server_restarted_on_the_same_port() {
-    http_server_restarted_on_the_same_port(BridgeOptions::default(), ProtocolMode::Legacy).await
-}
-
-#[tokio::test]
-async fn http_modern_server_restarted_on_the_same_port() {
-    http_server_restarted_on_the_same_port(BridgeOptions::modern(), ProtocolMode::Modern).await
-}
+each_era!(
+    http_server_restarted_on_the_same_port:
+    http_legacy_server_restarted_on_the_same_port,
+    http_modern_server_restarted_on_the_same_port
+);
 
 /// `give_up_after` bounds a run in time: a server that stays down is given
 /// up on long before `max_attempts`.
 #[tokio::test]
 async fn give_up_after_bounds_the_run() {
-    let scripted = Arc::new(Scripted::new(json!({"era": "modern"})));
-    let bridge = Bridge::start(scripted_server(), scripted.args(), BridgeOptions::modern()).await;
-    let heard = Arc::new(Heard::default());
     let mut policy = fast(100_000);
     policy.give_up_after = Some(Duration::from_millis(500));
-    let supervisor = over_http(bridge.url(), ProtocolMode::Modern, policy, &heard).await;
+    let (_scripted, bridge, heard, supervisor) =
+        supervise_http(json!({"era": "modern"}), ProtocolMode::Modern, policy).await;
     drop(bridge);
     let _ = guard(
         "a call to the stopped server",
@@ -873,18 +852,7 @@ async fn give_up_after_bounds_the_run() {
 #[tokio::test]
 async fn a_panicking_observer_stops_the_supervisor() {
     let scripted = Arc::new(Scripted::new(json!({})));
-    let factory = {
-        let scripted = scripted.clone();
-        move || {
-            let command = scripted.command();
-            async move {
-                Ok((
-                    Client::builder(SERVER).protocol(ProtocolMode::Legacy),
-                    command,
-                ))
-            }
-        }
-    };
+    let factory = stdio_factory(&scripted, ProtocolMode::Legacy, Limits::default());
     let observer: Arc<dyn SupervisorObserver> = Arc::new(|_: &str, event: SupervisorEvent| {
         if matches!(event, SupervisorEvent::Attempt { .. }) {
             panic!("the host's observer failed");
@@ -912,17 +880,13 @@ async fn a_panicking_observer_stops_the_supervisor() {
 /// `_meta`), and the call is sent once.
 #[tokio::test]
 async fn call_options_go_through_the_supervisor() {
-    let scripted = Arc::new(Scripted::new(json!({"era": "legacy"})));
-    let heard = Arc::new(Heard::default());
-    let supervisor = over_stdio(
-        &scripted,
+    let (scripted, _heard, supervisor) = supervise_stdio(
+        json!({"era": "legacy"}),
         ProtocolMode::Legacy,
         Limits::default(),
         fast(1),
-        &heard,
     )
-    .await
-    .expect("the first connect");
+    .await;
     let mut meta = serde_json::Map::new();
     meta.insert("com.example/trace".into(), json!("t-9"));
     let options = smthrs_mcp::CallOptions::new().meta(meta);
