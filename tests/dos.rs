@@ -86,6 +86,18 @@ async fn connect(server: Server, limits: Limits) -> Client {
     .expect("connects")
 }
 
+/// Connects as `name` to the Streamable HTTP `server`.
+async fn connect_http(name: &str, server: &TestServer, limits: Limits) -> Client {
+    let transport = HttpTransport::builder(name, server.url()).build().unwrap();
+    tokio::time::timeout(
+        HANG,
+        Client::builder(name).limits(limits).connect(transport),
+    )
+    .await
+    .expect("connect does not hang")
+    .expect("connects")
+}
+
 async fn call(
     client: &Client,
     name: &str,
@@ -270,15 +282,20 @@ async fn ping_flood_from_a_server_that_stops_reading_meets_the_deadline() {
     );
 }
 
+/// Three `echo` calls in a row, each answered with its own text.
+async fn three_echo_rounds(client: &Client) {
+    for round in 0..3 {
+        let text = format!("round {round}");
+        let result = call(client, "echo", json!({"text": text})).await.unwrap();
+        assert_eq!(result.content[0]["text"], text);
+    }
+}
+
 #[tokio::test]
 async fn notification_flood_is_dropped_and_the_call_completes() {
     let file = flood_file(10_000, notification, Play::Worker);
     let client = connect(file.server(), limits(20_000)).await;
-    for round in 0..3 {
-        let text = format!("round {round}");
-        let result = call(&client, "echo", json!({"text": text})).await.unwrap();
-        assert_eq!(result.content[0]["text"], text);
-    }
+    three_echo_rounds(&client).await;
     client.close().await;
 }
 
@@ -286,11 +303,7 @@ async fn notification_flood_is_dropped_and_the_call_completes() {
 async fn ten_thousand_replies_for_unknown_ids_are_dropped() {
     let file = flood_file(10_000, unknown_reply, Play::Worker);
     let client = connect(file.server(), limits(20_000)).await;
-    for round in 0..3 {
-        let text = format!("round {round}");
-        let result = call(&client, "echo", json!({"text": text})).await.unwrap();
-        assert_eq!(result.content[0]["text"], text);
-    }
+    three_echo_rounds(&client).await;
     assert!(client.terminal_error().is_none());
     client.close().await;
 }
@@ -372,6 +385,34 @@ async fn trickle_server(gap: Duration, sent: Arc<AtomicUsize>) -> TestServer {
     .await
 }
 
+/// How a minimal Streamable HTTP MCP server named `name` answers the POSTed
+/// `req`: the handshake (one `echo` tool) with JSON, `tools/call` with what
+/// `on_call` makes for the request's id, anything else with 202.
+fn answer_post(
+    req: &Recorded,
+    name: &str,
+    on_call: impl FnOnce(&Value) -> http::Response<http_server::Body>,
+) -> http::Response<http_server::Body> {
+    let message: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+    let id = message["id"].clone();
+    match message["method"].as_str() {
+        Some("initialize") => json_response(
+            &json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": name, "version": "1"}}})
+            .to_string(),
+        ),
+        Some("tools/list") => json_response(
+            &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+                {"name": "echo", "inputSchema": {"type": "object"}}]}})
+            .to_string(),
+        ),
+        Some("tools/call") => on_call(&id),
+        _ => status(202),
+    }
+}
+
 /// A server that answers `tools/call` with the event stream `body` makes for the
 /// request's id (its bytes counted into `sent`), and the handshake with JSON.
 async fn stream_server(
@@ -386,29 +427,12 @@ async fn stream_server(
             if req.method != http::Method::POST {
                 return status(405);
             }
-            let message: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-            let id = message["id"].clone();
-            match message["method"].as_str() {
-                Some("initialize") => json_response(
-                    &json!({"jsonrpc": "2.0", "id": id, "result": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {"tools": {}},
-                        "serverInfo": {"name": "trickle", "version": "1"}}})
-                    .to_string(),
-                ),
-                Some("tools/list") => json_response(
-                    &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
-                        {"name": "echo", "inputSchema": {"type": "object"}}]}})
-                    .to_string(),
-                ),
-                Some("tools/call") => {
-                    let body = body(&id).inspect(move |chunk| {
-                        sent.fetch_add(chunk.len(), Ordering::SeqCst);
-                    });
-                    streaming("text/event-stream", body)
-                }
-                _ => status(202),
-            }
+            answer_post(&req, "trickle", move |id| {
+                let body = body(id).inspect(move |chunk| {
+                    sent.fetch_add(chunk.len(), Ordering::SeqCst);
+                });
+                streaming("text/event-stream", body)
+            })
         }
     })
     .await
@@ -418,14 +442,7 @@ async fn stream_server(
 /// `calls` calls in a row: each must time out and leave the session usable.
 /// Returns how late each deadline fired.
 async fn timed_calls(name: &str, server: &TestServer, calls: usize) -> Vec<Duration> {
-    let transport = HttpTransport::builder(name, server.url()).build().unwrap();
-    let client = tokio::time::timeout(
-        HANG,
-        Client::builder(name).limits(limits(300)).connect(transport),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let client = connect_http(name, server, limits(300)).await;
     let mut late = Vec::with_capacity(calls);
     for _ in 0..calls {
         let started = Instant::now();
@@ -532,18 +549,7 @@ async fn an_sse_flood_after_the_reply_does_not_hold_the_call() {
         sent.clone(),
     )
     .await;
-    let transport = HttpTransport::builder("after", server.url())
-        .build()
-        .unwrap();
-    let client = tokio::time::timeout(
-        HANG,
-        Client::builder("after")
-            .limits(limits(30_000))
-            .connect(transport),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let client = connect_http("after", &server, limits(30_000)).await;
     for _ in 0..3 {
         let started = Instant::now();
         let result = call(&client, "echo", json!({})).await.unwrap();
@@ -792,40 +798,15 @@ async fn measure_sse_blank_lines() {
         let server = TestServer::start(move |req: Recorded| {
             let body = body.clone();
             async move {
-                let message: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-                let id = message["id"].clone();
-                match message["method"].as_str() {
-                    Some("initialize") => json_response(
-                        &json!({"jsonrpc": "2.0", "id": id, "result": {
-                            "protocolVersion": "2025-06-18",
-                            "capabilities": {"tools": {}},
-                            "serverInfo": {"name": "blank", "version": "1"}}})
-                        .to_string(),
-                    ),
-                    Some("tools/list") => json_response(
-                        &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
-                            {"name": "echo", "inputSchema": {"type": "object"}}]}})
-                        .to_string(),
-                    ),
-                    Some("tools/call") => {
-                        let chunk = body.clone();
-                        let stream = futures_util::stream::once(async move { chunk })
-                            .chain(futures_util::stream::pending());
-                        streaming("text/event-stream", stream)
-                    }
-                    _ => status(202),
-                }
+                answer_post(&req, "blank", |_| {
+                    let stream = futures_util::stream::once(async move { body })
+                        .chain(futures_util::stream::pending());
+                    streaming("text/event-stream", stream)
+                })
             }
         })
         .await;
-        let transport = HttpTransport::builder("blank", server.url())
-            .build()
-            .unwrap();
-        let client = Client::builder("blank")
-            .limits(limits(500))
-            .connect(transport)
-            .await
-            .unwrap();
+        let client = connect_http("blank", &server, limits(500)).await;
         let started = Instant::now();
         let result = client.call_tool("echo", args(json!({}))).await;
         println!(
@@ -844,15 +825,8 @@ async fn measure_sse_trickle() {
     // per-event bound sooner), 20 concurrent trickling calls, deadline 3 s.
     let sent = Arc::new(AtomicUsize::new(0));
     let server = trickle_server(Duration::from_millis(10), sent.clone()).await;
-    let transport = HttpTransport::builder("trickle", server.url())
-        .build()
-        .unwrap();
     report("sse_trickle", "start", Instant::now(), 0, "calls");
-    let client = Client::builder("trickle")
-        .limits(limits(3_000))
-        .connect(transport)
-        .await
-        .unwrap();
+    let client = connect_http("trickle", &server, limits(3_000)).await;
     let started = Instant::now();
     let calls = (0..20).map(|_| {
         let client = client.clone();

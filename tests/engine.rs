@@ -9,10 +9,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
-use smthrs_mcp::{Client, ClientBuilder, Era, ErrorKind, Limits, ProtocolMode, StdioCommand};
+use smthrs_mcp::{
+    Client, ClientBuilder, Era, ErrorKind, Limits, ProtocolMode, StdioCommand, ToolResult,
+};
 use support::eras::{Via, both_transports};
 use support::http_bridge::{Bridge, BridgeOptions};
 use support::*;
+use tokio::task::JoinHandle;
 
 /// A client plus whatever must outlive it (the HTTP bridge).
 struct Session {
@@ -100,11 +103,94 @@ both_transports!(
     dropping_the_client_right_after_a_timeout_still_sends_the_cancellation,
 );
 
-async fn handshake_proposes_version_and_identity_then_lists(via: Via) {
+/// Opens a session that must connect.
+async fn connected(via: Via, builder: ClientBuilder, server: Server) -> Session {
+    open(via, builder, server).await.expect("connect")
+}
+
+/// Opens a session whose traffic is recorded.
+async fn connected_recorded(
+    via: Via,
+    builder: ClientBuilder,
+    server: Server,
+) -> (Session, Recording) {
     let rec = Recording::new();
-    let client = open(via, Client::builder("basic"), rec.attach(scenario("basic")))
+    let session = connected(via, builder, rec.attach(server)).await;
+    (session, rec)
+}
+
+/// Opens a session that must fail to connect, and returns why.
+async fn refused(via: Via, builder: ClientBuilder, server: Server) -> smthrs_mcp::Error {
+    open(via, builder, server)
         .await
-        .expect("connect");
+        .expect_err("the connection must fail")
+}
+
+/// A client whose requests time out after `ms` milliseconds.
+fn request_timeout(name: &str, ms: u64) -> ClientBuilder {
+    Client::builder(name).limits(limits(|l| l.request_timeout_ms = ms))
+}
+
+/// A client whose handshake times out after `ms` milliseconds.
+fn handshake_timeout(name: &str, ms: u64) -> ClientBuilder {
+    Client::builder(name).limits(limits(|l| l.handshake_timeout_ms = ms))
+}
+
+/// Calls `echo` with `text`.
+async fn echo(client: &Client, text: &str) -> smthrs_mcp::Result<ToolResult> {
+    client.call_tool("echo", args(json!({"text": text}))).await
+}
+
+/// Calls `echo` with `text`, which must succeed, and returns the text echoed.
+async fn echoed(client: &Client, text: &str) -> String {
+    text_of(&echo(client, text).await.expect("echo succeeds"))
+}
+
+/// Calls `echo`, which must fail, and returns the error.
+async fn echo_fails(client: &Client) -> smthrs_mcp::Error {
+    echo(client, "x").await.expect_err("echo must fail")
+}
+
+/// Calls `slow` (the server sleeps `ms` milliseconds before answering).
+async fn slow(client: &Client, ms: u64) -> smthrs_mcp::Result<ToolResult> {
+    client.call_tool("slow", args(json!({"ms": ms}))).await
+}
+
+/// Starts a 5 s `slow` call on its own task.
+fn spawn_slow_call(client: &Client) -> JoinHandle<smthrs_mcp::Result<ToolResult>> {
+    let client = client.clone();
+    tokio::spawn(async move { slow(&client, 5000).await })
+}
+
+/// Starts a task waiting for the session to end.
+fn spawn_closed_watcher(client: &Client) -> JoinHandle<smthrs_mcp::Error> {
+    let client = client.clone();
+    tokio::spawn(async move { client.closed().await })
+}
+
+/// What a watcher from `spawn_closed_watcher` resolved with; `why` names
+/// the expectation when it does not resolve within 30 s.
+async fn closed_within_30s(watcher: JoinHandle<smthrs_mcp::Error>, why: &str) -> smthrs_mcp::Error {
+    tokio::time::timeout(Duration::from_secs(30), watcher)
+        .await
+        .expect(why)
+        .unwrap()
+}
+
+/// The recorded methods other than the `server/discover` probe.
+fn methods_after_probe(rec: &Recording) -> Vec<String> {
+    let mut methods = rec.methods();
+    methods.retain(|m| m != "server/discover");
+    methods
+}
+
+/// How many `method` requests were recorded.
+fn count_of(rec: &Recording, method: &str) -> usize {
+    rec.methods().iter().filter(|m| *m == method).count()
+}
+
+async fn handshake_proposes_version_and_identity_then_lists(via: Via) {
+    let (client, rec) = connected_recorded(via, Client::builder("basic"), scenario("basic")).await;
     assert_eq!(client.protocol_version(), "2025-06-18");
     let names: Vec<&str> = client.catalog().iter().map(|t| t.name()).collect();
     assert!(
@@ -141,21 +227,14 @@ async fn handshake_proposes_version_and_identity_then_lists(via: Via) {
         init["params"]["clientInfo"]["version"],
         env!("CARGO_PKG_VERSION")
     );
-    let methods: Vec<String> = rec
-        .methods()
-        .into_iter()
-        .filter(|m| m != "server/discover")
-        .collect();
     assert_eq!(
-        methods[..3],
+        methods_after_probe(&rec)[..3],
         ["initialize", "notifications/initialized", "tools/list"]
     );
 }
 
 async fn is_error_result_is_success(via: Via) {
-    let client = open(via, Client::builder("basic"), scenario("basic"))
-        .await
-        .unwrap();
+    let client = connected(via, Client::builder("basic"), scenario("basic")).await;
     let result = client
         .call_tool("fail", args(json!({})))
         .await
@@ -174,10 +253,7 @@ async fn is_error_result_is_success(via: Via) {
 }
 
 async fn unknown_tool_is_refused_before_any_frame(via: Via) {
-    let rec = Recording::new();
-    let client = open(via, Client::builder("basic"), rec.attach(scenario("basic")))
-        .await
-        .unwrap();
+    let (client, rec) = connected_recorded(via, Client::builder("basic"), scenario("basic")).await;
     let error = client.call_tool("nope", args(json!({}))).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ToolNotFound);
     client.close().await;
@@ -188,18 +264,12 @@ async fn stdout_noise_is_dropped(via: Via) {
     let client = open(via, Client::builder("noisy"), scenario("noise"))
         .await
         .expect("noise is tolerated");
-    let result = client
-        .call_tool("echo", args(json!({"text": "still here"})))
-        .await
-        .unwrap();
-    assert_eq!(text_of(&result), "still here");
+    assert_eq!(echoed(&client, "still here").await, "still here");
     client.close().await;
 }
 
 async fn ping_is_answered_with_the_exact_id(via: Via) {
-    let client = open(via, Client::builder("ping"), scenario("ping-during-call"))
-        .await
-        .unwrap();
+    let client = connected(via, Client::builder("ping"), scenario("ping-during-call")).await;
     for tool in ["echo", "add"] {
         let result = client
             .call_tool(tool, args(json!({"text": "x", "a": 1, "b": 2})))
@@ -216,12 +286,8 @@ async fn unsupported_server_request_gets_method_not_found(via: Via) {
     let command = inline(json!({
         "on_call": {"echo": {"request_first": {"method": "sampling/createMessage", "id": 7}}}
     }));
-    let client = open(via, Client::builder("req"), command).await.unwrap();
-    let result = client
-        .call_tool("echo", args(json!({"text": "x"})))
-        .await
-        .unwrap();
-    let text = text_of(&result);
+    let client = connected(via, Client::builder("req"), command).await;
+    let text = echoed(&client, "x").await;
     assert!(text.contains("-32601"), "{text}");
     client.close().await;
 }
@@ -234,29 +300,16 @@ async fn replies_to_unknown_ids_are_dropped(via: Via) {
             {"jsonrpc": "2.0", "id": 123456, "error": {"code": 1, "message": "x"}}
         ]}}
     }));
-    let client = open(via, Client::builder("ids"), command).await.unwrap();
-    let result = client
-        .call_tool("echo", args(json!({"text": "ok"})))
-        .await
-        .unwrap();
-    assert_eq!(text_of(&result), "ok");
+    let client = connected(via, Client::builder("ids"), command).await;
+    assert_eq!(echoed(&client, "ok").await, "ok");
     client.close().await;
 }
 
 async fn null_id_error_goes_to_the_observer_and_keeps_the_session(via: Via) {
     let observer = Collect::new();
-    let client = open(
-        via,
-        Client::builder("nullid").diagnostics(observer.clone()),
-        scenario("null-id-error"),
-    )
-    .await
-    .unwrap();
-    let result = client
-        .call_tool("echo", args(json!({"text": "after"})))
-        .await
-        .unwrap();
-    assert_eq!(text_of(&result), "after");
+    let builder = Client::builder("nullid").diagnostics(observer.clone());
+    let client = connected(via, builder, scenario("null-id-error")).await;
+    assert_eq!(echoed(&client, "after").await, "after");
     let events = observer.events();
     assert!(
         events
@@ -272,11 +325,8 @@ async fn malformed_envelope_ends_the_session_for_everyone(via: Via) {
     let command = inline(json!({
         "on_call": {"echo": {"reply_raw": "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{},\"error\":{\"code\":1,\"message\":\"MARKER-7731\"}}"}}
     }));
-    let client = open(via, Client::builder("bad"), command).await.unwrap();
-    let error = client
-        .call_tool("echo", args(json!({"text": "x"})))
-        .await
-        .unwrap_err();
+    let client = connected(via, Client::builder("bad"), command).await;
+    let error = echo_fails(&client).await;
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
     assert!(
         !error.to_string().contains("MARKER-7731"),
@@ -295,27 +345,28 @@ fn nest(depth: usize) -> String {
     format!("{}{}", "[".repeat(depth), "]".repeat(depth))
 }
 
+/// The error an `echo` call meets when the server answers it with `raw`
+/// (`$ID` stands for the call's id); the session is closed afterwards.
+async fn echo_error_for_raw_reply(via: Via, name: &str, raw: &str) -> smthrs_mcp::Error {
+    let command = inline(json!({"on_call": {"echo": {"reply_raw": raw}}}));
+    let client = connected(via, Client::builder(name), command).await;
+    let error = echo_fails(&client).await;
+    client.close().await;
+    error
+}
+
 async fn deep_inbound_message_is_a_protocol_error(via: Via) {
     // envelope(1) + result(2) + content array (3) + 126 more = 129 containers.
     let raw = format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":\"$ID\",\"result\":{{\"content\":{}}}}}",
         nest(127)
     );
-    let command = inline(json!({"on_call": {"echo": {"reply_raw": raw}}}));
-    let client = open(via, Client::builder("deep"), command).await.unwrap();
-    let error = client
-        .call_tool("echo", args(json!({"text": "x"})))
-        .await
-        .unwrap_err();
+    let error = echo_error_for_raw_reply(via, "deep", &raw).await;
     assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
-    client.close().await;
 }
 
 async fn deep_outbound_arguments_are_refused_and_the_session_stays_open(via: Via) {
-    let rec = Recording::new();
-    let client = open(via, Client::builder("deep"), rec.attach(scenario("basic")))
-        .await
-        .unwrap();
+    let (client, rec) = connected_recorded(via, Client::builder("deep"), scenario("basic")).await;
     // Root object is container 3: 125 more levels reach exactly 128.
     let mut ok = json!(1);
     for _ in 0..125 {
@@ -328,74 +379,44 @@ async fn deep_outbound_arguments_are_refused_and_the_session_stays_open(via: Via
     let too_deep = json!({"text": "x", "deep": [ok]});
     let error = client.call_tool("echo", args(too_deep)).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
-    let result = client
-        .call_tool("echo", args(json!({"text": "alive"})))
-        .await
-        .unwrap();
-    assert_eq!(text_of(&result), "alive");
+    assert_eq!(echoed(&client, "alive").await, "alive");
     client.close().await;
-    let calls = rec.methods().iter().filter(|m| *m == "tools/call").count();
-    assert_eq!(calls, 2, "the refused call sent nothing");
+    assert_eq!(
+        count_of(&rec, "tools/call"),
+        2,
+        "the refused call sent nothing"
+    );
 }
 
 async fn oversized_outbound_frame_is_refused_and_the_session_stays_open(via: Via) {
-    let rec = Recording::new();
     let builder = Client::builder("big").limits(limits(|l| l.max_outbound_frame_bytes = 4096));
-    let client = open(via, builder, rec.attach(scenario("basic")))
-        .await
-        .unwrap();
+    let (client, rec) = connected_recorded(via, builder, scenario("basic")).await;
     // Escapes count: 1500 quotes encode as 3000 bytes, plus protocol overhead.
-    let error = client
-        .call_tool("echo", args(json!({"text": "\"".repeat(2100)})))
-        .await
-        .unwrap_err();
+    let error = echo(&client, &"\"".repeat(2100)).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
-    let result = client
-        .call_tool("echo", args(json!({"text": "small"})))
-        .await
-        .unwrap();
-    assert_eq!(text_of(&result), "small");
+    assert_eq!(echoed(&client, "small").await, "small");
     client.close().await;
-    assert_eq!(
-        rec.methods().iter().filter(|m| *m == "tools/call").count(),
-        1
-    );
+    assert_eq!(count_of(&rec, "tools/call"), 1);
 }
 
 async fn infinite_number_is_a_protocol_error(via: Via) {
     let raw = "{\"jsonrpc\":\"2.0\",\"id\":\"$ID\",\"result\":{\"content\":[],\"n\":1e400}}";
-    let command = inline(json!({"on_call": {"echo": {"reply_raw": raw}}}));
-    let client = open(via, Client::builder("inf"), command).await.unwrap();
-    let error = client
-        .call_tool("echo", args(json!({"text": "x"})))
-        .await
-        .unwrap_err();
+    let error = echo_error_for_raw_reply(via, "inf", raw).await;
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
-    client.close().await;
 }
 
 async fn unsupported_protocol_version_is_refused(via: Via) {
     let accepted = "this client accepts 2025-06-18, 2025-11-25, 2025-03-26, 2024-11-05";
-    let error = open(
-        via,
-        Client::builder("old"),
-        inline(json!({"protocolVersion": "2023-01-01"})),
-    )
-    .await
-    .unwrap_err();
+    let version = |v: &str| inline(json!({"protocolVersion": v}));
+    let error = refused(via, Client::builder("old"), version("2023-01-01")).await;
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
     assert_eq!(
         error.message(),
         format!("server \"old\" answered initialize with protocol version 2023-01-01; {accepted}")
     );
     // Anything without the shape of a version is never quoted (it could be a secret).
-    let error = open(
-        via,
-        Client::builder("odd"),
-        inline(json!({"protocolVersion": "2025-06-18 ghp_0123456789abcdef"})),
-    )
-    .await
-    .unwrap_err();
+    let odd = version("2025-06-18 ghp_0123456789abcdef");
+    let error = refused(via, Client::builder("odd"), odd).await;
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
     assert_eq!(
         error.message(),
@@ -408,21 +429,14 @@ async fn unsupported_protocol_version_is_refused(via: Via) {
 /// `2024-11-05` (the archived reference servers, TypeScript SDK 1.0) is a legacy
 /// version like the others: what it lacks is read as absent.
 async fn a_2024_11_05_server_is_accepted_and_what_it_lacks_is_absent(via: Via) {
-    let client = open(
-        via,
-        Client::builder("old").protocol(ProtocolMode::Auto),
-        inline(json!({"protocolVersion": "2024-11-05"})),
-    )
-    .await
-    .unwrap();
+    let builder = Client::builder("old").protocol(ProtocolMode::Auto);
+    let server = inline(json!({"protocolVersion": "2024-11-05"}));
+    let client = connected(via, builder, server).await;
     assert_eq!(client.protocol_version(), "2024-11-05");
     assert_eq!(client.era(), Era::Legacy);
-    let echo = client.catalog().get("echo").unwrap();
-    assert!(echo.output_schema().is_none());
-    let result = client
-        .call_tool("echo", args(json!({"text": "from 2024"})))
-        .await
-        .unwrap();
+    let echo_tool = client.catalog().get("echo").unwrap();
+    assert!(echo_tool.output_schema().is_none());
+    let result = echo(&client, "from 2024").await.unwrap();
     assert_eq!(text_of(&result), "from 2024");
     assert!(result.structured_content.is_none());
     assert!(!result.is_error);
@@ -432,13 +446,8 @@ async fn a_2024_11_05_server_is_accepted_and_what_it_lacks_is_absent(via: Via) {
 /// A server that declares no `tools` capability connects with an empty
 /// catalog (nothing walked): it may offer only resources, prompts or Skills.
 async fn server_without_tools_connects_with_an_empty_catalog(via: Via) {
-    let client = open(
-        via,
-        Client::builder("notools"),
-        scenario("no-tools-capability"),
-    )
-    .await
-    .unwrap();
+    let server = scenario("no-tools-capability");
+    let client = connected(via, Client::builder("notools"), server).await;
     assert!(client.catalog().is_empty());
     assert!(!client.declares("tools"));
     let error = client.call_tool("echo", args(json!({}))).await.unwrap_err();
@@ -447,18 +456,22 @@ async fn server_without_tools_connects_with_an_empty_catalog(via: Via) {
 }
 
 async fn stalled_initialize_times_out(via: Via) {
-    let builder = Client::builder("stall").limits(limits(|l| l.handshake_timeout_ms = 300));
-    let error = open(via, builder, scenario("stalled-handshake"))
-        .await
-        .unwrap_err();
+    let error = refused(
+        via,
+        handshake_timeout("stall", 300),
+        scenario("stalled-handshake"),
+    )
+    .await;
     assert_eq!(error.kind(), ErrorKind::Timeout);
 }
 
 async fn stalled_tools_list_times_out(via: Via) {
-    let builder = Client::builder("stall").limits(limits(|l| l.handshake_timeout_ms = 300));
-    let error = open(via, builder, scenario("stalled-tools-list"))
-        .await
-        .unwrap_err();
+    let error = refused(
+        via,
+        handshake_timeout("stall", 300),
+        scenario("stalled-tools-list"),
+    )
+    .await;
     assert_eq!(error.kind(), ErrorKind::Timeout);
 }
 
@@ -487,23 +500,30 @@ async fn wait_for(mut check: impl FnMut() -> bool) {
     }
 }
 
-async fn timed_out_call_sends_one_cancellation(via: Via) {
-    let rec = Recording::new();
-    let builder = Client::builder("slow").limits(limits(|l| l.request_timeout_ms = 200));
-    let client = open(via, builder, rec.attach(scenario("basic")))
-        .await
-        .unwrap();
-    let error = client
-        .call_tool("slow", args(json!({"ms": 2000})))
-        .await
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Timeout);
-    wait_for(|| !cancelled_ids(&rec).is_empty()).await;
+/// Waits for the first cancellation, then checks there is exactly one per
+/// call written, naming it.
+async fn assert_each_call_cancelled_once(rec: &Recording) {
+    wait_for(|| !cancelled_ids(rec).is_empty()).await;
     assert_eq!(
-        cancelled_ids(&rec),
-        call_ids(&rec),
+        cancelled_ids(rec),
+        call_ids(rec),
         "one cancellation naming the call"
     );
+}
+
+/// Opens a recorded session whose requests time out after 200 ms and makes a
+/// `slow` call of `ms` that must time out.
+async fn timed_out_slow_call(via: Via, ms: u64) -> (Session, Recording) {
+    let (client, rec) =
+        connected_recorded(via, request_timeout("slow", 200), scenario("basic")).await;
+    let error = slow(&client, ms).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout);
+    (client, rec)
+}
+
+async fn timed_out_call_sends_one_cancellation(via: Via) {
+    let (client, rec) = timed_out_slow_call(via, 2000).await;
+    assert_each_call_cancelled_once(&rec).await;
     assert!(
         client.terminal_error().is_none(),
         "a timeout does not end the session"
@@ -512,102 +532,56 @@ async fn timed_out_call_sends_one_cancellation(via: Via) {
 }
 
 async fn dropped_call_sends_one_cancellation(via: Via) {
-    let rec = Recording::new();
-    let client = open(via, Client::builder("slow"), rec.attach(scenario("basic")))
-        .await
-        .unwrap();
-    let call = client.call_tool("slow", args(json!({"ms": 2000})));
+    let (client, rec) = connected_recorded(via, Client::builder("slow"), scenario("basic")).await;
+    let call = slow(&client, 2000);
     // Drop the call once it has been written.
     let _ = tokio::time::timeout(Duration::from_millis(200), call).await;
-    wait_for(|| !cancelled_ids(&rec).is_empty()).await;
-    assert_eq!(cancelled_ids(&rec), call_ids(&rec));
+    assert_each_call_cancelled_once(&rec).await;
     client.close().await;
 }
 
 /// The host closes at once after a timeout (the CLI does): the cancellation the
 /// timeout owes is written before the transport is torn down.
 async fn close_right_after_a_timeout_still_sends_the_cancellation(via: Via) {
-    let rec = Recording::new();
-    let builder = Client::builder("slow").limits(limits(|l| l.request_timeout_ms = 200));
-    let client = open(via, builder, rec.attach(scenario("basic")))
-        .await
-        .unwrap();
-    let error = client
-        .call_tool("slow", args(json!({"ms": 5000})))
-        .await
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Timeout);
+    let (client, rec) = timed_out_slow_call(via, 5000).await;
     client.close().await;
-    wait_for(|| !cancelled_ids(&rec).is_empty()).await;
-    let calls = call_ids(&rec);
-    assert_eq!(calls.len(), 1);
-    assert_eq!(
-        cancelled_ids(&rec),
-        calls,
-        "one cancellation naming the call"
-    );
+    assert_each_call_cancelled_once(&rec).await;
+    assert_eq!(call_ids(&rec).len(), 1);
 }
 
 /// Closing abandons a call still waiting for its reply: the server is told.
 async fn close_with_a_call_in_flight_cancels_it(via: Via) {
-    let rec = Recording::new();
-    let client = open(via, Client::builder("slow"), rec.attach(scenario("basic")))
-        .await
-        .unwrap();
-    let pending = {
-        let client = client.clone();
-        tokio::spawn(async move { client.call_tool("slow", args(json!({"ms": 5000}))).await })
-    };
+    let (client, rec) = connected_recorded(via, Client::builder("slow"), scenario("basic")).await;
+    let pending = spawn_slow_call(&client);
     wait_for(|| !call_ids(&rec).is_empty()).await;
     client.close().await;
     let error = pending.await.unwrap().unwrap_err();
     assert_eq!(error.to_string(), "connection scope closed");
-    wait_for(|| !cancelled_ids(&rec).is_empty()).await;
-    assert_eq!(cancelled_ids(&rec), call_ids(&rec));
+    assert_each_call_cancelled_once(&rec).await;
 }
 
 /// Dropping the last handle right after a timeout: the teardown task writes the
 /// owed cancellation too.
 async fn dropping_the_client_right_after_a_timeout_still_sends_the_cancellation(via: Via) {
-    let rec = Recording::new();
-    let builder = Client::builder("slow").limits(limits(|l| l.request_timeout_ms = 200));
-    let session = open(via, builder, rec.attach(scenario("basic")))
-        .await
-        .unwrap();
-    let error = session
-        .call_tool("slow", args(json!({"ms": 5000})))
-        .await
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Timeout);
+    let (session, rec) = timed_out_slow_call(via, 5000).await;
     let Session { client, _bridge } = session;
     drop(client);
-    wait_for(|| !cancelled_ids(&rec).is_empty()).await;
-    assert_eq!(cancelled_ids(&rec), call_ids(&rec));
+    assert_each_call_cancelled_once(&rec).await;
 }
 
 async fn initialize_is_never_cancelled(via: Via) {
     let rec = Recording::new();
-    let builder = Client::builder("stall").limits(limits(|l| l.handshake_timeout_ms = 200));
-    let _ = open(via, builder, rec.attach(scenario("stalled-handshake")))
-        .await
-        .unwrap_err();
+    let server = rec.attach(scenario("stalled-handshake"));
+    let _ = refused(via, handshake_timeout("stall", 200), server).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let methods: Vec<String> = rec
-        .methods()
-        .into_iter()
-        .filter(|m| m != "server/discover")
-        .collect();
-    assert_eq!(methods, ["initialize"]);
+    assert_eq!(methods_after_probe(&rec), ["initialize"]);
 }
 
 /// `legacy` pins today's handshake: no probe, and the first frame is exactly the
 /// `initialize` this client always sent.
 async fn legacy_mode_sends_no_probe_and_the_same_bytes(via: Via) {
-    let rec = Recording::new();
     let builder = Client::builder("basic").protocol(ProtocolMode::Legacy);
-    let client = open(via, builder, rec.attach(scenario("basic")))
-        .await
-        .expect("connect");
+    let (client, rec) = connected_recorded(via, builder, scenario("basic")).await;
     assert_eq!(client.era(), Era::Legacy);
     client.close().await;
     let text = std::fs::read_to_string(rec.path()).unwrap();
@@ -624,31 +598,18 @@ async fn legacy_mode_sends_no_probe_and_the_same_bytes(via: Via) {
 }
 
 async fn answered_call_is_never_cancelled(via: Via) {
-    let rec = Recording::new();
-    let client = open(via, Client::builder("basic"), rec.attach(scenario("basic")))
-        .await
-        .unwrap();
-    client
-        .call_tool("echo", args(json!({"text": "x"})))
-        .await
-        .unwrap();
+    let (client, rec) = connected_recorded(via, Client::builder("basic"), scenario("basic")).await;
+    echo(&client, "x").await.unwrap();
     let _ = client.call_tool("nope", args(json!({}))).await;
     client.close().await;
     assert!(cancelled_ids(&rec).is_empty());
 }
 
 async fn catalog_pages_are_walked(via: Via) {
-    let rec = Recording::new();
-    let client = open(
-        via,
-        Client::builder("paged"),
-        rec.attach(scenario("paged-catalog")),
-    )
-    .await
-    .unwrap();
+    let server = scenario("paged-catalog");
+    let (client, rec) = connected_recorded(via, Client::builder("paged"), server).await;
     assert!(client.catalog().len() >= 2);
-    let lists = rec.methods().iter().filter(|m| *m == "tools/list").count();
-    assert!(lists >= 2, "followed nextCursor");
+    assert!(count_of(&rec, "tools/list") >= 2, "followed nextCursor");
     client.close().await;
 }
 
@@ -668,7 +629,7 @@ async fn catalog_rules_refuse_bad_catalogs(via: Via) {
                 l.max_tools = max;
             }
         }));
-        let error = open(via, builder, scenario(name)).await.unwrap_err();
+        let error = refused(via, builder, scenario(name)).await;
         assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{name}: {error}");
     }
 }
@@ -692,7 +653,7 @@ async fn a_catalog_past_max_tools_names_how_far_past(via: Via) {
         ),
     ] {
         let builder = Client::builder("many").limits(limits(|l| l.max_tools = max_tools));
-        let error = open(via, builder, scenario(name)).await.unwrap_err();
+        let error = refused(via, builder, scenario(name)).await;
         assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{name}: {error}");
         assert_eq!(
             error.message(),
@@ -701,16 +662,12 @@ async fn a_catalog_past_max_tools_names_how_far_past(via: Via) {
         );
     }
     let builder = Client::builder("pages").limits(limits(|l| l.max_catalog_pages = 3));
-    let error = open(via, builder, scenario("endless-pages"))
-        .await
-        .unwrap_err();
+    let error = refused(via, builder, scenario("endless-pages")).await;
     assert_eq!(
         error.message(),
         "tools/list page 3: the catalog has more than 3 pages; maxCatalogPages is 3"
     );
-    let error = open(via, Client::builder("doc"), scenario("huge-tool-document"))
-        .await
-        .unwrap_err();
+    let error = refused(via, Client::builder("doc"), scenario("huge-tool-document")).await;
     assert!(
         error.message().starts_with(
             "tools/list page 1: tools[0]: tool \"echo\" has a description plus inputSchema of 70"
@@ -726,53 +683,31 @@ async fn null_catalog_members_are_refused_by_name(via: Via) {
         ("null-members", "outputSchema"),
         ("null-next-cursor", "nextCursor"),
     ] {
-        let error = open(via, Client::builder(name), scenario(name))
-            .await
-            .unwrap_err();
+        let error = refused(via, Client::builder(name), scenario(name)).await;
         assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{name}: {error}");
         assert!(error.to_string().contains(member), "{name}: {error}");
     }
 }
 
 async fn close_records_scope_closed_for_later_calls(via: Via) {
-    let client = open(via, Client::builder("basic"), scenario("basic"))
-        .await
-        .unwrap();
-    let pending = {
-        let client = client.clone();
-        tokio::spawn(async move { client.call_tool("slow", args(json!({"ms": 5000}))).await })
-    };
+    let client = connected(via, Client::builder("basic"), scenario("basic")).await;
+    let pending = spawn_slow_call(&client);
     tokio::time::sleep(Duration::from_millis(100)).await;
     client.close().await;
     let error = pending.await.unwrap().unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ConnectionClosed);
     assert_eq!(error.to_string(), "connection scope closed");
-    let later = client
-        .call_tool("echo", args(json!({"text": "x"})))
-        .await
-        .unwrap_err();
-    assert_eq!(later, error);
+    assert_eq!(echo_fails(&client).await, error);
 }
 
 async fn closed_resolves_with_the_terminal_error(via: Via) {
     // A reply with both `result` and `error` ends the session on either transport.
-    let client = open(via, Client::builder("bad"), scenario("malformed-envelope"))
-        .await
-        .unwrap();
-    let watcher = {
-        let client = client.clone();
-        tokio::spawn(async move { client.closed().await })
-    };
+    let client = connected(via, Client::builder("bad"), scenario("malformed-envelope")).await;
+    let watcher = spawn_closed_watcher(&client);
     tokio::task::yield_now().await;
     assert!(!watcher.is_finished(), "the session is up");
-    let error = client
-        .call_tool("echo", args(json!({"text": "x"})))
-        .await
-        .unwrap_err();
-    let ended = tokio::time::timeout(Duration::from_secs(30), watcher)
-        .await
-        .expect("closed() resolves once the session ends")
-        .unwrap();
+    let error = echo_fails(&client).await;
+    let ended = closed_within_30s(watcher, "closed() resolves once the session ends").await;
     assert_eq!(ended.kind(), ErrorKind::ProtocolError, "{ended}");
     assert_eq!(Some(ended.clone()), client.terminal_error());
     assert_eq!(error, ended);
@@ -781,35 +716,31 @@ async fn closed_resolves_with_the_terminal_error(via: Via) {
 }
 
 async fn closed_resolves_when_the_client_closes(via: Via) {
-    let client = open(via, Client::builder("basic"), scenario("basic"))
-        .await
-        .unwrap();
-    let watcher = {
-        let client = client.clone();
-        tokio::spawn(async move { client.closed().await })
-    };
+    let client = connected(via, Client::builder("basic"), scenario("basic")).await;
+    let watcher = spawn_closed_watcher(&client);
     client.close().await;
-    let ended = tokio::time::timeout(Duration::from_secs(30), watcher)
-        .await
-        .expect("closed() resolves on close()")
-        .unwrap();
+    let ended = closed_within_30s(watcher, "closed() resolves on close()").await;
     assert_eq!(ended.to_string(), "connection scope closed");
 }
 
 // ---- stdio-only rules: process exit, pipes, environment, stderr ----
 
+/// Checks that the session ended as closed, for the reason `why`.
+fn assert_connection_closed(error: &smthrs_mcp::Error, why: &str) {
+    assert_eq!(error.kind(), ErrorKind::ConnectionClosed, "{error}");
+    assert_eq!(error.to_string(), why);
+}
+
 #[tokio::test]
 async fn child_exit_fails_pending_and_later_calls_with_its_code() {
-    let client = Client::builder("exit")
-        .connect(scenario("exit-on-call").stdio())
-        .await
-        .unwrap();
-    let error = client
-        .call_tool("echo", args(json!({"text": "x"})))
-        .await
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::ConnectionClosed);
-    assert_eq!(error.to_string(), "exited with code 7");
+    let client = connected(
+        Via::Stdio,
+        Client::builder("exit"),
+        scenario("exit-on-call"),
+    )
+    .await;
+    let error = echo_fails(&client).await;
+    assert_connection_closed(&error, "exited with code 7");
     let later = client
         .call_tool("add", args(json!({"a": 1, "b": 1})))
         .await
@@ -820,28 +751,23 @@ async fn child_exit_fails_pending_and_later_calls_with_its_code() {
 
 #[tokio::test]
 async fn stdout_eof_is_stdout_closed() {
-    let client = Client::builder("eof")
-        .connect(scenario("close-stdout-after-initialized").stdio())
-        .await
-        .unwrap();
-    let error = client
-        .call_tool("echo", args(json!({"text": "x"})))
-        .await
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::ConnectionClosed);
-    assert_eq!(error.to_string(), "stdout closed");
+    let server = scenario("close-stdout-after-initialized");
+    let client = connected(Via::Stdio, Client::builder("eof"), server).await;
+    assert_connection_closed(&echo_fails(&client).await, "stdout closed");
 }
 
 #[tokio::test]
 async fn closed_stdin_is_stdin_closed() {
-    let client = Client::builder("stdin")
-        .connect(scenario("close-stdin").stdio())
-        .await
-        .unwrap();
+    let client = connected(
+        Via::Stdio,
+        Client::builder("stdin"),
+        scenario("close-stdin"),
+    )
+    .await;
     // The first write after the server closed its stdin fails with EPIPE.
     let mut error = None;
     for _ in 0..20 {
-        match client.call_tool("echo", args(json!({"text": "x"}))).await {
+        match echo(&client, "x").await {
             Err(e) => {
                 error = Some(e);
                 break;
@@ -850,8 +776,7 @@ async fn closed_stdin_is_stdin_closed() {
         }
     }
     let error = error.expect("writes must fail");
-    assert_eq!(error.kind(), ErrorKind::ConnectionClosed);
-    assert_eq!(error.to_string(), "stdin closed");
+    assert_connection_closed(&error, "stdin closed");
 }
 
 #[tokio::test]
@@ -871,12 +796,8 @@ async fn spawn_failure_is_spawn_failed_without_process_details() {
 #[tokio::test]
 async fn invalid_limits_fail_before_anything_is_spawned() {
     let rec = Recording::new();
-    let bad = limits(|l| l.max_tools = 0);
-    let error = Client::builder("x")
-        .limits(bad)
-        .connect(rec.attach(scenario("basic")).stdio())
-        .await
-        .unwrap_err();
+    let bad = Client::builder("x").limits(limits(|l| l.max_tools = 0));
+    let error = refused(Via::Stdio, bad, rec.attach(scenario("basic"))).await;
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
     assert!(error.to_string().contains("maxTools"));
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -885,14 +806,8 @@ async fn invalid_limits_fail_before_anything_is_spawned() {
 
 #[tokio::test]
 async fn child_environment_is_the_allow_list_plus_entry_env() {
-    let client = Client::builder("env")
-        .connect(
-            scenario("print-env")
-                .env("GIVEN_VAR", "given-value")
-                .stdio(),
-        )
-        .await
-        .unwrap();
+    let server = scenario("print-env").env("GIVEN_VAR", "given-value");
+    let client = connected(Via::Stdio, Client::builder("env"), server).await;
     let result = client.call_tool("env", args(json!({}))).await.unwrap();
     let env: serde_json::Map<String, Value> = serde_json::from_str(&text_of(&result)).unwrap();
     assert_eq!(env["GIVEN_VAR"], "given-value");
@@ -911,22 +826,13 @@ async fn child_environment_is_the_allow_list_plus_entry_env() {
 #[tokio::test]
 async fn stderr_secrets_reach_only_the_observer_and_redacted() {
     let observer = Collect::new();
-    let client = Client::builder("leaky")
-        .diagnostics(observer.clone())
-        .connect(
-            scenario("stderr-secrets")
-                .env(
-                    "GITHUB_PERSONAL_ACCESS_TOKEN",
-                    "ghp_SECRETSECRETSECRETSECRETSECRET1234",
-                )
-                .stdio(),
-        )
-        .await
-        .unwrap();
-    let error = client
-        .call_tool("echo", args(json!({"text": "x"})))
-        .await
-        .unwrap_err();
+    let builder = Client::builder("leaky").diagnostics(observer.clone());
+    let server = scenario("stderr-secrets").env(
+        "GITHUB_PERSONAL_ACCESS_TOKEN",
+        "ghp_SECRETSECRETSECRETSECRETSECRET1234",
+    );
+    let client = connected(Via::Stdio, builder, server).await;
+    let error = echo_fails(&client).await;
     assert_eq!(error.to_string(), "exited with code 1");
     client.close().await;
     let events = observer.events();
@@ -957,19 +863,14 @@ async fn blocked_outbound_queue_times_out_instead_of_hanging() {
         l.queue_capacity = 1;
         l.request_timeout_ms = 500;
     }));
-    let client = builder
-        .connect(scenario("stop-reading-stdin").stdio())
-        .await
-        .unwrap();
+    let client = connected(Via::Stdio, builder, scenario("stop-reading-stdin")).await;
     // Large frames fill the pipe (64 KiB on Linux), then the one-slot queue.
     let big = "x".repeat(200_000);
     let mut calls = Vec::new();
     for _ in 0..4 {
         let client = client.clone();
         let big = big.clone();
-        calls.push(tokio::spawn(async move {
-            client.call_tool("echo", args(json!({"text": big}))).await
-        }));
+        calls.push(tokio::spawn(async move { echo(&client, &big).await }));
     }
     for call in calls {
         let error = call.await.unwrap().unwrap_err();
@@ -991,10 +892,7 @@ async fn flood_without_newline_is_a_protocol_error() {
         l.max_frame_bytes = 64 * 1024;
         l.max_resource_bytes = 64 * 1024;
     }));
-    let error = builder
-        .connect(scenario("flood-stdout").stdio())
-        .await
-        .unwrap_err();
+    let error = refused(Via::Stdio, builder, scenario("flood-stdout")).await;
     assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
     assert!(
         error
@@ -1020,13 +918,8 @@ fn processes_mentioning(needle: &str) -> usize {
 async fn dropping_the_last_handle_ends_the_child() {
     let rec = Recording::new();
     let needle = rec.path().to_string_lossy().to_string();
-    let client = Client::builder("drop")
-        .connect(
-            rec.attach(inline(json!({"ignore_stdin_eof": true})))
-                .stdio(),
-        )
-        .await
-        .unwrap();
+    let server = rec.attach(inline(json!({"ignore_stdin_eof": true})));
+    let client = connected(Via::Stdio, Client::builder("drop"), server).await;
     assert_eq!(processes_mentioning(&needle), 1);
     drop(client);
     // Teardown closes stdin, waits SHUTDOWN_GRACE for an exit that this server
@@ -1045,17 +938,11 @@ async fn child_exit_is_noticed_while_a_grandchild_holds_stdout() {
         .arg("sleep 3 & exec \"$0\" \"$@\"")
         .arg(scripted_server())
         .arg(scenario_path("exit-on-call"));
-    let client = Client::builder("wrapped")
-        .limits(limits(|l| l.request_timeout_ms = 2500))
+    let client = request_timeout("wrapped", 2500)
         .connect(command)
         .await
-        .unwrap();
-    let error = client
-        .call_tool("echo", args(json!({"text": "x"})))
-        .await
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::ConnectionClosed, "{error}");
-    assert_eq!(error.to_string(), "exited with code 7");
+        .expect("connect");
+    assert_connection_closed(&echo_fails(&client).await, "exited with code 7");
     client.close().await;
 }
 
@@ -1063,10 +950,12 @@ async fn child_exit_is_noticed_while_a_grandchild_holds_stdout() {
 async fn invalid_server_names_are_refused_before_spawning() {
     let rec = Recording::new();
     for name in ["a/b", "line\nbreak", "zero\u{200b}width", ".."] {
-        let error = Client::builder(name)
-            .connect(rec.attach(scenario("basic")).stdio())
-            .await
-            .unwrap_err();
+        let error = refused(
+            Via::Stdio,
+            Client::builder(name),
+            rec.attach(scenario("basic")),
+        )
+        .await;
         assert_eq!(error.kind(), ErrorKind::ProtocolError, "{name:?}");
     }
     assert!(!rec.path().exists(), "nothing was spawned");
@@ -1074,10 +963,7 @@ async fn invalid_server_names_are_refused_before_spawning() {
 
 #[tokio::test]
 async fn very_deep_caller_arguments_are_refused_without_overflowing_the_stack() {
-    let client = Client::builder("deep")
-        .connect(scenario("basic").stdio())
-        .await
-        .unwrap();
+    let client = connected(Via::Stdio, Client::builder("deep"), scenario("basic")).await;
     // Built by hand: `json!` would copy (and recurse into) the value at each level.
     let mut deep = Value::from(1);
     for _ in 0..100_000 {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use support::http_bridge;
 
 use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
 use hyper::header::HeaderMap;
@@ -19,7 +20,7 @@ use serde_json::{Value, json};
 use http_bridge::{Bridge, BridgeOptions};
 use support::scripted_server;
 
-type HttpClient = Client<HttpConnector, http_body_util::combinators::BoxBody<Bytes, hyper::Error>>;
+type HttpClient = Client<HttpConnector, BoxBody<Bytes, hyper::Error>>;
 
 const PROTOCOL_VERSION: &str = "2025-06-18";
 
@@ -56,21 +57,27 @@ fn call_echo(id: u64, text: &str) -> Value {
            "params": {"name": "echo", "arguments": {"text": text}}})
 }
 
-/// Sends one request and returns the response with its body unread.
-async fn send(
-    client: &HttpClient,
+/// A bridge on `args` with `options`, a client for it, and its URL.
+async fn started(args: Vec<OsString>, options: BridgeOptions) -> (Bridge, HttpClient, String) {
+    let bridge = start(args, options).await;
+    let url = bridge.url();
+    (bridge, client(), url)
+}
+
+/// A request with the Accept header every client sends, then `headers`, and
+/// `body` as JSON (with its Content-Type) when there is one.
+fn request(
     method: Method,
     url: &str,
-    session: Option<&str>,
+    headers: &[(&str, String)],
     body: Option<&Value>,
-) -> Response<Incoming> {
+) -> Request<BoxBody<Bytes, hyper::Error>> {
     let mut builder = Request::builder()
         .method(method)
         .uri(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL_VERSION);
-    if let Some(session) = session {
-        builder = builder.header("mcp-session-id", session);
+        .header("accept", "application/json, text/event-stream");
+    for (name, value) in headers {
+        builder = builder.header(*name, value.as_str());
     }
     let body = match body {
         Some(body) => {
@@ -81,22 +88,22 @@ async fn send(
         }
         None => Empty::new().map_err(|never| match never {}).boxed(),
     };
-    let request = builder.body(body).expect("request");
+    builder.body(body).expect("request")
+}
+
+/// Sends `request` and returns the response with its body unread.
+async fn respond(
+    client: &HttpClient,
+    request: Request<BoxBody<Bytes, hyper::Error>>,
+) -> Response<Incoming> {
     tokio::time::timeout(Duration::from_secs(20), client.request(request))
         .await
         .expect("response in time")
         .expect("response")
 }
 
-/// Sends one request and reads the whole body.
-async fn exchange(
-    client: &HttpClient,
-    method: Method,
-    url: &str,
-    session: Option<&str>,
-    body: Option<&Value>,
-) -> (StatusCode, HeaderMap, String) {
-    let response = send(client, method, url, session, body).await;
+/// Reads the whole body of `response`.
+async fn read_all(response: Response<Incoming>) -> (StatusCode, HeaderMap, String) {
     let (parts, body) = response.into_parts();
     let bytes = tokio::time::timeout(Duration::from_secs(20), body.collect())
         .await
@@ -108,6 +115,58 @@ async fn exchange(
         parts.headers,
         String::from_utf8(bytes.to_vec()).expect("utf-8 body"),
     )
+}
+
+/// Sends one legacy request (protocol version header, `session` when given)
+/// and returns the response with its body unread.
+async fn send(
+    client: &HttpClient,
+    method: Method,
+    url: &str,
+    session: Option<&str>,
+    body: Option<&Value>,
+) -> Response<Incoming> {
+    let mut headers = vec![("mcp-protocol-version", PROTOCOL_VERSION.to_string())];
+    if let Some(session) = session {
+        headers.push(("mcp-session-id", session.to_string()));
+    }
+    respond(client, request(method, url, &headers, body)).await
+}
+
+/// Sends one legacy request and reads the whole body.
+async fn exchange(
+    client: &HttpClient,
+    method: Method,
+    url: &str,
+    session: Option<&str>,
+    body: Option<&Value>,
+) -> (StatusCode, HeaderMap, String) {
+    read_all(send(client, method, url, session, body).await).await
+}
+
+/// POSTs `body` in `session`, reading the whole answer.
+async fn post_in(
+    client: &HttpClient,
+    url: &str,
+    session: &str,
+    body: &Value,
+) -> (StatusCode, HeaderMap, String) {
+    exchange(client, Method::POST, url, Some(session), Some(body)).await
+}
+
+/// The legacy `tools/list` request.
+fn list_tools(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"})
+}
+
+/// A body that must be one JSON-RPC object.
+fn json_rpc(body: &str) -> Value {
+    serde_json::from_str(body).expect("JSON-RPC body")
+}
+
+/// The JSON report a scripted tool returns as the text of `result`.
+fn report_in(result: &Value) -> Value {
+    serde_json::from_str(result["content"][0]["text"].as_str().expect("text")).expect("report")
 }
 
 /// The data of every event in an SSE text (data fields joined with LF).
@@ -146,14 +205,9 @@ fn content_type(headers: &HeaderMap) -> &str {
 
 /// Initializes a session over SSE and returns its id.
 async fn open_session(client: &HttpClient, bridge: &Bridge) -> String {
-    let (status, headers, body) = exchange(
-        client,
-        Method::POST,
-        &bridge.url(),
-        None,
-        Some(&initialize(1)),
-    )
-    .await;
+    let url = bridge.url();
+    let (status, headers, body) =
+        exchange(client, Method::POST, &url, None, Some(&initialize(1))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(content_type(&headers), "text/event-stream");
     let session = headers
@@ -164,14 +218,7 @@ async fn open_session(client: &HttpClient, bridge: &Bridge) -> String {
         .to_string();
     let result = &answer_in(&sse_events(&body), 1)["result"];
     assert_eq!(result["protocolVersion"], PROTOCOL_VERSION);
-    let (status, _, body) = exchange(
-        client,
-        Method::POST,
-        &bridge.url(),
-        Some(&session),
-        Some(&initialized()),
-    )
-    .await;
+    let (status, _, body) = post_in(client, &url, &session, &initialized()).await;
     assert_eq!(status, StatusCode::ACCEPTED);
     assert!(body.is_empty());
     session
@@ -189,18 +236,15 @@ async fn wait_children_exited(bridge: &Bridge) {
 
 #[tokio::test]
 async fn sse_session_lifecycle() {
-    let bridge = start(scenario("basic"), BridgeOptions::default()).await;
-    let client = client();
-    let url = bridge.url();
+    let (bridge, client, url) = started(scenario("basic"), BridgeOptions::default()).await;
     assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"));
 
     let session = open_session(&client, &bridge).await;
     assert!(session.bytes().all(|byte| (0x21..=0x7e).contains(&byte)));
     assert_eq!(bridge.children_alive(), 1);
 
-    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
-    let (status, headers, body) =
-        exchange(&client, Method::POST, &url, Some(&session), Some(&list)).await;
+    let list = list_tools(2);
+    let (status, headers, body) = post_in(&client, &url, &session, &list).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(content_type(&headers), "text/event-stream");
     assert!(
@@ -216,14 +260,7 @@ async fn sse_session_lifecycle() {
         .collect();
     assert!(names.contains(&"echo"), "{names:?}");
 
-    let (status, _, body) = exchange(
-        &client,
-        Method::POST,
-        &url,
-        Some(&session),
-        Some(&call_echo(3, "hello")),
-    )
-    .await;
+    let (status, _, body) = post_in(&client, &url, &session, &call_echo(3, "hello")).await;
     assert_eq!(status, StatusCode::OK);
     let result = &answer_in(&sse_events(&body), 3)["result"];
     assert_eq!(result["content"][0]["text"], "hello");
@@ -241,7 +278,7 @@ async fn sse_session_lifecycle() {
     let (status, ..) = exchange(&client, Method::DELETE, &url, Some(&session), None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(bridge.children_alive(), 0);
-    let (status, ..) = exchange(&client, Method::POST, &url, Some(&session), Some(&list)).await;
+    let (status, ..) = post_in(&client, &url, &session, &list).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     let requests = bridge.requests();
@@ -275,16 +312,14 @@ async fn json_mode_answers_with_the_answer_only() {
         get_stream: false,
         ..BridgeOptions::default()
     };
-    let bridge = start(scenario("noise"), options).await;
-    let client = client();
-    let url = bridge.url();
+    let (bridge, client, url) = started(scenario("noise"), options).await;
 
     let (status, headers, body) =
         exchange(&client, Method::POST, &url, None, Some(&initialize(1))).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(content_type(&headers), "application/json");
     assert!(headers.get("mcp-session-id").is_none());
-    let answer: Value = serde_json::from_str(&body).expect("one JSON object");
+    let answer = json_rpc(&body);
     assert_eq!(answer["id"], 1);
     assert_eq!(answer["result"]["protocolVersion"], PROTOCOL_VERSION);
 
@@ -304,16 +339,8 @@ async fn json_mode_answers_with_the_answer_only() {
 
 #[tokio::test]
 async fn noise_is_forwarded_as_events_and_does_not_end_the_stream() {
-    let bridge = start(scenario("noise"), BridgeOptions::default()).await;
-    let client = client();
-    let (status, _, body) = exchange(
-        &client,
-        Method::POST,
-        &bridge.url(),
-        None,
-        Some(&initialize(1)),
-    )
-    .await;
+    let (_bridge, client, url) = started(scenario("noise"), BridgeOptions::default()).await;
+    let (status, _, body) = exchange(&client, Method::POST, &url, None, Some(&initialize(1))).await;
     assert_eq!(status, StatusCode::OK);
     let events = sse_events(&body);
     assert!(events.iter().any(|event| event == "not json"), "{events:?}");
@@ -333,19 +360,12 @@ async fn noise_is_forwarded_as_events_and_does_not_end_the_stream() {
 
 #[tokio::test]
 async fn server_ping_arrives_on_the_call_stream_and_the_pong_is_accepted() {
-    let bridge = start(scenario("ping-during-call"), BridgeOptions::default()).await;
-    let client = client();
-    let url = bridge.url();
+    let (bridge, client, url) =
+        started(scenario("ping-during-call"), BridgeOptions::default()).await;
     let session = open_session(&client, &bridge).await;
 
-    let response = send(
-        &client,
-        Method::POST,
-        &url,
-        Some(&session),
-        Some(&call_echo(2, "x")),
-    )
-    .await;
+    let call = call_echo(2, "x");
+    let response = send(&client, Method::POST, &url, Some(&session), Some(&call)).await;
     assert_eq!(response.status(), StatusCode::OK);
     let mut body = response.into_body();
     let mut text = String::new();
@@ -364,8 +384,7 @@ async fn server_ping_arrives_on_the_call_stream_and_the_pong_is_accepted() {
                 .find(|value| value["method"] == "ping");
             if let Some(ping) = ping {
                 let pong = json!({"jsonrpc": "2.0", "id": ping["id"], "result": {}});
-                let (status, _, body) =
-                    exchange(&client, Method::POST, &url, Some(&session), Some(&pong)).await;
+                let (status, _, body) = post_in(&client, &url, &session, &pong).await;
                 assert_eq!(status, StatusCode::ACCEPTED);
                 assert!(body.is_empty());
                 ponged = true;
@@ -373,28 +392,17 @@ async fn server_ping_arrives_on_the_call_stream_and_the_pong_is_accepted() {
         }
     }
     assert!(ponged, "the ping came first: {text}");
-    let result = &answer_in(&sse_events(&text), 2)["result"];
-    let report: Value =
-        serde_json::from_str(result["content"][0]["text"].as_str().expect("text")).expect("report");
+    let report = report_in(&answer_in(&sse_events(&text), 2)["result"]);
     assert_eq!(report["ping"]["ok"], true, "{report}");
     assert_eq!(report["ping"]["exact_id"], true, "{report}");
 }
 
 #[tokio::test]
 async fn child_exit_ends_the_stream_without_answer_and_the_session() {
-    let bridge = start(scenario("exit-on-call"), BridgeOptions::default()).await;
-    let client = client();
-    let url = bridge.url();
+    let (bridge, client, url) = started(scenario("exit-on-call"), BridgeOptions::default()).await;
     let session = open_session(&client, &bridge).await;
 
-    let (status, _, body) = exchange(
-        &client,
-        Method::POST,
-        &url,
-        Some(&session),
-        Some(&call_echo(2, "x")),
-    )
-    .await;
+    let (status, _, body) = post_in(&client, &url, &session, &call_echo(2, "x")).await;
     assert_eq!(status, StatusCode::OK);
     assert!(
         sse_events(&body)
@@ -403,14 +411,7 @@ async fn child_exit_ends_the_stream_without_answer_and_the_session() {
         "{body}"
     );
     wait_children_exited(&bridge).await;
-    let (status, ..) = exchange(
-        &client,
-        Method::POST,
-        &url,
-        Some(&session),
-        Some(&call_echo(3, "x")),
-    )
-    .await;
+    let (status, ..) = post_in(&client, &url, &session, &call_echo(3, "x")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // A fresh initialize (without the id) starts a new child.
@@ -425,9 +426,7 @@ async fn get_stream_is_offered_once_and_ends_with_the_session() {
         get_stream: true,
         ..BridgeOptions::default()
     };
-    let bridge = start(scenario("basic"), options).await;
-    let client = client();
-    let url = bridge.url();
+    let (bridge, client, url) = started(scenario("basic"), options).await;
     let session = open_session(&client, &bridge).await;
 
     let get = send(&client, Method::GET, &url, Some(&session), None).await;
@@ -450,19 +449,12 @@ async fn get_stream_is_offered_once_and_ends_with_the_session() {
 async fn over_long_line_is_streamed_as_one_growing_event() {
     let flood = 17 * 1024 * 1024;
     let inline = json!({"on_call": {"echo": {"flood_bytes": flood, "no_reply": true}}});
-    let bridge = start(vec![inline.to_string().into()], BridgeOptions::default()).await;
-    let client = client();
-    let url = bridge.url();
+    let args = vec![inline.to_string().into()];
+    let (bridge, client, url) = started(args, BridgeOptions::default()).await;
     let session = open_session(&client, &bridge).await;
 
-    let response = send(
-        &client,
-        Method::POST,
-        &url,
-        Some(&session),
-        Some(&call_echo(2, "x")),
-    )
-    .await;
+    let call = call_echo(2, "x");
+    let response = send(&client, Method::POST, &url, Some(&session), Some(&call)).await;
     let mut body = response.into_body();
     let mut received = Vec::new();
     while received.len() < flood {
@@ -535,32 +527,17 @@ async fn post_with(
     headers: &[(&str, String)],
     body: &Value,
 ) -> (StatusCode, HeaderMap, String) {
-    let mut builder = Request::builder()
-        .method(Method::POST)
-        .uri(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json");
-    for (name, value) in headers {
-        builder = builder.header(*name, value.as_str());
-    }
-    let body = Full::new(Bytes::from(body.to_string()))
-        .map_err(|never| match never {})
-        .boxed();
-    let response = tokio::time::timeout(
-        Duration::from_secs(20),
-        client.request(builder.body(body).expect("request")),
+    let request = request(Method::POST, url, headers, Some(body));
+    read_all(respond(client, request).await).await
+}
+
+/// A modern `tools/call` of `name` with `arguments`.
+fn modern_call(id: u64, name: &str, arguments: Value) -> Value {
+    modern(
+        json!(id),
+        "tools/call",
+        json!({"name": name, "arguments": arguments}),
     )
-    .await
-    .expect("response in time")
-    .expect("response");
-    let (parts, body) = response.into_parts();
-    let bytes = tokio::time::timeout(Duration::from_secs(20), body.collect())
-        .await
-        .expect("body in time")
-        .expect("body")
-        .to_bytes();
-    let text = String::from_utf8(bytes.to_vec()).expect("utf-8 body");
-    (parts.status, parts.headers, text)
 }
 
 /// POSTs a modern request with its standard headers.
@@ -612,9 +589,7 @@ fn sentinel(value: &str) -> String {
 
 #[tokio::test]
 async fn modern_routes_each_post_to_one_child_without_sessions() {
-    let bridge = start(scenario("modern-basic"), BridgeOptions::modern()).await;
-    let client = client();
-    let url = bridge.url();
+    let (bridge, client, url) = started(scenario("modern-basic"), BridgeOptions::modern()).await;
 
     let discover = modern(json!("probe-1"), "server/discover", json!({}));
     let (status, headers, body) = post_modern(&client, &url, &discover).await;
@@ -631,16 +606,8 @@ async fn modern_routes_each_post_to_one_child_without_sessions() {
     );
 
     // Two requests in flight at once, each on its own POST, answered by id.
-    let slow = modern(
-        json!(2),
-        "tools/call",
-        json!({"name": "slow", "arguments": {"ms": 400}}),
-    );
-    let echo = modern(
-        json!(3),
-        "tools/call",
-        json!({"name": "echo", "arguments": {"text": "hi"}}),
-    );
+    let slow = modern_call(2, "slow", json!({"ms": 400}));
+    let echo = modern_call(3, "echo", json!({"text": "hi"}));
     let (slow_reply, echo_reply) = tokio::join!(
         post_modern(&client, &url, &slow),
         post_modern(&client, &url, &echo)
@@ -660,11 +627,7 @@ async fn modern_routes_each_post_to_one_child_without_sessions() {
     assert_eq!(bridge.children_spawned(), 1);
 
     // A child that exits ends its stream without an answer; the next POST respawns it.
-    let exit = modern(
-        json!(4),
-        "tools/call",
-        json!({"name": "exit", "arguments": {"code": 0}}),
-    );
+    let exit = modern_call(4, "exit", json!({"code": 0}));
     let (status, headers, body) = post_modern(&client, &url, &exit).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(content_type(&headers), "text/event-stream");
@@ -699,13 +662,11 @@ async fn modern_maps_errors_and_header_mismatches_to_statuses() {
             sse,
             ..BridgeOptions::modern()
         };
-        let bridge = start(scenario("modern-basic"), options).await;
-        let client = client();
-        let url = bridge.url();
+        let (bridge, client, url) = started(scenario("modern-basic"), options).await;
         let expect = |reply: &(StatusCode, HeaderMap, String), status: StatusCode, code: i64| {
             assert_eq!(reply.0, status, "sse {sse}: {}", reply.2);
             assert_eq!(content_type(&reply.1), "application/json");
-            let answer: Value = serde_json::from_str(&reply.2).expect("JSON-RPC body");
+            let answer = json_rpc(&reply.2);
             assert_eq!(answer["error"]["code"], code, "{answer}");
             answer
         };
@@ -738,11 +699,7 @@ async fn modern_maps_errors_and_header_mismatches_to_statuses() {
         assert_eq!(answer["error"]["data"]["requested"], PROTOCOL_VERSION);
 
         // Header checks, before the child sees anything.
-        let call = modern(
-            json!(5),
-            "tools/call",
-            json!({"name": "echo", "arguments": {"text": "x"}}),
-        );
+        let call = modern_call(5, "echo", json!({"text": "x"}));
         let all = standard_headers(&call);
         let without = |name: &str| -> Vec<(&'static str, String)> {
             all.iter().filter(|(n, _)| *n != name).cloned().collect()
@@ -794,9 +751,8 @@ async fn modern_maps_errors_and_header_mismatches_to_statuses() {
 
 #[tokio::test]
 async fn modern_checks_mcp_param_headers_against_the_listed_schema() {
-    let bridge = start(scenario("modern-x-mcp-header"), BridgeOptions::modern()).await;
-    let client = client();
-    let url = bridge.url();
+    let (bridge, client, url) =
+        started(scenario("modern-x-mcp-header"), BridgeOptions::modern()).await;
     let list = modern(json!(1), "tools/list", json!({}));
     let (status, ..) = post_modern(&client, &url, &list).await;
     assert_eq!(status, StatusCode::OK);
@@ -805,12 +761,11 @@ async fn modern_checks_mcp_param_headers_against_the_listed_schema() {
     assert!(learnt["echo"].is_empty());
 
     let note = "line\r\nX-Injected: yes";
-    let call = modern(
-        json!(2),
-        "tools/call",
-        json!({"name": "custom_headers", "arguments": {
-            "region": "eu-west", "priority": 3, "verbose": null, "empty_val": "",
-            "method_val": "GET", "note": note, "query": "not mirrored"}}),
+    let call = modern_call(
+        2,
+        "custom_headers",
+        json!({"region": "eu-west", "priority": 3, "verbose": null, "empty_val": "",
+            "method_val": "GET", "note": note, "query": "not mirrored"}),
     );
     let mut headers = standard_headers(&call);
     headers.extend([
@@ -885,7 +840,7 @@ async fn modern_checks_mcp_param_headers_against_the_listed_schema() {
     for (headers, header) in variants {
         let (status, _, body) = post_with(&client, &url, &headers, &call).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{header}: {body}");
-        let answer: Value = serde_json::from_str(&body).expect("JSON-RPC body");
+        let answer = json_rpc(&body);
         assert_eq!(answer["error"]["code"], -32020);
         assert_eq!(answer["error"]["data"]["header"], header, "{answer}");
     }
@@ -900,9 +855,7 @@ async fn modern_session_id_is_sent_when_asked_and_never_required() {
         },
         ..BridgeOptions::modern()
     };
-    let bridge = start(scenario("modern-basic"), options).await;
-    let client = client();
-    let url = bridge.url();
+    let (bridge, client, url) = started(scenario("modern-basic"), options).await;
     let discover = modern(json!(1), "server/discover", json!({}));
     let (status, headers, _) = post_modern(&client, &url, &discover).await;
     assert_eq!(status, StatusCode::OK);
@@ -925,9 +878,8 @@ async fn modern_session_id_is_sent_when_asked_and_never_required() {
 
 #[tokio::test]
 async fn modern_mrtr_round_trip_is_judged_by_the_server() {
-    let bridge = start(scenario("modern-mrtr-echo-state"), BridgeOptions::modern()).await;
-    let client = client();
-    let url = bridge.url();
+    let (_bridge, client, url) =
+        started(scenario("modern-mrtr-echo-state"), BridgeOptions::modern()).await;
     let with_caps = |id: u64, extra: Value| {
         let mut params = json!({"name": "confirm", "arguments": {"x": 1}});
         for (key, value) in extra.as_object().expect("object") {
@@ -938,14 +890,10 @@ async fn modern_mrtr_round_trip_is_judged_by_the_server() {
     };
 
     // Without the elicitation capability the server refuses with -32021 (400).
-    let undeclared = modern(
-        json!(1),
-        "tools/call",
-        json!({"name": "confirm", "arguments": {}}),
-    );
+    let undeclared = modern_call(1, "confirm", json!({}));
     let (status, _, body) = post_modern(&client, &url, &undeclared).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    let answer: Value = serde_json::from_str(&body).expect("JSON-RPC body");
+    let answer = json_rpc(&body);
     assert_eq!(answer["error"]["code"], -32021);
     assert_eq!(
         answer["error"]["data"]["requiredCapabilities"],
@@ -976,8 +924,7 @@ async fn modern_mrtr_round_trip_is_judged_by_the_server() {
     assert_eq!(status, StatusCode::OK, "{body}");
     let result = rpc_answer(&headers, &body, &json!(3))["result"].clone();
     assert_eq!(result["resultType"], "complete");
-    let report: Value =
-        serde_json::from_str(result["content"][0]["text"].as_str().expect("text")).expect("report");
+    let report = report_in(&result);
     assert_eq!(report["mrtr"]["ok"], true, "{report}");
     let verdict = &report["mrtr"]["retries"][0];
     assert_eq!(verdict["state_echoed"], true);
@@ -995,9 +942,7 @@ async fn modern_mrtr_round_trip_is_judged_by_the_server() {
         json!({"requestState": format!("{state} "), "inputResponses": {}}),
     );
     let (_, headers, body) = post_modern(&client, &url, &bad).await;
-    let result = rpc_answer(&headers, &body, &json!(4))["result"].clone();
-    let report: Value =
-        serde_json::from_str(result["content"][0]["text"].as_str().expect("text")).expect("report");
+    let report = report_in(&rpc_answer(&headers, &body, &json!(4))["result"]);
     let verdict = &report["mrtr"]["retries"][0];
     assert_eq!(report["mrtr"]["ok"], false, "{report}");
     assert_eq!(verdict["state_echoed"], false);
@@ -1027,23 +972,9 @@ async fn modern_dropped_stream_cancels_the_request_in_the_child() {
         let bridge = start(args, options).await;
         let client = client();
 
-        let slow = modern(
-            json!(9),
-            "tools/call",
-            json!({"name": "slow", "arguments": {"ms": 5000}}),
-        );
-        let mut builder = Request::builder()
-            .method(Method::POST)
-            .uri(bridge.url())
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json");
-        for (name, value) in standard_headers(&slow) {
-            builder = builder.header(name, value);
-        }
-        let body = Full::new(Bytes::from(slow.to_string()))
-            .map_err(|never| match never {})
-            .boxed();
-        let pending = client.request(builder.body(body).expect("request"));
+        let slow = modern_call(9, "slow", json!({"ms": 5000}));
+        let headers = standard_headers(&slow);
+        let pending = client.request(request(Method::POST, &bridge.url(), &headers, Some(&slow)));
         if sse {
             // SSE: the headers come after status_wait; the client drops the stream.
             let response = pending.await.expect("SSE headers after status_wait");
@@ -1075,9 +1006,7 @@ async fn modern_dropped_stream_cancels_the_request_in_the_child() {
 
 #[tokio::test]
 async fn dual_bridge_serves_legacy_sessions_beside_modern_requests() {
-    let bridge = start(scenario("dual-basic"), BridgeOptions::dual()).await;
-    let client = client();
-    let url = bridge.url();
+    let (bridge, client, url) = started(scenario("dual-basic"), BridgeOptions::dual()).await;
 
     let discover = modern(json!("probe"), "server/discover", json!({}));
     let (status, headers, body) = post_modern(&client, &url, &discover).await;
@@ -1088,9 +1017,7 @@ async fn dual_bridge_serves_legacy_sessions_beside_modern_requests() {
     );
 
     let session = open_session(&client, &bridge).await;
-    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
-    let (status, _, body) =
-        exchange(&client, Method::POST, &url, Some(&session), Some(&list)).await;
+    let (status, _, body) = post_in(&client, &url, &session, &list_tools(2)).await;
     assert_eq!(status, StatusCode::OK);
     let result = &answer_in(&sse_events(&body), 2)["result"];
     assert!(result.get("resultType").is_none(), "legacy: {result}");
@@ -1125,14 +1052,14 @@ async fn legacy_probe_answers_like_real_legacy_servers() {
         (LegacyProbe::ServerError500, 500, "text/plain", None),
     ];
     for (probe, code, kind, error) in cases {
-        let bridge = start(scenario("basic"), BridgeOptions::legacy_probe(probe)).await;
-        let client = client();
-        let (status, headers, body) = post_modern(&client, &bridge.url(), &discover).await;
+        let (bridge, client, url) =
+            started(scenario("basic"), BridgeOptions::legacy_probe(probe)).await;
+        let (status, headers, body) = post_modern(&client, &url, &discover).await;
         assert_eq!(status.as_u16(), code, "{probe:?}: {body}");
         assert_eq!(content_type(&headers), kind, "{probe:?}");
         match error {
             Some((code, id)) => {
-                let answer: Value = serde_json::from_str(&body).expect("JSON-RPC body");
+                let answer = json_rpc(&body);
                 assert_eq!(answer["error"]["code"], code, "{probe:?}");
                 assert_eq!(answer["id"], id, "{probe:?}");
             }

@@ -22,6 +22,58 @@ async fn connect(name: &str, server: &TestServer, limits: Limits) -> smthrs_mcp:
         .await
 }
 
+/// Connects a client named `name` to `server` with the default limits; the
+/// connection must succeed.
+async fn connected(name: &str, server: &TestServer) -> Client {
+    connect(name, server, Limits::default())
+        .await
+        .expect("connect")
+}
+
+/// Calls `echo` with no arguments.
+async fn echo(client: &Client) -> smthrs_mcp::Result<smthrs_mcp::ToolResult> {
+    client.call_tool("echo", serde_json::Map::new()).await
+}
+
+/// What a scripted server answers.
+type Response = http::Response<http_server::Body>;
+
+/// How a stateful server answers what is not a POST: `DELETE` ends the
+/// session (200), `GET` finds no standalone stream (405).
+fn answer_unless_post(request: &http_server::Recorded) -> Option<Response> {
+    match request.method {
+        Method::DELETE => Some(status(200)),
+        Method::GET => Some(status(405)),
+        _ => None,
+    }
+}
+
+/// The JSON-RPC message a request carries, and its id (`None` for a notification).
+fn message_of(request: &http_server::Recorded) -> (Value, Option<Value>) {
+    let message: Value = serde_json::from_slice(&request.body).unwrap();
+    let id = message.get("id").cloned();
+    (message, id)
+}
+
+/// The answer to `initialize` (`id`) from a server named `name` declaring
+/// `capabilities`.
+fn initialize_answer(id: &Option<Value>, name: &str, capabilities: Value) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "result": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": capabilities,
+        "serverInfo": {"name": name, "version": "1"}
+    }});
+    json(&body.to_string())
+}
+
+/// The answer to `tools/list` (`id`): one tool, `echo`.
+fn echo_catalog_answer(id: &Option<Value>) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+        {"name": "echo", "inputSchema": {"type": "object"}}
+    ]}});
+    json(&body.to_string())
+}
+
 /// A minimal stateful MCP server: every `initialize` opens session `s<N>`; the
 /// first `tools/call` on session `s1` is answered `404` (the session "expired").
 /// With `change_catalog`, sessions after the first describe their tool differently.
@@ -45,14 +97,10 @@ async fn expiring_server_with(
         let sessions = counter.clone();
         let expired = expired.clone();
         async move {
-            if request.method == Method::DELETE {
-                return status(200);
+            if let Some(answer) = answer_unless_post(&request) {
+                return answer;
             }
-            if request.method == Method::GET {
-                return status(405);
-            }
-            let message: Value = serde_json::from_slice(&request.body).unwrap();
-            let id = message.get("id").cloned();
+            let (message, id) = message_of(&request);
             let session = request.header("mcp-session-id").map(str::to_string);
             match message["method"].as_str() {
                 Some("initialize") => {
@@ -60,12 +108,8 @@ async fn expiring_server_with(
                     if n > 1 {
                         tokio::time::sleep(reinit_delay).await;
                     }
-                    let body = json!({"jsonrpc": "2.0", "id": id, "result": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {"tools": {}},
-                        "serverInfo": {"name": "expiring", "version": "1"}
-                    }});
-                    with_header(json(&body.to_string()), "mcp-session-id", &format!("s{n}"))
+                    let answer = initialize_answer(&id, "expiring", json!({"tools": {}}));
+                    with_header(answer, "mcp-session-id", &format!("s{n}"))
                 }
                 Some("tools/list") => {
                     let n = sessions.load(Ordering::SeqCst);
@@ -98,6 +142,21 @@ async fn expiring_server_with(
     (server, sessions)
 }
 
+/// Makes `count` `echo` calls at once on `runtime`; their results, or an
+/// error when they did not all end `within`.
+fn echo_calls_on(
+    runtime: &tokio::runtime::Runtime,
+    client: &Client,
+    count: usize,
+    within: Duration,
+) -> Result<Vec<smthrs_mcp::Result<smthrs_mcp::ToolResult>>, tokio::time::error::Elapsed> {
+    let calls = (0..count).map(|_| echo(client));
+    // The timer is made inside the runtime: `timeout` needs its time driver.
+    runtime.block_on(async {
+        tokio::time::timeout(within, futures_util::future::join_all(calls)).await
+    })
+}
+
 /// A client opened on one runtime answers calls made from another runtime: the
 /// caller drives its POST, and what the HTTP client starts on the way (a new
 /// connection's task) runs on the transport's runtime, which keeps running. A
@@ -116,37 +175,20 @@ fn calls_from_another_runtime_are_answered() {
         .block_on(connect("elsewhere", &server, Limits::default()))
         .unwrap();
     // The first call on session s1 meets its expiry; later calls are served by s2.
-    home.block_on(client.call_tool("echo", serde_json::Map::new()))
-        .unwrap();
+    home.block_on(echo(&client)).unwrap();
     let other = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     for _ in 0..3 {
-        let calls = (0..4).map(|_| client.call_tool("echo", serde_json::Map::new()));
-        let results = other
-            .block_on(async {
-                tokio::time::timeout(
-                    Duration::from_secs(10),
-                    futures_util::future::join_all(calls),
-                )
-                .await
-            })
-            .expect("answered in time");
+        let results =
+            echo_calls_on(&other, &client, 4, Duration::from_secs(10)).expect("answered in time");
         for result in results {
             assert_eq!(result.unwrap().content[0]["text"], "served by s2");
         }
     }
     // `other` is idle now; the connections opened for its calls are pooled.
-    let calls = (0..8).map(|_| client.call_tool("echo", serde_json::Map::new()));
-    let results = home
-        .block_on(async {
-            tokio::time::timeout(
-                Duration::from_secs(1),
-                futures_util::future::join_all(calls),
-            )
-            .await
-        })
+    let results = echo_calls_on(&home, &client, 8, Duration::from_secs(1))
         .expect("answered on the transport's runtime while the other one idles");
     assert!(results.iter().all(Result::is_ok));
     home.block_on(client.close());
@@ -157,13 +199,8 @@ fn calls_from_another_runtime_are_answered() {
 #[tokio::test]
 async fn expired_session_reinitialises_once_and_retries_with_the_same_catalog() {
     let (server, sessions) = expiring_server(false).await;
-    let client = connect("expiring", &server, Limits::default())
-        .await
-        .unwrap();
-    let result = client
-        .call_tool("echo", serde_json::Map::new())
-        .await
-        .expect("retried after re-initialise");
+    let client = connected("expiring", &server).await;
+    let result = echo(&client).await.expect("retried after re-initialise");
     assert_eq!(result.content[0]["text"], "served by s2");
     assert_eq!(sessions.load(Ordering::SeqCst), 2);
     // The retried call carried the new session id; the re-initialise carried none.
@@ -186,20 +223,17 @@ async fn expired_session_reinitialises_once_and_retries_with_the_same_catalog() 
 async fn calls_made_during_a_re_initialise_wait_for_the_new_session() {
     let (server, sessions) =
         expiring_server_with(false, Duration::from_millis(300), Duration::ZERO).await;
-    let client = connect("expiring", &server, Limits::default())
-        .await
-        .unwrap();
+    let client = connected("expiring", &server).await;
     let first = tokio::spawn({
         let client = client.clone();
-        async move { client.call_tool("echo", serde_json::Map::new()).await }
+        async move { echo(&client).await }
     });
     // The first call's 404 has started the re-initialise, whose `initialize` is
     // answered only after 300 ms.
     while sessions.load(Ordering::SeqCst) < 2 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let during = client
-        .call_tool("echo", serde_json::Map::new())
+    let during = echo(&client)
         .await
         .expect("made during the re-initialise, answered after it");
     assert_eq!(during.content[0]["text"], "served by s2");
@@ -228,13 +262,11 @@ async fn calls_made_during_a_re_initialise_wait_for_the_new_session() {
 async fn calls_in_flight_when_the_session_expires_are_all_sent_again() {
     let (server, sessions) =
         expiring_server_with(false, Duration::from_millis(20), Duration::from_millis(300)).await;
-    let client = connect("expiring", &server, Limits::default())
-        .await
-        .unwrap();
+    let client = connected("expiring", &server).await;
     let calls: Vec<_> = (0..5)
         .map(|_| {
             let client = client.clone();
-            tokio::spawn(async move { client.call_tool("echo", serde_json::Map::new()).await })
+            tokio::spawn(async move { echo(&client).await })
         })
         .collect();
     for call in calls {
@@ -258,18 +290,10 @@ async fn calls_in_flight_when_the_session_expires_are_all_sent_again() {
 #[tokio::test]
 async fn expired_session_with_a_changed_catalog_ends_the_session() {
     let (server, _) = expiring_server(true).await;
-    let client = connect("expiring", &server, Limits::default())
-        .await
-        .unwrap();
-    let error = client
-        .call_tool("echo", serde_json::Map::new())
-        .await
-        .unwrap_err();
+    let client = connected("expiring", &server).await;
+    let error = echo(&client).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ConnectionClosed, "{error}");
-    let later = client
-        .call_tool("echo", serde_json::Map::new())
-        .await
-        .unwrap_err();
+    let later = echo(&client).await.unwrap_err();
     assert_eq!(later, error, "the terminal error is final");
     client.close().await;
 }
@@ -298,17 +322,9 @@ async fn initialized_goes_out_first_and_a_body_answering_it_is_ignored() {
             if request.method != Method::POST {
                 return status(405);
             }
-            let message: Value = serde_json::from_slice(&request.body).unwrap();
-            let id = message.get("id").cloned();
+            let (message, id) = message_of(&request);
             match message["method"].as_str() {
-                Some("initialize") => json(
-                    &json!({"jsonrpc": "2.0", "id": id, "result": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {"tools": {}},
-                        "serverInfo": {"name": "strict", "version": "1"}
-                    }})
-                    .to_string(),
-                ),
+                Some("initialize") => initialize_answer(&id, "strict", json!({"tools": {}})),
                 Some("notifications/initialized") => {
                     answering.store(true, Ordering::SeqCst);
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -319,12 +335,7 @@ async fn initialized_goes_out_first_and_a_body_answering_it_is_ignored() {
                     if answering.load(Ordering::SeqCst) {
                         early.store(true, Ordering::SeqCst);
                     }
-                    json(
-                        &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
-                            {"name": "echo", "inputSchema": {"type": "object"}}
-                        ]}})
-                        .to_string(),
-                    )
+                    echo_catalog_answer(&id)
                 }
                 _ => status(202),
             }
@@ -389,31 +400,16 @@ async fn a_request_answered_202_fails_instead_of_waiting_for_its_deadline() {
         if request.method != Method::POST {
             return status(405);
         }
-        let message: Value = serde_json::from_slice(&request.body).unwrap();
-        let id = message.get("id").cloned();
+        let (message, id) = message_of(&request);
         match message["method"].as_str() {
-            Some("initialize") => json(
-                &json!({"jsonrpc": "2.0", "id": id, "result": {
-                    "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "s", "version": "1"}}})
-                .to_string(),
-            ),
-            Some("tools/list") => json(
-                &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
-                    {"name": "echo", "inputSchema": {"type": "object"}}]}})
-                .to_string(),
-            ),
+            Some("initialize") => initialize_answer(&id, "s", json!({"tools": {}})),
+            Some("tools/list") => echo_catalog_answer(&id),
             _ => status(202),
         }
     })
     .await;
-    let client = connect("accepting", &server, Limits::default())
-        .await
-        .unwrap();
-    let error = client
-        .call_tool("echo", serde_json::Map::new())
-        .await
-        .unwrap_err();
+    let client = connected("accepting", &server).await;
+    let error = echo(&client).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error}");
     assert!(
         client.terminal_error().is_none(),
@@ -427,9 +423,7 @@ async fn a_request_answered_202_fails_instead_of_waiting_for_its_deadline() {
 #[tokio::test]
 async fn dropping_the_client_without_close_still_sends_delete() {
     let (server, _) = expiring_server(false).await;
-    let client = connect("expiring", &server, Limits::default())
-        .await
-        .unwrap();
+    let client = connected("expiring", &server).await;
     drop(client);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while server.requests_with(Method::DELETE).is_empty() {
@@ -457,27 +451,13 @@ async fn a_get_stream_that_is_never_answered_does_not_stall_the_handshake() {
         if request.method == Method::DELETE {
             return status(200);
         }
-        let message: Value = serde_json::from_slice(&request.body).unwrap();
-        let id = message.get("id").cloned();
+        let (message, id) = message_of(&request);
         match message["method"].as_str() {
-            Some("initialize") => with_header(
-                json(
-                    &json!({"jsonrpc": "2.0", "id": id, "result": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {"tools": {}},
-                        "serverInfo": {"name": "silent-get", "version": "1"}
-                    }})
-                    .to_string(),
-                ),
-                "mcp-session-id",
-                "g1",
-            ),
-            Some("tools/list") => json(
-                &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
-                    {"name": "echo", "inputSchema": {"type": "object"}}
-                ]}})
-                .to_string(),
-            ),
+            Some("initialize") => {
+                let answer = initialize_answer(&id, "silent-get", json!({"tools": {}}));
+                with_header(answer, "mcp-session-id", "g1")
+            }
+            Some("tools/list") => echo_catalog_answer(&id),
             _ => status(202),
         }
     })
@@ -543,14 +523,10 @@ async fn subscribing_server(resubscribe: Value) -> (TestServer, Subscribed) {
         let record = record.clone();
         let resubscribe = resubscribe.clone();
         async move {
-            if request.method == Method::DELETE {
-                return status(200);
+            if let Some(answer) = answer_unless_post(&request) {
+                return answer;
             }
-            if request.method == Method::GET {
-                return status(405);
-            }
-            let message: Value = serde_json::from_slice(&request.body).unwrap();
-            let id = message.get("id").cloned();
+            let (message, id) = message_of(&request);
             let session = request.header("mcp-session-id").map(str::to_string);
             let answer = |result: Value| {
                 json(&json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
@@ -558,16 +534,11 @@ async fn subscribing_server(resubscribe: Value) -> (TestServer, Subscribed) {
             match message["method"].as_str() {
                 Some("initialize") => {
                     let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
-                    let body = json!({"jsonrpc": "2.0", "id": id, "result": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {"tools": {}, "resources": {"subscribe": true}},
-                        "serverInfo": {"name": "subscribing", "version": "1"}
-                    }});
-                    with_header(json(&body.to_string()), "mcp-session-id", &format!("s{n}"))
+                    let capabilities = json!({"tools": {}, "resources": {"subscribe": true}});
+                    let reply = initialize_answer(&id, "subscribing", capabilities);
+                    with_header(reply, "mcp-session-id", &format!("s{n}"))
                 }
-                Some("tools/list") => answer(json!({"tools": [
-                    {"name": "echo", "inputSchema": {"type": "object"}}
-                ]})),
+                Some("tools/list") => echo_catalog_answer(&id),
                 Some(_) if session.is_none() => status(400),
                 Some("tools/call") if session.as_deref() == Some("s1") => status(404),
                 Some("tools/call") => answer(json!({"content": []})),
@@ -607,18 +578,13 @@ async fn resource_subscriptions_are_renewed_after_a_re_initialise() {
         ),
     ] {
         let (server, subscribed) = subscribing_server(resubscribe).await;
-        let client = connect("subscribing", &server, Limits::default())
-            .await
-            .unwrap();
+        let client = connected("subscribing", &server).await;
         let mut sub = client
             .subscribe(Interest::new().resource("file:///watched"))
             .await
             .unwrap();
         // The call meets s1's expiry: re-initialised, then answered by s2.
-        client
-            .call_tool("echo", serde_json::Map::new())
-            .await
-            .expect("retried after re-initialise");
+        echo(&client).await.expect("retried after re-initialise");
         let again = || {
             subscribed
                 .lock()
