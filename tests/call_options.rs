@@ -15,6 +15,7 @@ use smthrs_mcp::{
 };
 
 use eras::*;
+use support::text_of;
 
 const ERAS: [Era; 2] = [Era::Legacy, Era::Modern];
 
@@ -261,10 +262,8 @@ async fn open_emit(via: Via, era: Era, limits: Limits) -> Attempt {
     connect_in_era(via, era, builder, json!({"emit_tool": true})).await
 }
 
-fn limits() -> Limits {
-    let mut limits = Limits::default();
-    limits.request_timeout_ms = 20_000;
-    limits
+fn progress_limits() -> Limits {
+    support::limits(|limits| limits.request_timeout_ms = 20_000)
 }
 
 /// A `notifications/progress` line with these params (`"$PROGRESS_TOKEN"`
@@ -318,7 +317,7 @@ fn last_token(a: &Attempt) -> Value {
 /// the call returns.
 async fn progress_reaches_the_observer_in_order(via: Via) {
     for era in ERAS {
-        let a = open_emit(via, era, limits()).await;
+        let a = open_emit(via, era, progress_limits()).await;
         let client = a.client();
         let seen = Seen::default();
         let options = seen
@@ -375,7 +374,7 @@ async fn every_round_carries_the_token(via: Via) {
         "tools": [{"name": "confirm", "inputSchema": {"type": "object"}}],
         "on_call": {"confirm": {"input_required": {"inputRequests": null}}},
     });
-    let builder = Client::builder("progress").limits(limits());
+    let builder = Client::builder("progress").limits(progress_limits());
     let a = connect_in_era(via, Era::Modern, builder, scenario).await;
     let seen = Seen::default();
     guard(
@@ -398,7 +397,7 @@ async fn every_round_carries_the_token(via: Via) {
 /// timeout on progress sends one.
 async fn no_token_without_an_observer(via: Via) {
     for era in ERAS {
-        let a = open_emit(via, era, limits()).await;
+        let a = open_emit(via, era, progress_limits()).await;
         let client = a.client();
         let a = &a;
         let echo = |options: CallOptions| async move {
@@ -442,7 +441,7 @@ async fn no_token_without_an_observer(via: Via) {
 /// with `protocol_error`, as it does in any frame.)
 async fn progress_that_breaks_a_rule_is_dropped(via: Via) {
     for era in ERAS {
-        let a = open_emit(via, era, limits()).await;
+        let a = open_emit(via, era, progress_limits()).await;
         let seen = Seen::default();
         let with = |extra: Value| {
             let mut params = json!({"progressToken": "$PROGRESS_TOKEN", "progress": 5});
@@ -504,7 +503,7 @@ async fn progress_that_breaks_a_rule_is_dropped(via: Via) {
 /// reaches no observer (the call's nor the next one's) and is reported.
 async fn a_returned_calls_token_is_dropped(via: Via) {
     for era in ERAS {
-        let a = open_emit(via, era, limits()).await;
+        let a = open_emit(via, era, progress_limits()).await;
         let first = Seen::default();
         emit(a.client(), vec![tick(1)], 0, &first.options())
             .await
@@ -526,7 +525,7 @@ async fn a_returned_calls_token_is_dropped(via: Via) {
 /// delivered; the rest are dropped and reported.
 async fn progress_past_the_rate_is_dropped(via: Via) {
     for era in ERAS {
-        let mut limits = limits();
+        let mut limits = progress_limits();
         limits.max_notifications_per_second = 5;
         let a = open_emit(via, era, limits).await;
         let seen = Seen::default();
@@ -551,7 +550,7 @@ async fn progress_past_the_rate_is_dropped(via: Via) {
 /// option, or when the progress does not increase, the same call times out.
 async fn progress_restarts_the_timeout_when_asked(via: Via) {
     for era in ERAS {
-        let a = open_emit(via, era, limits()).await;
+        let a = open_emit(via, era, progress_limits()).await;
         let client = a.client();
         let timeout = Duration::from_millis(1_000);
         // 2 s of progress, 100 ms apart.
@@ -589,7 +588,7 @@ async fn progress_restarts_the_timeout_when_asked(via: Via) {
 /// start ends it, with a `timeout` naming that option; the session goes on.
 async fn max_request_ms_ends_a_call_progress_keeps_alive(via: Via) {
     for era in ERAS {
-        let mut limits = limits();
+        let mut limits = progress_limits();
         limits.max_request_ms = 1_500;
         let a = open_emit(via, era, limits).await;
         let seen = Seen::default();
@@ -619,7 +618,7 @@ async fn max_request_ms_ends_a_call_progress_keeps_alive(via: Via) {
 /// (where progress may come on any stream), it is delivered.
 async fn progress_on_another_calls_stream(via: Via) {
     for era in ERAS {
-        let a = open_emit(via, era, limits()).await;
+        let a = open_emit(via, era, progress_limits()).await;
         let client = a.client();
         let slow = client.call_tool("slow", args(json!({"ms": 2_000})));
         let seen = Seen::default();

@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
-use smthrs_mcp::{
-    Client, ClientBuilder, Era, ErrorKind, Limits, ProtocolMode, StdioCommand, ToolResult,
-};
+use smthrs_mcp::{Client, ClientBuilder, Era, ErrorKind, ProtocolMode, StdioCommand, ToolResult};
 use support::eras::{Via, both_transports};
 use support::http_bridge::{Bridge, BridgeOptions};
 use support::*;
@@ -52,19 +50,6 @@ async fn open(via: Via, builder: ClientBuilder, server: Server) -> smthrs_mcp::R
             })
         }
     }
-}
-
-fn limits(edit: impl FnOnce(&mut Limits)) -> Limits {
-    let mut limits = Limits::default();
-    edit(&mut limits);
-    limits
-}
-
-fn text_of(result: &smthrs_mcp::ToolResult) -> String {
-    result.content[0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
 }
 
 both_transports!(

@@ -5,6 +5,7 @@
 
 mod support;
 use support::http_server;
+use support::text_of;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -156,10 +157,6 @@ fn http(
 
 fn args() -> Map<String, Value> {
     Map::new()
-}
-
-fn text_of(result: &smthrs_mcp::ToolResult) -> String {
-    result.content[0]["text"].as_str().unwrap().to_owned()
 }
 
 // ---------------------------------------------------------------------------------

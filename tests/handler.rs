@@ -26,13 +26,7 @@ use tokio::sync::watch;
 
 use eras::*;
 use support::http_bridge::BridgeOptions;
-use support::{args, inline, scenario};
-
-fn limits(edit: impl FnOnce(&mut Limits)) -> Limits {
-    let mut limits = Limits::default();
-    edit(&mut limits);
-    limits
-}
+use support::{args, inline, limits, scenario};
 
 const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 

@@ -24,13 +24,7 @@ use smthrs_mcp::{Client, Era, ErrorKind, Limits, ProtocolMode};
 
 use eras::*;
 use support::http_bridge::{BridgeOptions, LegacyProbe, ModernOptions};
-use support::{args, inline, scenario};
-
-fn limits(edit: impl FnOnce(&mut Limits)) -> Limits {
-    let mut limits = Limits::default();
-    edit(&mut limits);
-    limits
-}
+use support::{args, inline, limits, scenario, text_of};
 
 /// The bridge options of a modern-only scenario.
 fn modern() -> BridgeOptions {

@@ -24,9 +24,9 @@ use smthrs_mcp::{
 };
 use smthrs_mcp::{ClientBuilder, Transport};
 
-use eras::{eventually, guard, text_of};
+use eras::{eventually, guard};
 use support::http_bridge::{Bridge, BridgeOptions};
-use support::{args, parse_deep, scripted_server};
+use support::{args, parse_deep, scripted_server, text_of};
 
 /// The server's name in every test.
 const SERVER: &str = "flaky";

@@ -22,7 +22,7 @@ use smthrs_mcp::{
 };
 
 use eras::*;
-use support::args;
+use support::{args, text_of};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";

@@ -12,7 +12,7 @@ use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, ClientBuilder, DiagnosticEvent, DiagnosticObserver};
 
 use crate::support::http_bridge::{Bridge, BridgeOptions, RecordedRequest};
-use crate::support::{Recording, Server, scripted_server};
+use crate::support::{Recording, Server, scripted_server, text_of};
 
 /// Which transport a rule runs over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -273,14 +273,6 @@ pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("{what}: never observed");
-}
-
-/// The text of a tool result's first content block.
-pub fn text_of(result: &smthrs_mcp::ToolResult) -> String {
-    result.content[0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// The first content block's text parsed as JSON (the scripted server's reports).

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
-use smthrs_mcp::{DiagnosticEvent, DiagnosticObserver, StdioCommand};
+use smthrs_mcp::{DiagnosticEvent, DiagnosticObserver, Limits, StdioCommand, ToolResult};
 
 mod testkit;
 /// Path of the scripted test server binary (built on demand from `testkit/`).
@@ -159,6 +159,25 @@ impl Collect {
     }
     pub fn events(&self) -> Vec<(String, String)> {
         self.0.lock().unwrap().clone()
+    }
+}
+
+/// The default limits with `edit` applied.
+pub fn limits(edit: impl FnOnce(&mut Limits)) -> Limits {
+    let mut limits = Limits::default();
+    edit(&mut limits);
+    limits
+}
+
+/// The text of a tool result's first content block; panics when that block has none.
+pub fn text_of(result: &ToolResult) -> String {
+    match result
+        .content
+        .first()
+        .and_then(|block| block["text"].as_str())
+    {
+        Some(text) => text.to_owned(),
+        None => panic!("the result's first block has no text: {:?}", result.content),
     }
 }
 
