@@ -7,7 +7,7 @@ mod support;
 use support::http_server;
 use support::text_of;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -281,20 +281,7 @@ fn recorded_pid(record: &Path) -> i32 {
 
 /// Whether `pid` is a live (non-zombie) process carrying `tag`.
 fn alive(pid: i32, tag: &str) -> bool {
-    let proc = PathBuf::from(format!("/proc/{pid}"));
-    let Ok(stat) = std::fs::read_to_string(proc.join("stat")) else {
-        return false;
-    };
-    let state = stat
-        .rfind(')')
-        .and_then(|at| stat[at + 1..].split_whitespace().next());
-    if matches!(state, Some("Z" | "X")) {
-        return false;
-    }
-    let needle = format!("{TAG_VAR}={tag}");
-    std::fs::read(proc.join("environ"))
-        .map(|environ| environ.split(|&b| b == 0).any(|e| e == needle.as_bytes()))
-        .unwrap_or(false)
+    support::live_process_with_env(pid, TAG_VAR, tag)
 }
 
 fn tag() -> String {

@@ -17,7 +17,7 @@
 #![cfg(target_os = "linux")]
 
 mod support;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -111,25 +111,7 @@ impl Tree {
 
     /// Whether `pid` is a live (non-zombie) process of this tree.
     fn alive(&self, pid: i32) -> bool {
-        let proc = PathBuf::from(format!("/proc/{pid}"));
-        let Ok(stat) = std::fs::read_to_string(proc.join("stat")) else {
-            return false;
-        };
-        // `pid (comm) S ...`: the state follows the last `)`.
-        let state = stat
-            .rfind(')')
-            .and_then(|at| stat[at + 1..].split_whitespace().next());
-        if matches!(state, Some("Z" | "X")) {
-            return false;
-        }
-        let needle = format!("{TAG_VAR}={}", self.tag);
-        std::fs::read(proc.join("environ"))
-            .map(|environ| {
-                environ
-                    .split(|&byte| byte == 0)
-                    .any(|entry| entry == needle.as_bytes())
-            })
-            .unwrap_or(false)
+        support::live_process_with_env(pid, TAG_VAR, &self.tag)
     }
 
     /// Every process of the tree is seen running within a few seconds: a

@@ -160,6 +160,14 @@ impl Collect {
     pub fn events(&self) -> Vec<(String, String)> {
         self.0.lock().unwrap().clone()
     }
+    /// The text of every event with this name, in order.
+    pub fn named(&self, name: &str) -> Vec<String> {
+        self.events()
+            .into_iter()
+            .filter(|(event, _)| event == name)
+            .map(|(_, text)| text)
+            .collect()
+    }
 }
 
 /// The default limits with `edit` applied.
@@ -179,6 +187,31 @@ pub fn text_of(result: &ToolResult) -> String {
         Some(text) => text.to_owned(),
         None => panic!("the result's first block has no text: {:?}", result.content),
     }
+}
+
+/// Whether `pid` is a live (not zombie) process whose environment holds
+/// `name=value`: how a test tells its own server processes (tagged through the
+/// environment) from every other process on the machine.
+pub fn live_process_with_env(pid: i32, name: &str, value: &str) -> bool {
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    let Ok(stat) = std::fs::read_to_string(proc.join("stat")) else {
+        return false;
+    };
+    // `pid (comm) S ...`: the state follows the last `)`.
+    let state = stat
+        .rfind(')')
+        .and_then(|at| stat[at + 1..].split_whitespace().next());
+    if matches!(state, Some("Z" | "X")) {
+        return false;
+    }
+    let needle = format!("{name}={value}");
+    std::fs::read(proc.join("environ"))
+        .map(|environ| {
+            environ
+                .split(|&byte| byte == 0)
+                .any(|entry| entry == needle.as_bytes())
+        })
+        .unwrap_or(false)
 }
 
 /// Builds an argument object from a JSON literal.
