@@ -11,6 +11,7 @@
 
 mod support;
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -94,6 +95,16 @@ impl Run {
             );
         }
         assert!(self.stdout.is_empty(), "stdout on failure\n{}", self.show());
+    }
+
+    /// The error `message` of this run names `server`.
+    #[track_caller]
+    fn expect_server_named(&self, message: &str, server: &str) {
+        assert!(
+            message.contains(server),
+            "server not named\n{}",
+            self.show()
+        );
     }
 
     /// The whole stdout as exactly one JSON value.
@@ -232,11 +243,28 @@ fn path_str(path: &Path) -> &str {
     path.to_str().expect("UTF-8 temp path")
 }
 
+/// The CLI on the server file `config`: `--mcp-config <config>`, then `args`.
+fn cli_with_config(config: &Path, args: &[&str]) -> Invocation {
+    let mut all = vec!["--mcp-config", path_str(config)];
+    all.extend_from_slice(args);
+    cli(&all)
+}
+
+/// `call <flow> --args <arguments>` on the server file `config`.
+fn call_flow(config: &Path, flow: &str, arguments: &str) -> Invocation {
+    cli_with_config(config, &["call", flow, "--args", arguments])
+}
+
 /// Writes `entries` (a JSON array) as a server file in `dir`.
 fn server_file(dir: &Path, name: &str, entries: Value) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, serde_json::to_string_pretty(&entries).unwrap()).unwrap();
     path
+}
+
+/// Writes `entries` (a JSON array) as `servers.json` in `dir`.
+fn servers_json(dir: &Path, entries: Value) -> PathBuf {
+    server_file(dir, "servers.json", entries)
 }
 
 /// A stdio entry running the embedded demo server.
@@ -247,6 +275,11 @@ fn demo(server: &str) -> Value {
 /// A stdio entry running the scripted server with `args`.
 fn scripted(server: &str, args: &[&str]) -> Value {
     json!({ "server": server, "command": scripted_server(), "args": args })
+}
+
+/// A scripted entry that records every frame it receives in `record`.
+fn recording(server: &str, record: &Path) -> Value {
+    scripted(server, &["--record", path_str(record)])
 }
 
 /// Adds `fields` to an entry.
@@ -289,12 +322,19 @@ fn recorded_methods(text: &str) -> Vec<String> {
 /// Runs `tools` and returns the array of declarations.
 #[track_caller]
 fn tools(config: &Path) -> Vec<Value> {
-    let run = cli(&["--mcp-config", path_str(config), "tools"]).run();
+    let run = cli_with_config(config, &["tools"]).run();
     run.expect_code(0);
     match run.json() {
         Value::Array(items) => items,
         other => panic!("tools printed {other}, not an array\n{}", run.show()),
     }
+}
+
+/// The member `name` of the flow declaration `d`, failing when it is missing.
+#[track_caller]
+fn field<'a>(d: &'a Value, name: &str) -> &'a Value {
+    d.get(name)
+        .unwrap_or_else(|| panic!("{name} missing in {d}"))
 }
 
 fn names(declarations: &[Value]) -> Vec<&str> {
@@ -312,15 +352,8 @@ fn names(declarations: &[Value]) -> Vec<&str> {
 fn check_counts_entries_and_spawns_nothing() {
     let dir = tempdir();
     let record = dir.path().join("record.jsonl");
-    let config = server_file(
-        dir.path(),
-        "servers.json",
-        json!([
-            scripted("rec", &["--record", path_str(&record)]),
-            demo("demo")
-        ]),
-    );
-    let run = cli(&["--mcp-config", path_str(&config), "check"]).run();
+    let config = servers_json(dir.path(), json!([recording("rec", &record), demo("demo")]));
+    let run = cli_with_config(&config, &["check"]).run();
     run.expect_code(0);
     assert_eq!(run.stdout, "ok: 2 servers\n", "{}", run.show());
     assert!(
@@ -371,7 +404,7 @@ fn env_var_alone_names_the_file() {
 fn flag_wins_over_env_var() {
     let dir = tempdir();
     let good = server_file(dir.path(), "good.json", json!([demo("only")]));
-    let run = cli(&["--mcp-config", path_str(&good), "check"])
+    let run = cli_with_config(&good, &["check"])
         .env("SMITHERS_MCP_CONFIG", static_file("not-json.json"))
         .run();
     run.expect_code(0);
@@ -394,7 +427,7 @@ fn missing_file_is_a_usage_error() {
     let dir = tempdir();
     let missing = dir.path().join("no-such-servers.json");
     for command in ["check", "tools"] {
-        let run = cli(&["--mcp-config", path_str(&missing), command]).run();
+        let run = cli_with_config(&missing, &[command]).run();
         run.expect_usage(&["--mcp-config", path_str(&missing)]);
     }
 }
@@ -432,16 +465,12 @@ fn command_and_url_together_is_a_usage_error() {
 fn max_tools_zero_fails_before_connecting() {
     let dir = tempdir();
     let record = dir.path().join("record.jsonl");
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
-        json!([with(
-            scripted("zero", &["--record", path_str(&record)]),
-            json!({ "maxTools": 0 })
-        )]),
+        json!([with(recording("zero", &record), json!({ "maxTools": 0 }))]),
     );
     for command in ["check", "tools"] {
-        let run = cli(&["--mcp-config", path_str(&config), command]).run();
+        let run = cli_with_config(&config, &[command]).run();
         run.expect_usage(&["--mcp-config", path_str(&config), "maxTools"]);
         assert!(
             !record.exists(),
@@ -461,21 +490,9 @@ fn bad_flag_is_a_usage_error() {
 fn args_must_be_a_json_object_and_fail_before_spawning() {
     let dir = tempdir();
     let record = dir.path().join("record.jsonl");
-    let config = server_file(
-        dir.path(),
-        "servers.json",
-        json!([scripted("s", &["--record", path_str(&record)])]),
-    );
+    let config = servers_json(dir.path(), json!([recording("s", &record)]));
     for args in ["[1, 2]", "not json", "\"text\"", "3"] {
-        let run = cli(&[
-            "--mcp-config",
-            path_str(&config),
-            "call",
-            "mcp/s/echo",
-            "--args",
-            args,
-        ])
-        .run();
+        let run = call_flow(&config, "mcp/s/echo", args).run();
         run.expect_usage(&["--args"]);
         assert!(!record.exists(), "--args {args}: spawned\n{}", run.show());
     }
@@ -485,20 +502,19 @@ fn args_must_be_a_json_object_and_fail_before_spawning() {
 fn unset_bearer_token_env_is_a_usage_error_naming_the_server() {
     let dir = tempdir();
     let variable = "SMTHRS_CLI_TEST_TOKEN_THAT_IS_NEVER_SET";
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([{
             "server": "tracker-cli-test",
             "url": "https://mcp.tracker.example.invalid/mcp",
             "bearerTokenEnv": variable,
         }]),
     );
-    let run = cli(&["--mcp-config", path_str(&config), "tools"]).run();
+    let run = cli_with_config(&config, &["tools"]).run();
     // Contract: exit 2 naming the server and the variable.
     run.expect_usage(&["tracker-cli-test", variable]);
     // `check` validates the same way, without connecting.
-    let run = cli(&["--mcp-config", path_str(&config), "check"]).run();
+    let run = cli_with_config(&config, &["check"]).run();
     run.expect_usage(&["tracker-cli-test", variable]);
 }
 
@@ -509,43 +525,34 @@ fn unset_bearer_token_env_is_a_usage_error_naming_the_server() {
 #[test]
 fn tools_projects_the_demo_server() {
     let dir = tempdir();
-    let config = server_file(dir.path(), "servers.json", json!([demo("demo")]));
+    let config = servers_json(dir.path(), json!([demo("demo")]));
     let declarations = tools(&config);
     assert_eq!(
         names(&declarations),
         ["mcp/demo/echo", "mcp/demo/add", "mcp/demo/current_time"]
     );
     for d in &declarations {
-        let object = d.as_object().expect("each flow is an object");
-        for field in [
-            "name",
-            "description",
-            "inputDocument",
-            "server",
-            "tool",
-            "capabilities",
-            "effects",
-            "digest",
-        ] {
-            assert!(object.contains_key(field), "{field} missing in {d}");
-        }
-        let tool = d["tool"].as_str().unwrap();
-        assert_eq!(d["server"], "demo", "{d}");
-        assert_eq!(d["name"], format!("mcp/demo/{tool}"), "{d}");
-        let description = d["description"].as_str().unwrap();
+        assert!(d.is_object(), "each flow is an object: {d}");
+        // Every member the contract names is there (`field` fails naming the missing one).
+        let tool = field(d, "tool").as_str().unwrap();
+        assert_eq!(*field(d, "server"), "demo", "{d}");
+        assert_eq!(*field(d, "name"), format!("mcp/demo/{tool}"), "{d}");
+        let description = field(d, "description").as_str().unwrap();
         let prefix =
             format!("MCP tool \"{tool}\" on server \"demo\". Server-supplied description: ");
         let supplied = description
             .strip_prefix(&prefix)
             .unwrap_or_else(|| panic!("description {description:?} lacks {prefix:?}"));
         assert!(!supplied.trim().is_empty(), "{d}");
-        assert_eq!(d["inputDocument"]["type"], "object", "{d}");
+        assert_eq!(field(d, "inputDocument")["type"], "object", "{d}");
         assert!(
-            d["capabilities"].as_array().is_some_and(|c| !c.is_empty()),
+            field(d, "capabilities")
+                .as_array()
+                .is_some_and(|c| !c.is_empty()),
             "{d}"
         );
-        assert!(d["effects"].is_object(), "{d}");
-        let digest = d["digest"].as_str().unwrap();
+        assert!(field(d, "effects").is_object(), "{d}");
+        let digest = field(d, "digest").as_str().unwrap();
         assert_eq!(digest.len(), 64, "{d}");
         assert!(
             digest
@@ -561,7 +568,7 @@ fn tools_projects_the_demo_server() {
 #[test]
 fn digests_are_equal_across_runs() {
     let dir = tempdir();
-    let config = server_file(dir.path(), "servers.json", json!([demo("demo")]));
+    let config = servers_json(dir.path(), json!([demo("demo")]));
     let digests = |declarations: Vec<Value>| -> HashMap<String, String> {
         declarations
             .iter()
@@ -586,7 +593,7 @@ fn digests_are_equal_across_runs() {
 fn two_servers_compose_in_file_order() {
     let dir = tempdir();
     // `b` first: the order is the file's, not alphabetical, not completion order.
-    let config = server_file(dir.path(), "servers.json", json!([demo("b"), demo("a")]));
+    let config = servers_json(dir.path(), json!([demo("b"), demo("a")]));
     let declarations = tools(&config);
     assert_eq!(
         names(&declarations),
@@ -619,15 +626,14 @@ fn two_servers_compose_in_file_order() {
 #[test]
 fn same_name_prefix_on_two_servers_is_a_composition_error() {
     let dir = tempdir();
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([
             with(demo("a"), json!({ "namePrefix": "shared" })),
             with(demo("b"), json!({ "namePrefix": "shared" })),
         ]),
     );
-    let run = cli(&["--mcp-config", path_str(&config), "tools"]).run();
+    let run = cli_with_config(&config, &["tools"]).run();
     // A composition clash is found after connecting: a failed run (exit 1,
     // invalid_config), naming the flag, the path and the duplicate flow name.
     let message = run.expect_session_error("invalid_config");
@@ -663,15 +669,14 @@ fn same_name_prefix_on_two_servers_is_a_composition_error() {
 #[test]
 fn include_naming_an_unknown_tool_fails() {
     let dir = tempdir();
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([with(
             demo("demo"),
             json!({ "include": ["echo", "no_such_tool"] })
         )]),
     );
-    let run = cli(&["--mcp-config", path_str(&config), "tools"]).run();
+    let run = cli_with_config(&config, &["tools"]).run();
     let message = run.expect_session_error("invalid_config");
     assert!(
         message.contains("demo") && message.contains("no_such_tool"),
@@ -690,9 +695,8 @@ fn include_naming_an_unknown_tool_fails() {
 #[test]
 fn exclude_drops_a_tool() {
     let dir = tempdir();
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([with(
             demo("demo"),
             json!({ "exclude": ["add", "not_a_tool"] })
@@ -708,16 +712,15 @@ fn exclude_drops_a_tool() {
 fn empty_name_prefix_fails_before_spawning() {
     let dir = tempdir();
     let record = dir.path().join("record.jsonl");
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([with(
-            scripted("blank", &["--record", path_str(&record)]),
+            recording("blank", &record),
             json!({ "namePrefix": "" })
         )]),
     );
     for command in ["tools", "check"] {
-        let run = cli(&["--mcp-config", path_str(&config), command]).run();
+        let run = cli_with_config(&config, &[command]).run();
         run.expect_usage(&["blank", "namePrefix"]);
         assert!(
             !record.exists(),
@@ -734,16 +737,8 @@ fn empty_name_prefix_fails_before_spawning() {
 #[test]
 fn call_add_on_the_demo_server() {
     let dir = tempdir();
-    let config = server_file(dir.path(), "servers.json", json!([demo("demo")]));
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "call",
-        "mcp/demo/add",
-        "--args",
-        r#"{"a":2,"b":3}"#,
-    ])
-    .run();
+    let config = servers_json(dir.path(), json!([demo("demo")]));
+    let run = call_flow(&config, "mcp/demo/add", r#"{"a":2,"b":3}"#).run();
     run.expect_code(0);
     let result = run.json();
     let object = result.as_object().expect("one JSON object");
@@ -769,12 +764,8 @@ fn call_add_on_the_demo_server() {
 fn call_with_default_args_is_an_empty_object() {
     let dir = tempdir();
     let record = dir.path().join("record.jsonl");
-    let config = server_file(
-        dir.path(),
-        "servers.json",
-        json!([scripted("s", &["--record", path_str(&record)])]),
-    );
-    let run = cli(&["--mcp-config", path_str(&config), "call", "mcp/s/fail"]).run();
+    let config = servers_json(dir.path(), json!([recording("s", &record)]));
+    let run = cli_with_config(&config, &["call", "mcp/s/fail"]).run();
     run.expect_code(0);
     let text = recorded(&record).expect("record file");
     let call = text
@@ -789,16 +780,8 @@ fn call_with_default_args_is_an_empty_object() {
 #[test]
 fn is_error_true_is_a_success() {
     let dir = tempdir();
-    let config = server_file(dir.path(), "servers.json", json!([scripted("s", &[])]));
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "call",
-        "mcp/s/fail",
-        "--args",
-        r#"{"text":"it broke"}"#,
-    ])
-    .run();
+    let config = servers_json(dir.path(), json!([scripted("s", &[])]));
+    let run = call_flow(&config, "mcp/s/fail", r#"{"text":"it broke"}"#).run();
     run.expect_code(0);
     let result = run.json();
     assert_eq!(result["isError"], true, "{}", run.show());
@@ -810,14 +793,10 @@ fn is_error_true_is_a_success() {
 fn unknown_flow_is_tool_not_found_and_sends_no_call() {
     let dir = tempdir();
     let record = dir.path().join("record.jsonl");
-    let config = server_file(
-        dir.path(),
-        "servers.json",
-        json!([scripted("s", &["--record", path_str(&record)])]),
-    );
+    let config = servers_json(dir.path(), json!([recording("s", &record)]));
     for flow in ["mcp/s/no_such_tool", "mcp/other/echo", "echo"] {
         let _ = std::fs::remove_file(&record);
-        let run = cli(&["--mcp-config", path_str(&config), "call", flow]).run();
+        let run = cli_with_config(&config, &["call", flow]).run();
         run.expect_session_error("tool_not_found");
         // The server was connected (every configured server is), yet no call reached it.
         let methods = recorded_methods(&recorded(&record).expect("server was connected"));
@@ -832,50 +811,30 @@ fn unknown_flow_is_tool_not_found_and_sends_no_call() {
 #[test]
 fn server_exiting_on_call_is_connection_closed() {
     let dir = tempdir();
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([scripted("s", &[&scenario("exit-on-call")])]),
     );
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "call",
-        "mcp/s/echo",
-        "--args",
-        r#"{"text":"bye"}"#,
-    ])
-    .run();
+    let run = call_flow(&config, "mcp/s/echo", r#"{"text":"bye"}"#).run();
     let message = run.expect_session_error("connection_closed");
     assert!(message.ends_with("exited with code 7"), "{}", run.show());
-    assert!(
-        message.contains("\"s\""),
-        "server not named\n{}",
-        run.show()
-    );
+    run.expect_server_named(message, "\"s\"");
 }
 
 #[test]
 fn stalled_handshake_times_out_with_the_files_limit() {
     let dir = tempdir();
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([with(
             scripted("stall", &[&scenario("stalled-handshake")]),
             json!({ "handshakeTimeoutMs": 300 })
         )]),
     );
     for command in [&["tools"][..], &["call", "mcp/stall/echo"][..]] {
-        let mut args = vec!["--mcp-config", path_str(&config)];
-        args.extend_from_slice(command);
-        let run = cli(&args).run();
+        let run = cli_with_config(&config, command).run();
         let message = run.expect_session_error("timeout");
-        assert!(
-            message.contains("stall"),
-            "server not named\n{}",
-            run.show()
-        );
+        run.expect_server_named(message, "stall");
         // The default handshake timeout is 10 s: 300 ms must have been honoured.
         assert!(run.elapsed < Duration::from_secs(5), "{}", run.show());
     }
@@ -885,21 +844,14 @@ fn stalled_handshake_times_out_with_the_files_limit() {
 fn spawn_failure_names_the_server_not_the_command() {
     let dir = tempdir();
     let command = "/nonexistent-smthrs-cli-dir/secret-looking-binary-name";
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([{ "server": "ghost", "command": command, "args": [] }]),
     );
     for args in [&["tools"][..], &["call", "mcp/ghost/echo"][..]] {
-        let mut argv = vec!["--mcp-config", path_str(&config)];
-        argv.extend_from_slice(args);
-        let run = cli(&argv).run();
+        let run = cli_with_config(&config, args).run();
         let message = run.expect_session_error("spawn_failed");
-        assert!(
-            message.contains("ghost"),
-            "server not named\n{}",
-            run.show()
-        );
+        run.expect_server_named(message, "ghost");
         assert!(
             !run.stderr.contains("secret-looking-binary-name")
                 && !run.stderr.contains("nonexistent-smthrs-cli-dir"),
@@ -912,38 +864,17 @@ fn spawn_failure_names_the_server_not_the_command() {
 #[test]
 fn request_timeout_from_the_file_is_honoured() {
     let dir = tempdir();
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([with(scripted("s", &[]), json!({ "requestTimeoutMs": 300 }))]),
     );
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "call",
-        "mcp/s/slow",
-        "--args",
-        r#"{"ms":5000}"#,
-    ])
-    .run();
+    let run = call_flow(&config, "mcp/s/slow", r#"{"ms":5000}"#).run();
     let message = run.expect_session_error("timeout");
-    assert!(
-        message.contains("\"s\""),
-        "server not named\n{}",
-        run.show()
-    );
+    run.expect_server_named(message, "\"s\"");
     assert!(run.elapsed < Duration::from_secs(3), "{}", run.show());
 
     // Control: a call that fits in the limit succeeds.
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "call",
-        "mcp/s/slow",
-        "--args",
-        r#"{"ms":10}"#,
-    ])
-    .run();
+    let run = call_flow(&config, "mcp/s/slow", r#"{"ms":10}"#).run();
     run.expect_code(0);
     assert_eq!(
         run.json()["content"][0]["text"],
@@ -957,12 +888,11 @@ fn request_timeout_from_the_file_is_honoured() {
 fn catalog_limits_from_the_file_are_honoured() {
     let dir = tempdir();
     // The demo server has 3 tools.
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([with(demo("demo"), json!({ "maxTools": 2 }))]),
     );
-    let run = cli(&["--mcp-config", path_str(&config), "tools"]).run();
+    let run = cli_with_config(&config, &["tools"]).run();
     run.expect_session_error("invalid_response");
     assert!(run.stderr.contains("maxTools"), "{}", run.show());
 
@@ -971,7 +901,7 @@ fn catalog_limits_from_the_file_are_honoured() {
         "frames.json",
         json!([with(demo("demo"), json!({ "maxFrameBytes": 100 }))]),
     );
-    let run = cli(&["--mcp-config", path_str(&config), "tools"]).run();
+    let run = cli_with_config(&config, &["tools"]).run();
     run.expect_session_error("protocol_error");
 
     // Control: limits that fit leave the catalog whole.
@@ -991,9 +921,8 @@ fn catalog_limits_from_the_file_are_honoured() {
 // ---------------------------------------------------------------------------------
 
 fn secrets_config(dir: &Path) -> PathBuf {
-    server_file(
+    servers_json(
         dir,
-        "servers.json",
         json!([with(
             scripted("leaky", &[&scenario("stderr-secrets")]),
             json!({ "env": { "GITHUB_TOKEN": GITHUB_SECRET } })
@@ -1036,15 +965,7 @@ fn assert_clean_error_line(run: &Run) {
 fn child_stderr_secrets_never_reach_plain_output() {
     let dir = tempdir();
     let config = secrets_config(dir.path());
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "call",
-        "mcp/leaky/echo",
-        "--args",
-        r#"{"text":"hi"}"#,
-    ])
-    .run();
+    let run = call_flow(&config, "mcp/leaky/echo", r#"{"text":"hi"}"#).run();
     assert_clean_error_line(&run);
     assert_no_secret(&run);
     assert!(!run.stderr.contains("diagnostic:"), "{}", run.show());
@@ -1055,15 +976,16 @@ fn child_stderr_secrets_never_reach_plain_output() {
 fn diagnostics_print_a_redacted_stderr_tail() {
     let dir = tempdir();
     let config = secrets_config(dir.path());
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "--diagnostics",
-        "call",
-        "mcp/leaky/echo",
-        "--args",
-        r#"{"text":"hi"}"#,
-    ])
+    let run = cli_with_config(
+        &config,
+        &[
+            "--diagnostics",
+            "call",
+            "mcp/leaky/echo",
+            "--args",
+            r#"{"text":"hi"}"#,
+        ],
+    )
     .run();
     assert_clean_error_line(&run);
     assert_no_secret(&run);
@@ -1149,9 +1071,11 @@ fn demo_server_answers_initialize_on_stdin() {
 // stdio and Streamable HTTP in one file
 // ---------------------------------------------------------------------------------
 
-/// The scripted server behind the Streamable HTTP bridge, on a runtime of its own
-/// that keeps serving while the (blocking) CLI runs.
-fn http_scripted_server(scenario_name: &str) -> (tokio::runtime::Runtime, http_bridge::Bridge) {
+/// The scripted server (run with `args`) behind the Streamable HTTP bridge, on a
+/// runtime of its own that keeps serving while the (blocking) CLI runs.
+fn http_bridged_scripted_server(
+    args: Vec<OsString>,
+) -> (tokio::runtime::Runtime, http_bridge::Bridge) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -1159,19 +1083,23 @@ fn http_scripted_server(scenario_name: &str) -> (tokio::runtime::Runtime, http_b
         .unwrap();
     let bridge = runtime.block_on(http_bridge::Bridge::start(
         scripted_server(),
-        vec![scenario(scenario_name).into()],
+        args,
         http_bridge::BridgeOptions::default(),
     ));
     (runtime, bridge)
+}
+
+/// The scripted server playing `scenario_name` behind the Streamable HTTP bridge.
+fn http_scripted_server(scenario_name: &str) -> (tokio::runtime::Runtime, http_bridge::Bridge) {
+    http_bridged_scripted_server(vec![scenario(scenario_name).into()])
 }
 
 #[test]
 fn tools_composes_a_stdio_and_an_http_server() {
     let (_runtime, bridge) = http_scripted_server("basic");
     let dir = tempdir();
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([demo("local"), {"server": "remote", "url": bridge.url()}]),
     );
     let declarations = tools(&config);
@@ -1209,22 +1137,13 @@ fn tools_composes_a_stdio_and_an_http_server() {
 fn call_reaches_an_http_flow() {
     let (_runtime, bridge) = http_scripted_server("basic");
     let dir = tempdir();
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([{"server": "remote", "url": bridge.url()}]),
     );
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "call",
-        "mcp/remote/echo",
-        "--args",
-        r#"{"text":"over http"}"#,
-    ])
-    .run();
+    let run = call_flow(&config, "mcp/remote/echo", r#"{"text":"over http"}"#).run();
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let result: Value = serde_json::from_str(&run.stdout).unwrap();
+    let result = run.json();
     assert_eq!(result["content"][0]["text"], "over http");
     assert_eq!(result["isError"], false);
 }
@@ -1238,23 +1157,15 @@ fn call_reaches_an_http_flow() {
 fn http_entries_go_through_the_environment_proxy() {
     let (_runtime, proxy) = http_scripted_server("basic");
     let dir = tempdir();
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([{"server": "remote", "url": "http://mcp.proxied.invalid:9/mcp"}]),
     );
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "call",
-        "mcp/remote/echo",
-        "--args",
-        r#"{"text":"via the proxy"}"#,
-    ])
-    .env("HTTP_PROXY", format!("http://{}", proxy.addr()))
-    .run();
+    let run = call_flow(&config, "mcp/remote/echo", r#"{"text":"via the proxy"}"#)
+        .env("HTTP_PROXY", format!("http://{}", proxy.addr()))
+        .run();
     assert_eq!(run.code, Some(0), "{}", run.show());
-    let result: Value = serde_json::from_str(&run.stdout).unwrap();
+    let result = run.json();
     assert_eq!(result["content"][0]["text"], "via the proxy");
     let requests = proxy.requests();
     assert!(!requests.is_empty());
@@ -1269,12 +1180,11 @@ fn http_entries_go_through_the_environment_proxy() {
 fn no_proxy_sends_a_server_direct() {
     let (_runtime, proxy) = http_scripted_server("basic");
     let dir = tempdir();
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([{"server": "remote", "url": "http://mcp.proxied.invalid:9/mcp"}]),
     );
-    let run = cli(&["--mcp-config", path_str(&config), "tools"])
+    let run = cli_with_config(&config, &["tools"])
         .env("HTTP_PROXY", format!("http://{}", proxy.addr()))
         .env("NO_PROXY", "mcp.proxied.invalid")
         .run();
@@ -1306,23 +1216,14 @@ fn assert_one_cancellation_naming_the_call(record: &Path, run: &Run) {
 fn a_timed_out_call_is_cancelled_before_the_cli_exits() {
     let dir = tempdir();
     let record = dir.path().join("record.jsonl");
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([with(
-            scripted("s", &["--record", path_str(&record)]),
+            recording("s", &record),
             json!({ "requestTimeoutMs": 300 })
         )]),
     );
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "call",
-        "mcp/s/slow",
-        "--args",
-        r#"{"ms":5000}"#,
-    ])
-    .run();
+    let run = call_flow(&config, "mcp/s/slow", r#"{"ms":5000}"#).run();
     run.expect_session_error("timeout");
     assert_one_cancellation_naming_the_call(&record, &run);
 }
@@ -1331,34 +1232,16 @@ fn a_timed_out_call_is_cancelled_before_the_cli_exits() {
 fn a_timed_out_http_call_is_cancelled_before_the_cli_exits() {
     let dir = tempdir();
     let record = dir.path().join("record.jsonl");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let bridge = runtime.block_on(http_bridge::Bridge::start(
-        scripted_server(),
-        vec![
-            scenario("basic").into(),
-            "--record".into(),
-            record.clone().into(),
-        ],
-        http_bridge::BridgeOptions::default(),
-    ));
-    let config = server_file(
+    let (_runtime, bridge) = http_bridged_scripted_server(vec![
+        scenario("basic").into(),
+        "--record".into(),
+        record.clone().into(),
+    ]);
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([{"server": "remote", "url": bridge.url(), "requestTimeoutMs": 300}]),
     );
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "call",
-        "mcp/remote/slow",
-        "--args",
-        r#"{"ms":5000}"#,
-    ])
-    .run();
+    let run = call_flow(&config, "mcp/remote/slow", r#"{"ms":5000}"#).run();
     run.expect_session_error("timeout");
     let posts: Vec<String> = bridge
         .requests()
@@ -1383,7 +1266,7 @@ fn a_timed_out_http_call_is_cancelled_before_the_cli_exits() {
 fn asking_server(dir: &Path, requests: Value, extra: Value) -> PathBuf {
     let scenario = json!({ "on_call": { "echo": { "request_first": requests } } });
     let entry = with(scripted("s", &[&scenario.to_string()]), extra);
-    server_file(dir, "servers.json", json!([entry]))
+    servers_json(dir, json!([entry]))
 }
 
 /// The client's reply to the server's request `index`, from the result's report.
@@ -1395,6 +1278,9 @@ fn reply_to(run: &Run, index: usize) -> Value {
     let report: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     report["requests"][index]["reply"].clone()
 }
+
+/// `call` of the scripted server's `echo`, as the elicitation and lock tests make it.
+const CALL_ECHO: [&str; 4] = ["call", "mcp/s/echo", "--args", r#"{"text":"x"}"#];
 
 fn form_request() -> Value {
     json!({"method": "elicitation/create", "id": "e-1", "params": {
@@ -1424,16 +1310,8 @@ fn without_a_terminal_call_declares_no_elicitation_and_refuses_one() {
     );
     for extra in [&[][..], &["--no-input"][..]] {
         let _ = std::fs::remove_file(&record);
-        let mut args = vec![
-            "--mcp-config",
-            path_str(&config),
-            "call",
-            "mcp/s/echo",
-            "--args",
-            r#"{"text":"x"}"#,
-        ];
-        args.extend_from_slice(extra);
-        let run = cli(&args).stdin(Vec::new()).run();
+        let args = [&CALL_ECHO[..], extra].concat();
+        let run = cli_with_config(&config, &args).stdin(Vec::new()).run();
         run.expect_code(0);
         let text = recorded(&record).unwrap_or_default();
         let init = recorded_frames(&text, "initialize");
@@ -1456,16 +1334,7 @@ fn tools_declares_no_elicitation_and_roots_are_served() {
         roots,
         json!({"roots": ["file:///work/project"]}),
     );
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "call",
-        "mcp/s/echo",
-        "--args",
-        r#"{"text":"x"}"#,
-    ])
-    .stdin(Vec::new())
-    .run();
+    let run = cli_with_config(&config, &CALL_ECHO).stdin(Vec::new()).run();
     run.expect_code(0);
     assert_eq!(
         reply_to(&run, 0)["result"],
@@ -1479,7 +1348,7 @@ fn tools_declares_no_elicitation_and_roots_are_served() {
         dir.path(),
         "tools.json",
         json!([with(
-            scripted("s", &["--record", path_str(&record)]),
+            recording("s", &record),
             json!({"roots": ["file:///w"]})
         )]),
     );
@@ -1496,15 +1365,14 @@ fn tools_declares_no_elicitation_and_roots_are_served() {
 #[test]
 fn a_bad_roots_entry_is_a_usage_error() {
     let dir = tempdir();
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([with(
             scripted("s", &[]),
             json!({"roots": ["https://not-a-file"]})
         )]),
     );
-    cli(&["--mcp-config", path_str(&config), "check"])
+    cli_with_config(&config, &["check"])
         .run()
         .expect_usage(&["roots"]);
 }
@@ -1530,14 +1398,8 @@ fn on_a_terminal_call_asks_the_form_field_by_field() {
     // answer the form, leave `count` to its default, a wrong choice, then `dev`.
     master.write_all(b"y\n\nstaging\ndev\n").unwrap();
     let mut child = std::process::Command::new(CLI)
-        .args([
-            "--mcp-config",
-            path_str(&config),
-            "call",
-            "mcp/s/echo",
-            "--args",
-            r#"{"text":"x"}"#,
-        ])
+        .args(["--mcp-config", path_str(&config)])
+        .args(CALL_ECHO)
         .env_remove("SMITHERS_MCP_CONFIG")
         .stdin(slave)
         .stdout(std::process::Stdio::piped())
@@ -1579,11 +1441,7 @@ fn on_a_terminal_call_asks_the_form_field_by_field() {
 fn locking_setup(dir: &Path, tools: Value) -> (PathBuf, PathBuf) {
     let scenario = dir.join("scenario.json");
     set_tools(&scenario, tools);
-    let config = server_file(
-        dir,
-        "servers.json",
-        json!([scripted("s", &[path_str(&scenario)])]),
-    );
+    let config = servers_json(dir, json!([scripted("s", &[path_str(&scenario)])]));
     (config, scenario)
 }
 
@@ -1609,15 +1467,13 @@ fn lock_writes_a_stable_file_and_locked_runs_pass_while_nothing_changed() {
             tool("add", "Add.", json!({"type": "object"}))
         ]),
     );
-    let run = cli(&["--mcp-config", path_str(&config), "lock"]).run();
+    let run = cli_with_config(&config, &["lock"]).run();
     run.expect_code(0);
     assert_eq!(run.stdout.trim(), "ok: 1 servers locked");
     let lock_path = dir.path().join("mcp.lock.json");
     let first = std::fs::read_to_string(&lock_path).unwrap();
     // A second process writes the same bytes.
-    cli(&["--mcp-config", path_str(&config), "lock"])
-        .run()
-        .expect_code(0);
+    cli_with_config(&config, &["lock"]).run().expect_code(0);
     assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), first);
     // The content, pinned: these digests are what every lock file in the field
     // holds for these tool objects (computed independently: SHA-256 of the
@@ -1695,23 +1551,13 @@ fn locked_runs_fail_naming_the_tools_that_changed() {
     for (what, tools, names) in cases {
         let dir = tempdir();
         let (config, scenario) = locking_setup(dir.path(), base());
-        cli(&["--mcp-config", path_str(&config), "lock"])
-            .run()
-            .expect_code(0);
+        cli_with_config(&config, &["lock"]).run().expect_code(0);
         set_tools(&scenario, tools);
         for args in [
-            vec!["--mcp-config", path_str(&config), "tools", "--locked"],
-            vec![
-                "--mcp-config",
-                path_str(&config),
-                "call",
-                "mcp/s/echo",
-                "--args",
-                r#"{"text":"x"}"#,
-                "--locked",
-            ],
+            vec!["tools", "--locked"],
+            [&CALL_ECHO[..], &["--locked"]].concat(),
         ] {
-            let run = cli(&args).run();
+            let run = cli_with_config(&config, &args).run();
             let message = run.expect_session_error("catalog_changed");
             assert!(message.contains("server \"s\""), "{what}: {}", run.show());
             for name in names {
@@ -1731,40 +1577,26 @@ fn locked_refuses_a_missing_lock_and_a_server_the_lock_does_not_know() {
     let dir = tempdir();
     let (config, _) = locking_setup(dir.path(), json!([tool("echo", "Echo.", object_schema())]));
     let missing = dir.path().join("nope.lock.json");
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "tools",
-        "--locked",
-        "--lock-file",
-        path_str(&missing),
-    ])
+    let run = cli_with_config(
+        &config,
+        &["tools", "--locked", "--lock-file", path_str(&missing)],
+    )
     .run();
     run.expect_usage(&["--lock-file", "nope.lock.json"]);
     // The default place, absent too.
-    cli(&["--mcp-config", path_str(&config), "tools", "--locked"])
+    cli_with_config(&config, &["tools", "--locked"])
         .run()
         .expect_usage(&["mcp.lock.json"]);
     // A lock written for another file's servers.
     let other = server_file(dir.path(), "other.json", json!([demo("other")]));
     let lock = dir.path().join("other.lock.json");
-    cli(&[
-        "--mcp-config",
-        path_str(&other),
-        "lock",
-        "--lock-file",
-        path_str(&lock),
-    ])
-    .run()
-    .expect_code(0);
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "tools",
-        "--locked",
-        "--lock-file",
-        path_str(&lock),
-    ])
+    cli_with_config(&other, &["lock", "--lock-file", path_str(&lock)])
+        .run()
+        .expect_code(0);
+    let run = cli_with_config(
+        &config,
+        &["tools", "--locked", "--lock-file", path_str(&lock)],
+    )
     .run();
     let message = run.expect_session_error("catalog_changed");
     assert!(
@@ -1817,11 +1649,10 @@ fn offers_file(dir: &Path) -> PathBuf {
 fn resources_lists_every_declaring_server_and_skips_the_rest() {
     let dir = tempdir();
     let config = offers_file(dir.path());
-    let config = path_str(&config);
     // `missing` declares resources but scripts no list: restrict to the two others.
-    let run = cli(&["--mcp-config", config, "resources", "--server", "full"]).run();
+    let run = cli_with_config(&config, &["resources", "--server", "full"]).run();
     run.expect_code(0);
-    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    let printed = run.json();
     assert_eq!(
         printed,
         json!({
@@ -1830,13 +1661,13 @@ fn resources_lists_every_declaring_server_and_skips_the_rest() {
             "templates": [{"server": "full", "uriTemplate": "file:///{p}", "name": "files"}],
         })
     );
-    let run = cli(&["--mcp-config", config, "resources", "--server", "bare"]).run();
+    let run = cli_with_config(&config, &["resources", "--server", "bare"]).run();
     let message = run.expect_session_error("missing_capability");
     assert!(
         message.contains("\"bare\"") && message.contains("resources"),
         "{message}"
     );
-    let run = cli(&["--mcp-config", config, "resources", "--server", "nope"]).run();
+    let run = cli_with_config(&config, &["resources", "--server", "nope"]).run();
     run.expect_code(2);
     assert!(run.stderr.contains("nope"), "{}", run.show());
 }
@@ -1854,9 +1685,9 @@ fn resources_without_server_skips_undeclaring_servers() {
     );
     let bare = offering("bare", json!({"tools": {}}), json!({}));
     let config = server_file(dir.path(), "two.json", json!([bare, full]));
-    let run = cli(&["--mcp-config", path_str(&config), "resources"]).run();
+    let run = cli_with_config(&config, &["resources"]).run();
     run.expect_code(0);
-    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    let printed = run.json();
     assert_eq!(printed["resources"][0]["server"], "full");
     assert_eq!(printed["templates"], json!([]));
 }
@@ -1865,23 +1696,22 @@ fn resources_without_server_skips_undeclaring_servers() {
 fn read_prints_the_contents_and_names_not_found_without_the_body() {
     let dir = tempdir();
     let config = offers_file(dir.path());
-    let config = path_str(&config);
-    let run = cli(&["--mcp-config", config, "read", "full", "file:///a"]).run();
+    let run = cli_with_config(&config, &["read", "full", "file:///a"]).run();
     run.expect_code(0);
-    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    let printed = run.json();
     assert_eq!(
         printed,
         json!({"contents": [
             {"uri": "file:///a", "mimeType": "text/plain", "text": "hello"},
             {"uri": "file:///b", "blob": "AAEC"}]})
     );
-    let run = cli(&["--mcp-config", config, "read", "missing", "file:///gone"]).run();
+    let run = cli_with_config(&config, &["read", "missing", "file:///gone"]).run();
     let message = run.expect_session_error("not_found");
     assert!(!run.stderr.contains("secret body"), "{}", run.show());
     assert!(message.contains("\"missing\""), "{message}");
-    let run = cli(&["--mcp-config", config, "read", "bare", "file:///a"]).run();
+    let run = cli_with_config(&config, &["read", "bare", "file:///a"]).run();
     run.expect_session_error("missing_capability");
-    let run = cli(&["--mcp-config", config, "read", "nope", "file:///a"]).run();
+    let run = cli_with_config(&config, &["read", "nope", "file:///a"]).run();
     run.expect_code(2);
     assert!(run.stderr.contains("nope"), "{}", run.show());
 }
@@ -1890,47 +1720,36 @@ fn read_prints_the_contents_and_names_not_found_without_the_body() {
 fn prompts_and_prompt() {
     let dir = tempdir();
     let config = offers_file(dir.path());
-    let config = path_str(&config);
-    let run = cli(&["--mcp-config", config, "prompts", "--server", "full"]).run();
+    let run = cli_with_config(&config, &["prompts", "--server", "full"]).run();
     run.expect_code(0);
-    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    let printed = run.json();
     assert_eq!(
         printed,
         json!([{"server": "full", "name": "review",
                 "arguments": [{"name": "code", "required": true}]}])
     );
-    let run = cli(&[
-        "--mcp-config",
-        config,
-        "prompt",
-        "full",
-        "review",
-        "--args",
-        r#"{"code":"x"}"#,
-    ])
+    let run = cli_with_config(
+        &config,
+        &["prompt", "full", "review", "--args", r#"{"code":"x"}"#],
+    )
     .run();
     run.expect_code(0);
-    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    let printed = run.json();
     assert_eq!(printed["description"], "d");
     assert_eq!(printed["messages"][0]["role"], "user");
-    let run = cli(&["--mcp-config", config, "prompt", "missing", "gone"]).run();
+    let run = cli_with_config(&config, &["prompt", "missing", "gone"]).run();
     run.expect_session_error("not_found");
     assert!(!run.stderr.contains("secret body"), "{}", run.show());
-    let run = cli(&["--mcp-config", config, "prompt", "bare", "x"]).run();
+    let run = cli_with_config(&config, &["prompt", "bare", "x"]).run();
     run.expect_session_error("missing_capability");
-    let run = cli(&[
-        "--mcp-config",
-        config,
-        "prompt",
-        "full",
-        "review",
-        "--args",
-        r#"{"code":1}"#,
-    ])
+    let run = cli_with_config(
+        &config,
+        &["prompt", "full", "review", "--args", r#"{"code":1}"#],
+    )
     .run();
     run.expect_code(2);
     // The required argument missing: refused from the listing, before sending.
-    let run = cli(&["--mcp-config", config, "prompt", "full", "review"]).run();
+    let run = cli_with_config(&config, &["prompt", "full", "review"]).run();
     let message = run.expect_session_error("protocol_error");
     assert!(message.contains("\"full\""), "{message}");
 }
@@ -1982,10 +1801,9 @@ fn skills_lists_offering_servers_and_skips_the_rest() {
         "skills.json",
         json!([bare, skill_server("pdf", FORMS_MD)]),
     );
-    let config = path_str(&config);
-    let run = cli(&["--mcp-config", config, "skills"]).run();
+    let run = cli_with_config(&config, &["skills"]).run();
     run.expect_code(0);
-    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    let printed = run.json();
     assert_eq!(
         printed,
         json!([{"server": "pdf", "uri": SKILL_URI, "name": "pdf-processing",
@@ -1993,9 +1811,14 @@ fn skills_lists_offering_servers_and_skips_the_rest() {
                 "frontmatter": {"name": "pdf-processing", "description": "Extract PDF documents"},
                 "files": 2}])
     );
-    let run = cli(&["--mcp-config", config, "skills", "--server", "bare"]).run();
+    let run = cli_with_config(&config, &["skills", "--server", "bare"]).run();
     let message = run.expect_session_error("missing_capability");
     assert!(message.contains("\"bare\""), "{message}");
+}
+
+/// `skill <server> <name> --out <out>` on the server file `config`.
+fn skill_into(config: &Path, server: &str, name: &str, out: &Path) -> Run {
+    cli_with_config(config, &["skill", server, name, "--out", path_str(out)]).run()
 }
 
 #[test]
@@ -2010,17 +1833,7 @@ fn skill_writes_every_verified_file_and_nothing_on_a_failed_check() {
             skill_server("tampered", "# Form!\n")
         ]),
     );
-    let config = path_str(&config);
-    let run = cli(&[
-        "--mcp-config",
-        config,
-        "skill",
-        "good",
-        "pdf-processing",
-        "--out",
-        path_str(&out),
-    ])
-    .run();
+    let run = skill_into(&config, "good", "pdf-processing", &out);
     run.expect_code(0);
     assert_eq!(run.stdout.trim(), "ok: 2 files");
     let written = out.join("pdf-processing");
@@ -2034,16 +1847,7 @@ fn skill_writes_every_verified_file_and_nothing_on_a_failed_check() {
     );
 
     let out = dir.path().join("out2");
-    let run = cli(&[
-        "--mcp-config",
-        config,
-        "skill",
-        "tampered",
-        "pdf-processing",
-        "--out",
-        path_str(&out),
-    ])
-    .run();
+    let run = skill_into(&config, "tampered", "pdf-processing", &out);
     let message = run.expect_session_error("invalid_response");
     assert!(
         message.contains("file 2 of skill 1 failed its digest check"),
@@ -2054,16 +1858,7 @@ fn skill_writes_every_verified_file_and_nothing_on_a_failed_check() {
         .unwrap_or_default();
     assert!(left.is_empty(), "nothing is left under --out: {left:?}");
 
-    let run = cli(&[
-        "--mcp-config",
-        config,
-        "skill",
-        "good",
-        "no-such-skill",
-        "--out",
-        path_str(&out),
-    ])
-    .run();
+    let run = skill_into(&config, "good", "no-such-skill", &out);
     run.expect_session_error("not_found");
 }
 
@@ -2130,12 +1925,8 @@ fn call_runs_a_tool_as_a_task_with_status_on_stderr() {
         ["working", {"statusMessage": long}],
         ["completed", {"result": {"content": [{"type": "text", "text": "done"}]}}],
     ]);
-    let config = server_file(
-        dir.path(),
-        "servers.json",
-        json!([task_server(&record, gets, true)]),
-    );
-    let run = cli(&["--mcp-config", path_str(&config), "call", "mcp/s/long"]).run();
+    let config = servers_json(dir.path(), json!([task_server(&record, gets, true)]));
+    let run = cli_with_config(&config, &["call", "mcp/s/long"]).run();
     run.expect_code(0);
     assert_eq!(run.json()["content"][0]["text"], "done", "{}", run.show());
     let lines: Vec<&str> = run
@@ -2176,14 +1967,7 @@ fn call_task_flags_force_or_forbid_the_extension() {
             false
         )]),
     );
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&plain),
-        "call",
-        "mcp/s/long",
-        "--task",
-    ])
-    .run();
+    let run = cli_with_config(&plain, &["call", "mcp/s/long", "--task"]).run();
     let message = run.expect_session_error("missing_capability");
     assert!(message.contains(TASKS), "{message}");
     assert!(
@@ -2203,14 +1987,7 @@ fn call_task_flags_force_or_forbid_the_extension() {
             true
         )]),
     );
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&offered),
-        "call",
-        "mcp/s/long",
-        "--no-task",
-    ])
-    .run();
+    let run = cli_with_config(&offered, &["call", "mcp/s/long", "--no-task"]).run();
     run.expect_session_error("missing_capability");
     let call = &task_frames(&record, "tools/call")[0];
     assert!(
@@ -2220,15 +1997,7 @@ fn call_task_flags_force_or_forbid_the_extension() {
         "{call}"
     );
 
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&offered),
-        "call",
-        "mcp/s/long",
-        "--task",
-        "--no-task",
-    ])
-    .run();
+    let run = cli_with_config(&offered, &["call", "mcp/s/long", "--task", "--no-task"]).run();
     run.expect_code(2);
 }
 
@@ -2237,13 +2006,12 @@ fn call_task_flags_force_or_forbid_the_extension() {
 fn an_interrupted_call_cancels_its_task() {
     let dir = tempdir();
     let record = dir.path().join("record.jsonl");
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([task_server(&record, json!([["working", {}]]), true)]),
     );
     let polled = record.clone();
-    let run = cli(&["--mcp-config", path_str(&config), "call", "mcp/s/long"])
+    let run = cli_with_config(&config, &["call", "mcp/s/long"])
         .interrupt_when(move || !task_frames(&polled, "tasks/get").is_empty())
         .run();
     run.expect_session_error("cancelled");
@@ -2275,21 +2043,12 @@ fn call_prints_progress_on_stderr() {
         note(json!(1), json!(4), "again"),
         note(json!(2.5), json!(null), "half"),
     ]);
-    let config = server_file(
+    let config = servers_json(
         dir.path(),
-        "servers.json",
         json!([scripted("s", &[r#"{"emit_tool": true}"#])]),
     );
     let args = json!({"lines": lines}).to_string();
-    let run = cli(&[
-        "--mcp-config",
-        path_str(&config),
-        "call",
-        "mcp/s/emit",
-        "--args",
-        &args,
-    ])
-    .run();
+    let run = call_flow(&config, "mcp/s/emit", &args).run();
     run.expect_code(0);
     let progress: Vec<&str> = run
         .stderr
