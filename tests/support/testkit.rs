@@ -8,9 +8,7 @@
 //! artifacts); later calls return the cached path. Plain `cargo test` and `cargo
 //! test --test X` both work from a clean clone.
 //!
-//! Test files that include `support/mod.rs` get it as `support::scripted_server()`;
-//! the few that do not include it as `#[path = "support/testkit.rs"] mod testkit;`.
-#![allow(dead_code)]
+//! Test files get it as `support::scripted_server()`.
 
 use std::sync::OnceLock;
 
