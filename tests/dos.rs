@@ -68,10 +68,10 @@ impl ScenarioFile {
 }
 
 fn limits(request_timeout_ms: u64) -> Limits {
-    let mut limits = Limits::default();
-    limits.handshake_timeout_ms = 10_000;
-    limits.request_timeout_ms = request_timeout_ms;
-    limits
+    support::limits(|limits| {
+        limits.handshake_timeout_ms = 10_000;
+        limits.request_timeout_ms = request_timeout_ms;
+    })
 }
 
 async fn connect(server: Server, limits: Limits) -> Client {
