@@ -24,7 +24,7 @@
 mod support;
 use support::interop;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,8 +32,11 @@ use interop::Era;
 use serde_json::json;
 use smthrs_mcp::events::{Interest, ServerEvent};
 use smthrs_mcp::session::Subscription;
-use smthrs_mcp::{CallEvent, CallOptions, Client, ErrorKind, Limits, StdioCommand};
+use smthrs_mcp::transport::http::HttpTransport;
+use smthrs_mcp::{CallEvent, CallOptions, Client, ClientBuilder, ErrorKind, StdioCommand};
 use support::args;
+
+use interop::Reach;
 
 const PEER: &str = "everything";
 
@@ -54,21 +57,30 @@ fn text(result: &smthrs_mcp::ToolResult) -> String {
         .to_string()
 }
 
-#[tokio::test]
-async fn stdio_tools_and_calls() {
-    let Some(entry) = everything_entry() else {
-        return;
-    };
-    let client = interop::connect(
-        Client::builder(PEER),
-        StdioCommand::new("node").arg(&entry).arg("stdio"),
-        PEER,
-        "stdio",
-        Era::Legacy,
-    )
-    .await
-    .expect("connect to server-everything over stdio");
+/// server-everything as a child over stdio.
+fn stdio(entry: &Path) -> Reach<'static, StdioCommand> {
+    Reach::stdio(StdioCommand::new("node").arg(entry).arg("stdio"))
+}
+
+/// A session opened by `builder`; the peer is legacy-only, so every pair is legacy.
+async fn open(reach: Reach<'_, impl smthrs_mcp::Transport>, builder: ClientBuilder) -> Client {
+    let client = reach.connect(builder).await;
     interop::expect_era(&client, Era::Legacy);
+    client
+}
+
+/// [`open`] in the default mode, timed and reported ([`interop::connect`]).
+async fn open_reported(reach: Reach<'_, impl smthrs_mcp::Transport>) -> Client {
+    let client = reach
+        .connect_reported(Client::builder(PEER), PEER, Era::Legacy)
+        .await;
+    interop::expect_era(&client, Era::Legacy);
+    client
+}
+
+/// The catalog, `echo` (of `message`), `get-sum`, `get-structured-content` (for
+/// `location`), every content block type, and progress.
+async fn tools_and_calls(client: &Client, message: &str, location: &str) {
     for name in [
         "echo",
         "get-sum",
@@ -79,10 +91,10 @@ async fn stdio_tools_and_calls() {
         assert!(client.catalog().get(name).is_some(), "missing {name}");
     }
     let echoed = client
-        .call_tool("echo", args(json!({"message": "hi there"})))
+        .call_tool("echo", args(json!({ "message": message })))
         .await
         .unwrap();
-    assert!(text(&echoed).contains("hi there"), "{echoed:?}");
+    assert!(text(&echoed).contains(message), "{echoed:?}");
     let sum = client
         .call_tool("get-sum", args(json!({"a": 2, "b": 40})))
         .await
@@ -91,13 +103,44 @@ async fn stdio_tools_and_calls() {
     let structured = client
         .call_tool(
             "get-structured-content",
-            args(json!({"location": "New York"})),
+            args(json!({ "location": location })),
         )
         .await
         .unwrap();
     assert!(structured.structured_content.is_some(), "{structured:?}");
-    content_blocks_of_every_type(&client).await;
-    long_running_operation_reports_progress(&client).await;
+    content_blocks_of_every_type(client).await;
+    long_running_operation_reports_progress(client).await;
+}
+
+/// A 5 s `trigger-long-running-operation` past the 300 ms request timeout
+/// ([`interop::timeout_limits`]) fails with `Timeout`.
+async fn long_operation_times_out(client: &Client) {
+    let error = client
+        .call_tool(
+            "trigger-long-running-operation",
+            args(json!({"duration": 5, "steps": 5})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout);
+}
+
+/// `get-sum` of 1 and 2 answers 3: the session serves calls.
+async fn still_adds(client: &Client) {
+    let sum = client
+        .call_tool("get-sum", args(json!({"a": 1, "b": 2})))
+        .await
+        .unwrap();
+    assert!(text(&sum).contains('3'));
+}
+
+#[tokio::test]
+async fn stdio_tools_and_calls() {
+    let Some(entry) = everything_entry() else {
+        return;
+    };
+    let client = open_reported(stdio(&entry)).await;
+    tools_and_calls(&client, "hi there", "New York").await;
     client.close().await;
 }
 
@@ -133,29 +176,12 @@ async fn stdio_timeout_then_cancel() {
     let Some(entry) = everything_entry() else {
         return;
     };
-    let mut limits = Limits::default();
-    limits.request_timeout_ms = 300;
-    let client = Client::builder("everything")
-        .limits(limits)
-        .connect(StdioCommand::new("node").arg(&entry).arg("stdio"))
-        .await
-        .unwrap();
-    interop::expect_era(&client, Era::Legacy);
-    let error = client
-        .call_tool(
-            "trigger-long-running-operation",
-            args(json!({"duration": 5, "steps": 5})),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Timeout);
+    let builder = Client::builder(PEER).limits(interop::timeout_limits());
+    let client = open(stdio(&entry), builder).await;
+    long_operation_times_out(&client).await;
     // The session survives the cancellation and serves the next call.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let sum = client
-        .call_tool("get-sum", args(json!({"a": 1, "b": 2})))
-        .await
-        .unwrap();
-    assert!(text(&sum).contains('3'));
+    still_adds(&client).await;
     client.close().await;
 }
 
@@ -230,10 +256,15 @@ impl HttpEverything {
         }
     }
 
-    fn transport(&self) -> smthrs_mcp::transport::http::HttpTransport {
-        smthrs_mcp::transport::http::HttpTransport::builder("everything", self.url.as_str())
+    fn transport(&self) -> HttpTransport {
+        HttpTransport::builder("everything", self.url.as_str())
             .build()
             .unwrap()
+    }
+
+    /// How a test reaches this server (whose output is not kept).
+    fn reach(&self) -> Reach<'_, HttpTransport> {
+        Reach::http(self.transport(), String::new)
     }
 }
 
@@ -250,37 +281,8 @@ async fn http_tools_and_calls() {
         return;
     };
     let server = HttpEverything::start(&entry).await;
-    let client = interop::connect(
-        Client::builder(PEER),
-        server.transport(),
-        PEER,
-        "http",
-        Era::Legacy,
-    )
-    .await
-    .expect("connect to server-everything over Streamable HTTP");
-    interop::expect_era(&client, Era::Legacy);
-    assert!(client.catalog().get("get-sum").is_some());
-    let sum = client
-        .call_tool("get-sum", args(json!({"a": 2, "b": 40})))
-        .await
-        .unwrap();
-    assert!(text(&sum).contains("42"), "{sum:?}");
-    let echoed = client
-        .call_tool("echo", args(json!({"message": "over http"})))
-        .await
-        .unwrap();
-    assert!(text(&echoed).contains("over http"));
-    let structured = client
-        .call_tool(
-            "get-structured-content",
-            args(json!({"location": "Chicago"})),
-        )
-        .await
-        .unwrap();
-    assert!(structured.structured_content.is_some());
-    content_blocks_of_every_type(&client).await;
-    long_running_operation_reports_progress(&client).await;
+    let client = open_reported(server.reach()).await;
+    tools_and_calls(&client, "over http", "Chicago").await;
     client.close().await;
 }
 
@@ -290,27 +292,10 @@ async fn http_timeout_then_cancel() {
         return;
     };
     let server = HttpEverything::start(&entry).await;
-    let mut limits = Limits::default();
-    limits.request_timeout_ms = 300;
-    let client = Client::builder("everything")
-        .limits(limits)
-        .connect(server.transport())
-        .await
-        .unwrap();
-    interop::expect_era(&client, Era::Legacy);
-    let error = client
-        .call_tool(
-            "trigger-long-running-operation",
-            args(json!({"duration": 5, "steps": 5})),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Timeout);
-    let sum = client
-        .call_tool("get-sum", args(json!({"a": 1, "b": 2})))
-        .await
-        .unwrap();
-    assert!(text(&sum).contains('3'));
+    let builder = Client::builder(PEER).limits(interop::timeout_limits());
+    let client = open(server.reach(), builder).await;
+    long_operation_times_out(&client).await;
+    still_adds(&client).await;
     client.close().await;
 }
 
@@ -444,15 +429,7 @@ async fn stdio_resources_prompts_and_completion() {
     let Some(entry) = everything_entry() else {
         return;
     };
-    let client = interop::connect(
-        Client::builder(PEER),
-        StdioCommand::new("node").arg(&entry).arg("stdio"),
-        PEER,
-        "stdio",
-        Era::Legacy,
-    )
-    .await
-    .expect("connect to server-everything over stdio");
+    let client = open_reported(stdio(&entry)).await;
     offers_besides_tools(&client).await;
     client.close().await;
 }
@@ -463,15 +440,7 @@ async fn http_resources_prompts_and_completion() {
         return;
     };
     let server = HttpEverything::start(&entry).await;
-    let client = interop::connect(
-        Client::builder(PEER),
-        server.transport(),
-        PEER,
-        "http",
-        Era::Legacy,
-    )
-    .await
-    .expect("connect to server-everything over Streamable HTTP");
+    let client = open_reported(server.reach()).await;
     offers_besides_tools(&client).await;
     client.close().await;
 }
@@ -545,12 +514,11 @@ async fn stdio_change_events() {
         return;
     };
     let drops = interop::Drops::new();
-    let client = Client::builder(PEER)
-        .diagnostics(drops.clone())
-        .connect(StdioCommand::new("node").arg(&entry).arg("stdio"))
-        .await
-        .expect("connect to server-everything over stdio");
-    interop::expect_era(&client, Era::Legacy);
+    let client = open(
+        stdio(&entry),
+        Client::builder(PEER).diagnostics(drops.clone()),
+    )
+    .await;
     change_events(&client, &drops).await;
     client.close().await;
 }
@@ -562,12 +530,11 @@ async fn http_change_events() {
     };
     let server = HttpEverything::start(&entry).await;
     let drops = interop::Drops::new();
-    let client = Client::builder(PEER)
-        .diagnostics(drops.clone())
-        .connect(server.transport())
-        .await
-        .expect("connect to server-everything over Streamable HTTP");
-    interop::expect_era(&client, Era::Legacy);
+    let client = open(
+        server.reach(),
+        Client::builder(PEER).diagnostics(drops.clone()),
+    )
+    .await;
     change_events(&client, &drops).await;
     client.close().await;
 }

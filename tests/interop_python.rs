@@ -16,144 +16,85 @@
 //! under CI (`CI=true`) a missing peer is a failure.
 
 mod support;
-use std::path::PathBuf;
 use std::time::Duration;
 use support::interop;
 use support::peer_process;
 
 use interop::{Era, Refusal, Refusals, SlowUnit};
 use peer_process::HttpPeer;
-use smthrs_mcp::{Client, StdioCommand};
+use smthrs_mcp::transport::http::HttpTransport;
+
+use interop::{OurServer, PythonServer, Reach};
 
 const PEER: &str = "python";
-const SLOW: SlowUnit = SlowUnit::Seconds;
+const PYTHON: OurServer = OurServer {
+    peer: PEER,
+    speaks: Era::Modern,
+    slow: SlowUnit::Seconds,
+};
 
 /// The venv's interpreter and the server script.
-fn python_peer() -> Option<(PathBuf, PathBuf)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop/python");
-    let python = dir.join(".venv/bin/python");
-    let found = python.exists().then(|| (python, dir.join("server.py")));
-    interop::require(
-        found,
-        "interop/python/.venv",
-        "bash interop/python/setup.sh",
-    )
+fn python_peer() -> Option<PythonServer> {
+    PythonServer::find(".venv", "server.py")
 }
 
-fn stdio((python, script): &(PathBuf, PathBuf)) -> StdioCommand {
-    StdioCommand::new(python).arg(script).arg("stdio")
+/// The server serving Streamable HTTP on a free port (`None`: the venv is missing).
+async fn http() -> Option<HttpPeer> {
+    let peer = python_peer()?;
+    Some(HttpPeer::start(|port| peer.http(port), Duration::from_secs(30)).await)
 }
 
-async fn http((python, script): &(PathBuf, PathBuf)) -> HttpPeer {
-    let (python, script) = (python.clone(), script.clone());
-    HttpPeer::start(
-        move |port| {
-            let mut command = std::process::Command::new(python);
-            command
-                .arg(script)
-                .arg("streamable-http")
-                .arg(port.to_string());
-            command
-        },
-        Duration::from_secs(30),
-    )
-    .await
+/// How a test reaches `server` (its log shown if connecting fails).
+fn reach(server: &HttpPeer) -> Reach<'_, HttpTransport> {
+    Reach::http(server.transport(PEER), || server.log())
 }
 
 #[tokio::test]
 async fn stdio_tools_and_calls() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let client = interop::connect(
-        Client::builder(PEER),
-        stdio(&peer),
-        PEER,
-        "stdio",
-        Era::Modern,
-    )
-    .await
-    .expect("connect to the Python SDK server over stdio");
-    interop::expect_era(&client, Era::Modern);
-    interop::tools_and_calls(&client, SLOW).await;
-    client.close().await;
+    if let Some(peer) = python_peer() {
+        let client = PYTHON.tools_and_calls(peer.stdio()).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn stdio_timeout_then_cancel() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let client = Client::builder(PEER)
-        .limits(interop::timeout_limits())
-        .connect(stdio(&peer))
-        .await
-        .unwrap();
-    interop::expect_era(&client, Era::Modern);
-    interop::timeout_then_cancel(&client, SLOW).await;
-    client.close().await;
+    if let Some(peer) = python_peer() {
+        let client = PYTHON.timeout_then_cancel(peer.stdio()).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn stdio_negotiates_modern() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let client = Client::builder(PEER).connect(stdio(&peer)).await.unwrap();
-    interop::expect_modern(&client);
-    interop::tools_and_calls(&client, SLOW).await;
-    client.close().await;
+    if let Some(peer) = python_peer() {
+        let client = PYTHON.negotiates_modern(peer.stdio()).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn http_tools_and_calls() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let server = http(&peer).await;
-    let client = interop::connect(
-        Client::builder(PEER),
-        server.transport(PEER),
-        PEER,
-        "http",
-        Era::Modern,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_era(&client, Era::Modern);
-    interop::tools_and_calls(&client, SLOW).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = PYTHON.tools_and_calls(reach(&server)).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn http_timeout_then_cancel() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let server = http(&peer).await;
-    let client = Client::builder(PEER)
-        .limits(interop::timeout_limits())
-        .connect(server.transport(PEER))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_era(&client, Era::Modern);
-    interop::timeout_then_cancel(&client, SLOW).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = PYTHON.timeout_then_cancel(reach(&server)).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn http_negotiates_modern() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let server = http(&peer).await;
-    let client = Client::builder(PEER)
-        .connect(server.transport(PEER))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_modern(&client);
-    interop::tools_and_calls(&client, SLOW).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = PYTHON.negotiates_modern(reach(&server)).await;
+        client.close().await;
+    }
 }
 
 /// What `mcp` 2.3.0 answers where servers differ (measured on both transports, in
@@ -168,65 +109,35 @@ const REFUSALS: Refusals = Refusals {
 };
 #[tokio::test]
 async fn stdio_resources_prompts_and_completion() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let client = Client::builder(PEER)
-        .connect(stdio(&peer))
-        .await
-        .expect("connect over stdio");
-    interop::expect_era(&client, Era::Modern);
-    interop::offers_besides_tools(&client, REFUSALS).await;
-    client.close().await;
+    if let Some(peer) = python_peer() {
+        let client = PYTHON.offers_besides_tools(peer.stdio(), REFUSALS).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn http_resources_prompts_and_completion() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let server = http(&peer).await;
-    let client = Client::builder(PEER)
-        .connect(server.transport(PEER))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_era(&client, Era::Modern);
-    interop::offers_besides_tools(&client, REFUSALS).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = PYTHON.offers_besides_tools(reach(&server), REFUSALS).await;
+        client.close().await;
+    }
 }
 
 /// Change events (issue 32) over stdio, in 2026-07-28: `subscriptions/listen`, the
 /// server's `touch`/`change` tools as triggers ([`interop::change_events`]).
 #[tokio::test]
 async fn stdio_change_events() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let drops = interop::Drops::new();
-    let client = Client::builder(PEER)
-        .diagnostics(drops.clone())
-        .connect(stdio(&peer))
-        .await
-        .expect("connect over stdio");
-    interop::expect_era(&client, Era::Modern);
-    interop::change_events(&client, &drops).await;
-    client.close().await;
+    if let Some(peer) = python_peer() {
+        let client = PYTHON.change_events(peer.stdio()).await;
+        client.close().await;
+    }
 }
 
 /// The same over Streamable HTTP: each listen is a POST answered with an event stream.
 #[tokio::test]
 async fn http_change_events() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let server = http(&peer).await;
-    let drops = interop::Drops::new();
-    let client = Client::builder(PEER)
-        .diagnostics(drops.clone())
-        .connect(server.transport(PEER))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_era(&client, Era::Modern);
-    interop::change_events(&client, &drops).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = PYTHON.change_events(reach(&server)).await;
+        client.close().await;
+    }
 }

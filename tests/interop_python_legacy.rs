@@ -16,120 +16,70 @@
 //! peer is a failure.
 
 mod support;
-use std::path::PathBuf;
 use std::time::Duration;
 use support::interop;
 use support::peer_process;
 
 use interop::{Era, Refusal, Refusals, SlowUnit};
 use peer_process::HttpPeer;
-use smthrs_mcp::{Client, StdioCommand};
+use smthrs_mcp::Client;
+use smthrs_mcp::transport::http::HttpTransport;
+
+use interop::{OurServer, PythonServer, Reach};
 
 const PEER: &str = "python-legacy";
-const SLOW: SlowUnit = SlowUnit::Seconds;
+const PYTHON_LEGACY: OurServer = OurServer {
+    peer: PEER,
+    speaks: Era::Legacy,
+    slow: SlowUnit::Seconds,
+};
 
 /// The legacy venv's interpreter and the server script.
-fn python_peer() -> Option<(PathBuf, PathBuf)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop/python");
-    let python = dir.join(".venv-legacy/bin/python");
-    let found = python
-        .exists()
-        .then(|| (python, dir.join("server_legacy.py")));
-    interop::require(
-        found,
-        "interop/python/.venv-legacy",
-        "bash interop/python/setup.sh",
-    )
+fn legacy_peer() -> Option<PythonServer> {
+    PythonServer::find(".venv-legacy", "server_legacy.py")
 }
 
-fn stdio((python, script): &(PathBuf, PathBuf)) -> StdioCommand {
-    StdioCommand::new(python).arg(script).arg("stdio")
+/// The server serving Streamable HTTP on a free port (`None`: the venv is missing).
+async fn http() -> Option<HttpPeer> {
+    let peer = legacy_peer()?;
+    Some(HttpPeer::start(|port| peer.http(port), Duration::from_secs(30)).await)
 }
 
-async fn http((python, script): &(PathBuf, PathBuf)) -> HttpPeer {
-    let (python, script) = (python.clone(), script.clone());
-    HttpPeer::start(
-        move |port| {
-            let mut command = std::process::Command::new(python);
-            command
-                .arg(script)
-                .arg("streamable-http")
-                .arg(port.to_string());
-            command
-        },
-        Duration::from_secs(30),
-    )
-    .await
+/// How a test reaches `server` (its log shown if connecting fails).
+fn reach(server: &HttpPeer) -> Reach<'_, HttpTransport> {
+    Reach::http(server.transport(PEER), || server.log())
 }
 
 #[tokio::test]
 async fn stdio_tools_and_calls() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let client = interop::connect(
-        Client::builder(PEER),
-        stdio(&peer),
-        PEER,
-        "stdio",
-        Era::Legacy,
-    )
-    .await
-    .expect("connect to the Python SDK 1.x server over stdio");
-    interop::expect_era(&client, Era::Legacy);
-    interop::tools_and_calls(&client, SLOW).await;
-    client.close().await;
+    if let Some(peer) = legacy_peer() {
+        let client = PYTHON_LEGACY.tools_and_calls(peer.stdio()).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn stdio_timeout_then_cancel() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let client = Client::builder(PEER)
-        .limits(interop::timeout_limits())
-        .connect(stdio(&peer))
-        .await
-        .unwrap();
-    interop::expect_era(&client, Era::Legacy);
-    interop::timeout_then_cancel(&client, SLOW).await;
-    client.close().await;
+    if let Some(peer) = legacy_peer() {
+        let client = PYTHON_LEGACY.timeout_then_cancel(peer.stdio()).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn http_tools_and_calls() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let server = http(&peer).await;
-    let client = interop::connect(
-        Client::builder(PEER),
-        server.transport(PEER),
-        PEER,
-        "http",
-        Era::Legacy,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_era(&client, Era::Legacy);
-    interop::tools_and_calls(&client, SLOW).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = PYTHON_LEGACY.tools_and_calls(reach(&server)).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn http_timeout_then_cancel() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let server = http(&peer).await;
-    let client = Client::builder(PEER)
-        .limits(interop::timeout_limits())
-        .connect(server.transport(PEER))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_era(&client, Era::Legacy);
-    interop::timeout_then_cancel(&client, SLOW).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = PYTHON_LEGACY.timeout_then_cancel(reach(&server)).await;
+        client.close().await;
+    }
 }
 
 /// What `mcp` 1.30.0 answers where servers differ (measured on both transports):
@@ -144,31 +94,22 @@ const REFUSALS: Refusals = Refusals {
 
 #[tokio::test]
 async fn stdio_resources_prompts_and_completion() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let client = Client::builder(PEER)
-        .connect(stdio(&peer))
-        .await
-        .expect("connect over stdio");
-    interop::expect_era(&client, Era::Legacy);
-    interop::offers_besides_tools(&client, REFUSALS).await;
-    client.close().await;
+    if let Some(peer) = legacy_peer() {
+        let client = PYTHON_LEGACY
+            .offers_besides_tools(peer.stdio(), REFUSALS)
+            .await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn http_resources_prompts_and_completion() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let server = http(&peer).await;
-    let client = Client::builder(PEER)
-        .connect(server.transport(PEER))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_era(&client, Era::Legacy);
-    interop::offers_besides_tools(&client, REFUSALS).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = PYTHON_LEGACY
+            .offers_besides_tools(reach(&server), REFUSALS)
+            .await;
+        client.close().await;
+    }
 }
 
 /// Change events (issue 32): FastMCP 1.30 declares none (`listChanged` false on every
@@ -178,31 +119,18 @@ async fn http_resources_prompts_and_completion() {
 /// ([`interop::no_change_events`]).
 #[tokio::test]
 async fn stdio_change_events_are_not_declared() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let client = Client::builder(PEER)
-        .connect(stdio(&peer))
-        .await
-        .expect("connect over stdio");
-    interop::expect_era(&client, Era::Legacy);
-    interop::no_change_events(&client).await;
-    client.close().await;
+    if let Some(peer) = legacy_peer() {
+        let client = PYTHON_LEGACY.no_change_events(peer.stdio()).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn http_change_events_are_not_declared() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let server = http(&peer).await;
-    let client = Client::builder(PEER)
-        .connect(server.transport(PEER))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_era(&client, Era::Legacy);
-    interop::no_change_events(&client).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = PYTHON_LEGACY.no_change_events(reach(&server)).await;
+        client.close().await;
+    }
 }
 
 /// The list changes FastMCP 1.30 sends but does not declare, taken as declared
@@ -219,28 +147,19 @@ fn assuming_list_changes() -> smthrs_mcp::ClientBuilder {
 
 #[tokio::test]
 async fn stdio_assumed_list_changes_arrive() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let client = assuming_list_changes()
-        .connect(stdio(&peer))
-        .await
-        .expect("connect over stdio");
-    assert_eq!(client.capabilities()["tools"]["listChanged"], true);
-    interop::assumed_list_changes(&client).await;
-    client.close().await;
+    if let Some(peer) = legacy_peer() {
+        let client = peer.stdio().connect(assuming_list_changes()).await;
+        assert_eq!(client.capabilities()["tools"]["listChanged"], true);
+        interop::assumed_list_changes(&client).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn http_assumed_list_changes_arrive() {
-    let Some(peer) = python_peer() else {
-        return;
-    };
-    let server = http(&peer).await;
-    let client = assuming_list_changes()
-        .connect(server.transport(PEER))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::assumed_list_changes(&client).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = reach(&server).connect(assuming_list_changes()).await;
+        interop::assumed_list_changes(&client).await;
+        client.close().await;
+    }
 }

@@ -68,6 +68,26 @@ fn timeout_limits() -> Limits {
     limits
 }
 
+/// A 5 s `slow` call past the 300 ms request timeout ([`timeout_limits`]) fails with
+/// `Timeout` (and is cancelled).
+async fn slow_call_times_out(client: &Client) {
+    let error = client
+        .call_tool("slow", args(json!({"ms": 5000})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
+}
+
+/// After the abandoned call, the session goes on: `echo` answers, and nothing ended it.
+async fn session_goes_on(client: &Client) {
+    let echoed = client
+        .call_tool("echo", args(json!({"text": "after"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&echoed), "after");
+    assert!(client.terminal_error().is_none());
+}
+
 // ----- stdio -----
 
 /// The Python SDK's late `-32800 Request cancelled` error (seen over HTTP), here over
@@ -89,19 +109,10 @@ async fn stdio_a_late_request_cancelled_error_for_an_abandoned_call_is_dropped()
         .connect(server.stdio())
         .await
         .unwrap();
-    let error = client
-        .call_tool("slow", args(json!({"ms": 5000})))
-        .await
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
+    slow_call_times_out(&client).await;
     // Let the late error arrive.
     tokio::time::sleep(Duration::from_millis(700)).await;
-    let echoed = client
-        .call_tool("echo", args(json!({"text": "after"})))
-        .await
-        .unwrap();
-    assert_eq!(text(&echoed), "after");
-    assert!(client.terminal_error().is_none());
+    session_goes_on(&client).await;
     assert_late_error_seen(&observer);
     let lines = recording.lines();
     let call_id = lines
@@ -438,11 +449,7 @@ async fn replayed_session(sdk: Sdk) {
         .unwrap();
     assert_eq!(sum.structured_content.unwrap()["sum"], json!(42));
 
-    let error = client
-        .call_tool("slow", args(json!({"ms": 5000})))
-        .await
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
+    slow_call_times_out(&client).await;
     // The cancellation reaches the server, which then ends the call's stream (rmcp)
     // or answers the abandoned id with an error (Python).
     let mut cancelled = replay.cancelled.subscribe();
@@ -455,12 +462,7 @@ async fn replayed_session(sdk: Sdk) {
     .unwrap();
     tokio::time::sleep(Duration::from_millis(4 * RETRY_MS)).await;
 
-    let echoed = client
-        .call_tool("echo", args(json!({"text": "after"})))
-        .await
-        .unwrap();
-    assert_eq!(text(&echoed), "after");
-    assert!(client.terminal_error().is_none());
+    session_goes_on(&client).await;
     if sdk == Sdk::Python {
         assert_late_error_seen(&observer);
     }

@@ -29,10 +29,13 @@ use interop::{Era, SlowUnit};
 use peer_process::HttpPeer;
 use serde_json::{Map, Value, json};
 use smthrs_mcp::handler::{ElicitAnswer, ElicitRequest, HostCapabilities, HostHandler};
+use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{
-    CallEvent, CallOptions, CancellationToken, Client, ErrorKind, Limits, StdioCommand, TaskPolicy,
-    TaskStatus, TaskUpdate,
+    CallEvent, CallOptions, CancellationToken, Client, ClientBuilder, ErrorKind, Limits,
+    StdioCommand, TaskPolicy, TaskStatus, TaskUpdate,
 };
+
+use interop::{OurServer, Reach};
 
 const SLOW: SlowUnit = SlowUnit::Millis;
 
@@ -57,6 +60,15 @@ impl Mode {
         match self {
             Mode::DualEra | Mode::Tasks => Era::Modern,
             Mode::LegacyOnly => Era::Legacy,
+        }
+    }
+
+    /// The example server in this mode, for the uniform checks.
+    fn server(self) -> OurServer {
+        OurServer {
+            peer: self.peer(),
+            speaks: self.era(),
+            slow: SLOW,
         }
     }
 
@@ -98,10 +110,12 @@ fn rmcp_server() -> Option<PathBuf> {
     )
 }
 
-fn stdio(server: &Path, mode: Mode) -> StdioCommand {
-    StdioCommand::new(server)
-        .arg("stdio")
-        .args(mode.extra_args().iter().copied())
+fn stdio(server: &Path, mode: Mode) -> Reach<'static, StdioCommand> {
+    Reach::stdio(
+        StdioCommand::new(server)
+            .arg("stdio")
+            .args(mode.extra_args().iter().copied()),
+    )
 }
 
 async fn http(server: &Path, mode: Mode) -> HttpPeer {
@@ -120,70 +134,42 @@ async fn http(server: &Path, mode: Mode) -> HttpPeer {
     .await
 }
 
+/// How a test reaches `peer` in `mode` (its log shown if connecting fails).
+fn reach(peer: &HttpPeer, mode: Mode) -> Reach<'_, HttpTransport> {
+    Reach::http(peer.transport(mode.peer()), || peer.log())
+}
+
 async fn stdio_tools_and_calls_in(mode: Mode) {
-    let Some(server) = rmcp_server() else {
-        return;
-    };
-    let client = interop::connect(
-        Client::builder(mode.peer()),
-        stdio(&server, mode),
-        mode.peer(),
-        "stdio",
-        mode.era(),
-    )
-    .await
-    .expect("connect to the rmcp server over stdio");
-    interop::expect_era(&client, mode.era());
-    interop::tools_and_calls(&client, SLOW).await;
-    client.close().await;
+    if let Some(server) = rmcp_server() {
+        let client = mode.server().tools_and_calls(stdio(&server, mode)).await;
+        client.close().await;
+    }
 }
 
 async fn stdio_timeout_then_cancel_in(mode: Mode) {
-    let Some(server) = rmcp_server() else {
-        return;
-    };
-    let client = Client::builder(mode.peer())
-        .limits(interop::timeout_limits())
-        .connect(stdio(&server, mode))
-        .await
-        .unwrap();
-    interop::expect_era(&client, mode.era());
-    interop::timeout_then_cancel(&client, SLOW).await;
-    client.close().await;
+    if let Some(server) = rmcp_server() {
+        let client = mode
+            .server()
+            .timeout_then_cancel(stdio(&server, mode))
+            .await;
+        client.close().await;
+    }
 }
 
 async fn http_tools_and_calls_in(mode: Mode) {
-    let Some(server) = rmcp_server() else {
-        return;
-    };
-    let peer = http(&server, mode).await;
-    let client = interop::connect(
-        Client::builder(mode.peer()),
-        peer.transport(mode.peer()),
-        mode.peer(),
-        "http",
-        mode.era(),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", peer.log()));
-    interop::expect_era(&client, mode.era());
-    interop::tools_and_calls(&client, SLOW).await;
-    client.close().await;
+    if let Some(server) = rmcp_server() {
+        let peer = http(&server, mode).await;
+        let client = mode.server().tools_and_calls(reach(&peer, mode)).await;
+        client.close().await;
+    }
 }
 
 async fn http_timeout_then_cancel_in(mode: Mode) {
-    let Some(server) = rmcp_server() else {
-        return;
-    };
-    let peer = http(&server, mode).await;
-    let client = Client::builder(mode.peer())
-        .limits(interop::timeout_limits())
-        .connect(peer.transport(mode.peer()))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", peer.log()));
-    interop::expect_era(&client, mode.era());
-    interop::timeout_then_cancel(&client, SLOW).await;
-    client.close().await;
+    if let Some(server) = rmcp_server() {
+        let peer = http(&server, mode).await;
+        let client = mode.server().timeout_then_cancel(reach(&peer, mode)).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
@@ -198,16 +184,11 @@ async fn stdio_timeout_then_cancel() {
 
 #[tokio::test]
 async fn stdio_negotiates_modern() {
-    let Some(server) = rmcp_server() else {
-        return;
-    };
-    let client = Client::builder("rmcp")
-        .connect(stdio(&server, Mode::DualEra))
-        .await
-        .unwrap();
-    interop::expect_modern(&client);
-    interop::tools_and_calls(&client, SLOW).await;
-    client.close().await;
+    if let Some(server) = rmcp_server() {
+        let mode = Mode::DualEra;
+        let client = mode.server().negotiates_modern(stdio(&server, mode)).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
@@ -222,17 +203,12 @@ async fn http_timeout_then_cancel() {
 
 #[tokio::test]
 async fn http_negotiates_modern() {
-    let Some(server) = rmcp_server() else {
-        return;
-    };
-    let peer = http(&server, Mode::DualEra).await;
-    let client = Client::builder("rmcp")
-        .connect(peer.transport("rmcp"))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", peer.log()));
-    interop::expect_modern(&client);
-    interop::tools_and_calls(&client, SLOW).await;
-    client.close().await;
+    if let Some(server) = rmcp_server() {
+        let mode = Mode::DualEra;
+        let peer = http(&server, mode).await;
+        let client = mode.server().negotiates_modern(reach(&peer, mode)).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
@@ -369,25 +345,22 @@ fn task_limits(wait_ms: u64) -> Limits {
     limits
 }
 
+/// A client of the `--tasks` server waiting at most `wait_ms` for a task.
+fn task_client(wait_ms: u64) -> ClientBuilder {
+    Client::builder(Mode::Tasks.peer()).limits(task_limits(wait_ms))
+}
+
 #[tokio::test]
 async fn stdio_tasks() {
     let Some(server) = rmcp_server() else {
         return;
     };
     let host = Arc::new(Accept::default());
-    let client = Client::builder("rmcp-tasks")
-        .limits(task_limits(60_000))
-        .host_handler(host.clone())
-        .connect(stdio(&server, Mode::Tasks))
-        .await
-        .unwrap();
+    let driving = task_client(60_000).host_handler(host.clone());
+    let client = stdio(&server, Mode::Tasks).connect(driving).await;
     tasks_against_rmcp(&client, &host).await;
     client.close().await;
-    let client = Client::builder("rmcp-tasks")
-        .limits(task_limits(400))
-        .connect(stdio(&server, Mode::Tasks))
-        .await
-        .unwrap();
+    let client = stdio(&server, Mode::Tasks).connect(task_client(400)).await;
     detach_and_resume_against_rmcp(&client).await;
     client.close().await;
 }
@@ -399,19 +372,11 @@ async fn http_tasks() {
     };
     let peer = http(&server, Mode::Tasks).await;
     let host = Arc::new(Accept::default());
-    let client = Client::builder("rmcp-tasks")
-        .limits(task_limits(60_000))
-        .host_handler(host.clone())
-        .connect(peer.transport("rmcp-tasks"))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", peer.log()));
+    let driving = task_client(60_000).host_handler(host.clone());
+    let client = reach(&peer, Mode::Tasks).connect(driving).await;
     tasks_against_rmcp(&client, &host).await;
     client.close().await;
-    let client = Client::builder("rmcp-tasks")
-        .limits(task_limits(400))
-        .connect(peer.transport("rmcp-tasks"))
-        .await
-        .unwrap();
+    let client = reach(&peer, Mode::Tasks).connect(task_client(400)).await;
     detach_and_resume_against_rmcp(&client).await;
     client.close().await;
 }

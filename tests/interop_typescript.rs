@@ -15,7 +15,7 @@
 //! vacuously; under CI (`CI=true`) a missing peer is a failure.
 
 mod support;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::interop;
@@ -24,10 +24,17 @@ use support::peer_process;
 use interop::{Era, Refusal, Refusals, SlowUnit};
 use peer_process::HttpPeer;
 use serde_json::json;
+use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{CallEvent, CallOptions, Client, ProtocolMode, StdioCommand};
 
+use interop::{OurServer, Reach};
+
 const PEER: &str = "typescript";
-const SLOW: SlowUnit = SlowUnit::Millis;
+const TYPESCRIPT: OurServer = OurServer {
+    peer: PEER,
+    speaks: Era::Modern,
+    slow: SlowUnit::Millis,
+};
 
 /// `interop/typescript/server.mjs`, when its npm dependencies are installed.
 fn server_script() -> Option<PathBuf> {
@@ -43,41 +50,37 @@ fn server_script() -> Option<PathBuf> {
     )
 }
 
-fn stdio(script: &Path) -> StdioCommand {
-    StdioCommand::new("node").arg(script).arg("stdio")
+/// The server over stdio (`None`: not installed).
+fn stdio() -> Option<Reach<'static, StdioCommand>> {
+    let script = server_script()?;
+    Some(Reach::stdio(
+        StdioCommand::new("node").arg(script).arg("stdio"),
+    ))
 }
 
-async fn http(script: &Path) -> HttpPeer {
-    let script = script.to_path_buf();
-    HttpPeer::start(
-        move |port| {
-            let mut command = std::process::Command::new("node");
-            command.arg(script).arg("http").arg(port.to_string());
-            command
-        },
-        Duration::from_secs(30),
-    )
-    .await
+/// The server serving Streamable HTTP on a free port (`None`: not installed).
+async fn http() -> Option<HttpPeer> {
+    let script = server_script()?;
+    let serve = |port: u16| {
+        let mut command = std::process::Command::new("node");
+        command.arg(script).arg("http").arg(port.to_string());
+        command
+    };
+    Some(HttpPeer::start(serve, Duration::from_secs(30)).await)
+}
+
+/// How a test reaches `server` (its log shown if connecting fails).
+fn reach(server: &HttpPeer) -> Reach<'_, HttpTransport> {
+    Reach::http(server.transport(PEER), || server.log())
 }
 
 #[tokio::test]
 async fn stdio_tools_and_calls() {
-    let Some(script) = server_script() else {
-        return;
-    };
-    let client = interop::connect(
-        Client::builder(PEER),
-        stdio(&script),
-        PEER,
-        "stdio",
-        Era::Modern,
-    )
-    .await
-    .expect("connect to the TypeScript SDK server over stdio");
-    interop::expect_era(&client, Era::Modern);
-    interop::tools_and_calls(&client, SLOW).await;
-    steps_report_progress(&client).await;
-    client.close().await;
+    if let Some(stdio) = stdio() {
+        let client = TYPESCRIPT.tools_and_calls(stdio).await;
+        steps_report_progress(&client).await;
+        client.close().await;
+    }
 }
 
 /// `steps` reports each step with `notifications/progress` naming the call's
@@ -106,80 +109,43 @@ async fn steps_report_progress(client: &Client) {
 
 #[tokio::test]
 async fn stdio_timeout_then_cancel() {
-    let Some(script) = server_script() else {
-        return;
-    };
-    let client = Client::builder(PEER)
-        .limits(interop::timeout_limits())
-        .connect(stdio(&script))
-        .await
-        .unwrap();
-    interop::expect_era(&client, Era::Modern);
-    interop::timeout_then_cancel(&client, SLOW).await;
-    client.close().await;
+    if let Some(stdio) = stdio() {
+        let client = TYPESCRIPT.timeout_then_cancel(stdio).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn stdio_negotiates_modern() {
-    let Some(script) = server_script() else {
-        return;
-    };
-    let client = Client::builder(PEER).connect(stdio(&script)).await.unwrap();
-    interop::expect_modern(&client);
-    interop::tools_and_calls(&client, SLOW).await;
-    client.close().await;
+    if let Some(stdio) = stdio() {
+        let client = TYPESCRIPT.negotiates_modern(stdio).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn http_tools_and_calls() {
-    let Some(script) = server_script() else {
-        return;
-    };
-    let server = http(&script).await;
-    let client = interop::connect(
-        Client::builder(PEER),
-        server.transport(PEER),
-        PEER,
-        "http",
-        Era::Modern,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_era(&client, Era::Modern);
-    interop::tools_and_calls(&client, SLOW).await;
-    steps_report_progress(&client).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = TYPESCRIPT.tools_and_calls(reach(&server)).await;
+        steps_report_progress(&client).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn http_timeout_then_cancel() {
-    let Some(script) = server_script() else {
-        return;
-    };
-    let server = http(&script).await;
-    let client = Client::builder(PEER)
-        .limits(interop::timeout_limits())
-        .connect(server.transport(PEER))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_era(&client, Era::Modern);
-    interop::timeout_then_cancel(&client, SLOW).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = TYPESCRIPT.timeout_then_cancel(reach(&server)).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn http_negotiates_modern() {
-    let Some(script) = server_script() else {
-        return;
-    };
-    let server = http(&script).await;
-    let client = Client::builder(PEER)
-        .connect(server.transport(PEER))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_modern(&client);
-    interop::tools_and_calls(&client, SLOW).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = TYPESCRIPT.negotiates_modern(reach(&server)).await;
+        client.close().await;
+    }
 }
 
 /// What `@modelcontextprotocol/server` 2.4.0 answers where servers differ (measured on
@@ -195,67 +161,39 @@ const REFUSALS: Refusals = Refusals {
 
 #[tokio::test]
 async fn stdio_resources_prompts_and_completion() {
-    let Some(script) = server_script() else {
-        return;
-    };
-    let client = Client::builder(PEER)
-        .connect(stdio(&script))
-        .await
-        .expect("connect over stdio");
-    interop::expect_era(&client, Era::Modern);
-    interop::offers_besides_tools(&client, REFUSALS).await;
-    client.close().await;
+    if let Some(stdio) = stdio() {
+        let client = TYPESCRIPT.offers_besides_tools(stdio, REFUSALS).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn http_resources_prompts_and_completion() {
-    let Some(script) = server_script() else {
-        return;
-    };
-    let server = http(&script).await;
-    let client = Client::builder(PEER)
-        .connect(server.transport(PEER))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_era(&client, Era::Modern);
-    interop::offers_besides_tools(&client, REFUSALS).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = TYPESCRIPT
+            .offers_besides_tools(reach(&server), REFUSALS)
+            .await;
+        client.close().await;
+    }
 }
 
 /// Change events (issue 32) over stdio, in 2026-07-28: `subscriptions/listen`, the
 /// server's `touch`/`change` tools as triggers ([`interop::change_events`]).
 #[tokio::test]
 async fn stdio_change_events() {
-    let Some(script) = server_script() else {
-        return;
-    };
-    let drops = interop::Drops::new();
-    let client = Client::builder(PEER)
-        .diagnostics(drops.clone())
-        .connect(stdio(&script))
-        .await
-        .expect("connect over stdio");
-    interop::expect_era(&client, Era::Modern);
-    interop::change_events(&client, &drops).await;
-    client.close().await;
+    if let Some(stdio) = stdio() {
+        let client = TYPESCRIPT.change_events(stdio).await;
+        client.close().await;
+    }
 }
 
 /// The same over Streamable HTTP: each listen is a POST answered with an event stream.
 #[tokio::test]
 async fn http_change_events() {
-    let Some(script) = server_script() else {
-        return;
-    };
-    let server = http(&script).await;
-    let drops = interop::Drops::new();
-    let client = Client::builder(PEER)
-        .diagnostics(drops.clone())
-        .connect(server.transport(PEER))
-        .await
-        .unwrap_or_else(|e| panic!("connect over Streamable HTTP: {e}\n{}", server.log()));
-    interop::expect_era(&client, Era::Modern);
-    interop::change_events(&client, &drops).await;
-    client.close().await;
+    if let Some(server) = http().await {
+        let client = TYPESCRIPT.change_events(reach(&server)).await;
+        client.close().await;
+    }
 }
 
 /// Change events in a legacy session over stdio (the peer serves `initialize` too, with
@@ -265,16 +203,14 @@ async fn http_change_events() {
 /// client there hears of no change.
 #[tokio::test]
 async fn stdio_legacy_change_events() {
-    let Some(script) = server_script() else {
+    let Some(stdio) = stdio() else {
         return;
     };
     let drops = interop::Drops::new();
-    let client = Client::builder(PEER)
+    let legacy = Client::builder(PEER)
         .protocol(ProtocolMode::Legacy)
-        .diagnostics(drops.clone())
-        .connect(stdio(&script))
-        .await
-        .expect("connect over stdio, legacy");
+        .diagnostics(drops.clone());
+    let client = stdio.connect(legacy).await;
     assert_eq!(client.protocol_version(), interop::LEGACY_VERSION);
     interop::change_events(&client, &drops).await;
     client.close().await;

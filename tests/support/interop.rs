@@ -7,6 +7,10 @@
 //! - the line each connect appends to `$SMTHRS_INTEROP_REPORT` (negotiated version,
 //!   target era, connect time), which `interop/servers/run.sh` turns into the README
 //!   table;
+//! - how a test reaches its peer ([`Reach`]: over stdio, or over Streamable HTTP with the
+//!   server's log shown when connecting fails), our Python servers ([`PythonServer`]),
+//!   and the checks every peer file runs against one of our servers ([`OurServer`]:
+//!   connect, assert the era, run a uniform check below);
 //! - the uniform checks for the server scripts of ours on the SDKs
 //!   (`interop/python/server.py` and `server_legacy.py`, `examples/rmcp_server.rs`,
 //!   `interop/typescript/server.mjs`):
@@ -25,6 +29,7 @@
 
 use std::future::Future;
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,8 +37,8 @@ use serde_json::{Value, json};
 use smthrs_mcp::events::{Interest, ServerEvent};
 use smthrs_mcp::session::Subscription;
 use smthrs_mcp::{
-    Client, ClientBuilder, DiagnosticEvent, DiagnosticObserver, ErrorKind, Limits, ToolResult,
-    Transport,
+    Client, ClientBuilder, DiagnosticEvent, DiagnosticObserver, ErrorKind, Limits, StdioCommand,
+    ToolResult, Transport,
 };
 
 /// The modern revision.
@@ -135,6 +140,178 @@ fn report(peer: &str, transport: &str, client: &Client, speaks: Era, took: Durat
         .open(path)
     {
         let _ = file.write_all(line.as_bytes());
+    }
+}
+
+/// Where a test meets its peer's server: the transport, its name (`stdio` or `http`, as
+/// the report and the failures say it), and the server's output so far, which a failed
+/// connect shows (an HTTP server's log; nothing over stdio).
+pub struct Reach<'a, T> {
+    transport: T,
+    over: &'static str,
+    log: Box<dyn Fn() -> String + 'a>,
+}
+
+impl Reach<'static, StdioCommand> {
+    /// The server as a child over stdio.
+    pub fn stdio(command: StdioCommand) -> Self {
+        Reach {
+            transport: command,
+            over: "stdio",
+            log: Box::new(String::new),
+        }
+    }
+}
+
+impl<'a, T: Transport> Reach<'a, T> {
+    /// A server serving Streamable HTTP over `transport`, whose output `log` reads.
+    pub fn http(transport: T, log: impl Fn() -> String + 'a) -> Self {
+        Reach {
+            transport,
+            over: "http",
+            log: Box::new(log),
+        }
+    }
+
+    /// Connects `builder`, or fails the test with the error and the server's output.
+    pub async fn connect(self, builder: ClientBuilder) -> Client {
+        let Reach {
+            transport,
+            over,
+            log,
+        } = self;
+        let connected = builder.connect(transport).await;
+        connected.unwrap_or_else(|e| panic!("connect over {over}: {e}\n{}", log()))
+    }
+
+    /// [`Reach::connect`] in the default mode, timed and reported for `peer`, whose
+    /// server speaks `speaks` (see [`connect`]).
+    pub async fn connect_reported(self, builder: ClientBuilder, peer: &str, speaks: Era) -> Client {
+        let Reach {
+            transport,
+            over,
+            log,
+        } = self;
+        let connected = connect(builder, transport, peer, over, speaks).await;
+        connected.unwrap_or_else(|e| panic!("connect to {peer} over {over}: {e}\n{}", log()))
+    }
+}
+
+/// One of our Python servers (`interop/python`): a venv's interpreter and a script.
+pub struct PythonServer {
+    python: PathBuf,
+    script: PathBuf,
+}
+
+impl PythonServer {
+    /// `interop/python/<venv>/bin/python` running `interop/python/<script>`, when that venv
+    /// exists (otherwise [`require`]: a notice locally, a failure under CI).
+    pub fn find(venv: &str, script: &str) -> Option<PythonServer> {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop/python");
+        let python = dir.join(venv).join("bin/python");
+        let found = python.exists().then(|| PythonServer {
+            python,
+            script: dir.join(script),
+        });
+        require(
+            found,
+            &format!("interop/python/{venv}"),
+            "bash interop/python/setup.sh",
+        )
+    }
+
+    /// The server over stdio.
+    pub fn stdio(&self) -> Reach<'static, StdioCommand> {
+        Reach::stdio(
+            StdioCommand::new(&self.python)
+                .arg(&self.script)
+                .arg("stdio"),
+        )
+    }
+
+    /// The command that serves Streamable HTTP on `port`.
+    pub fn http(&self, port: u16) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.python);
+        command
+            .arg(&self.script)
+            .arg("streamable-http")
+            .arg(port.to_string());
+        command
+    }
+}
+
+/// One of our SDK servers, as its test file names it: the peer (the client's name and
+/// the report's key), the era it serves at best, and how its `slow` tool takes time.
+/// Each check connects, asserts the era, runs the uniform checks of this module, and
+/// returns the session open, for the test's own checks and its close.
+#[derive(Clone, Copy, Debug)]
+pub struct OurServer {
+    pub peer: &'static str,
+    pub speaks: Era,
+    pub slow: SlowUnit,
+}
+
+impl OurServer {
+    /// A builder for a client named after the peer.
+    pub fn builder(self) -> ClientBuilder {
+        Client::builder(self.peer)
+    }
+
+    /// The default mode's connect, timed and reported, then [`tools_and_calls`].
+    pub async fn tools_and_calls(self, reach: Reach<'_, impl Transport>) -> Client {
+        let client = reach
+            .connect_reported(self.builder(), self.peer, self.speaks)
+            .await;
+        expect_era(&client, self.speaks);
+        tools_and_calls(&client, self.slow).await;
+        client
+    }
+
+    /// [`timeout_then_cancel`], with [`timeout_limits`].
+    pub async fn timeout_then_cancel(self, reach: Reach<'_, impl Transport>) -> Client {
+        let client = reach.connect(self.builder().limits(timeout_limits())).await;
+        expect_era(&client, self.speaks);
+        timeout_then_cancel(&client, self.slow).await;
+        client
+    }
+
+    /// The modern revision ([`expect_modern`]), then [`tools_and_calls`].
+    pub async fn negotiates_modern(self, reach: Reach<'_, impl Transport>) -> Client {
+        let client = reach.connect(self.builder()).await;
+        expect_modern(&client);
+        tools_and_calls(&client, self.slow).await;
+        client
+    }
+
+    /// [`offers_besides_tools`], the server refusing as `refusals` says.
+    pub async fn offers_besides_tools(
+        self,
+        reach: Reach<'_, impl Transport>,
+        refusals: Refusals,
+    ) -> Client {
+        let client = reach.connect(self.builder()).await;
+        expect_era(&client, self.speaks);
+        offers_besides_tools(&client, refusals).await;
+        client
+    }
+
+    /// [`change_events`], with [`Drops`] observing the session.
+    pub async fn change_events(self, reach: Reach<'_, impl Transport>) -> Client {
+        let drops = Drops::new();
+        let client = reach
+            .connect(self.builder().diagnostics(drops.clone()))
+            .await;
+        expect_era(&client, self.speaks);
+        change_events(&client, &drops).await;
+        client
+    }
+
+    /// [`no_change_events`].
+    pub async fn no_change_events(self, reach: Reach<'_, impl Transport>) -> Client {
+        let client = reach.connect(self.builder()).await;
+        expect_era(&client, self.speaks);
+        no_change_events(&client).await;
+        client
     }
 }
 
@@ -287,6 +464,20 @@ fn message_text(result: &smthrs_mcp::prompts::GetPromptResult) -> &str {
     }
 }
 
+/// `completion/complete` of `argument` (no context) starting with `prefix`, which must
+/// be answered.
+async fn complete(
+    client: &Client,
+    reference: &smthrs_mcp::completion::CompletionRef,
+    argument: &str,
+    prefix: &str,
+) -> smthrs_mcp::completion::Completion {
+    client
+        .complete(reference, argument, prefix, serde_json::Map::new())
+        .await
+        .unwrap_or_else(|e| panic!("completion/complete {reference:?} {argument}: {e}"))
+}
+
 /// Resources, the template, reads (text, blob, templated, unknown), prompts (with and
 /// without arguments, a missing required argument judged by the server and then
 /// refused locally) and completions, against one of our servers (issue 32). `client`
@@ -426,32 +617,18 @@ pub async fn offers_besides_tools(client: &Client, refusals: Refusals) {
         .expect_err("hello declares no argument: refused before sending");
     assert_eq!(undeclared.kind(), ErrorKind::ProtocolError, "{undeclared}");
 
-    let names = client
-        .complete(
-            &CompletionRef::Prompt {
-                name: "greet".into(),
-            },
-            "name",
-            "Ali",
-            serde_json::Map::new(),
-        )
-        .await
-        .expect("completion/complete greet.name");
+    let prompt = CompletionRef::Prompt {
+        name: "greet".into(),
+    };
+    let names = complete(client, &prompt, "name", "Ali").await;
     assert_eq!(names.values, ["Alice", "Alicia"], "{names:?}");
     assert!(!names.has_more, "{names:?}");
     // `total` is optional: the TypeScript SDK sends the count, the Python SDK none.
     assert!(matches!(names.total, None | Some(2)), "{names:?}");
-    let ids = client
-        .complete(
-            &CompletionRef::Resource {
-                uri: ITEM_TEMPLATE.into(),
-            },
-            "id",
-            "ap",
-            serde_json::Map::new(),
-        )
-        .await
-        .expect("completion/complete item.id");
+    let template = CompletionRef::Resource {
+        uri: ITEM_TEMPLATE.into(),
+    };
+    let ids = complete(client, &template, "id", "ap").await;
     assert_eq!(ids.values, ["apple", "apricot"], "{ids:?}");
     assert!(!ids.has_more, "{ids:?}");
 }
@@ -525,6 +702,29 @@ pub async fn change(client: &Client, list: &str) {
     trigger(client, "change", json!({ "list": list })).await;
 }
 
+/// `change {list}` for each list: each arrives on `sub` as its event, in order.
+async fn each_list_change_arrives(client: &Client, sub: &mut Subscription) {
+    for (list, event) in [
+        ("tools", ServerEvent::ToolsListChanged),
+        ("prompts", ServerEvent::PromptsListChanged),
+        ("resources", ServerEvent::ResourcesListChanged),
+    ] {
+        change(client, list).await;
+        assert_eq!(next_event(sub).await, Some(event), "{list}");
+    }
+}
+
+/// `echo {text}` answers `text`: the session goes on.
+async fn echoes(client: &Client, said: &str) {
+    let echoed = guard(
+        "echo",
+        client.call_tool("echo", args(json!({ "text": said }))),
+    )
+    .await
+    .unwrap();
+    assert_eq!(text(&echoed), said);
+}
+
 /// Change events from one of our servers (TypeScript 2.4, Python 2.3) in the era the
 /// session speaks (2026-07-28: `subscriptions/listen`; legacy: `resources/subscribe`,
 /// list changes unasked): everything asked is honoured; each trigger arrives as its
@@ -564,14 +764,7 @@ pub async fn change_events(client: &Client, drops: &Drops) {
     // Not subscribed: the server filters it out (had it sent it, the client would
     // have dropped it, and `drops` would say so), so the next event is the list's.
     touch(client, "demo://pixel").await;
-    for (list, event) in [
-        ("tools", ServerEvent::ToolsListChanged),
-        ("prompts", ServerEvent::PromptsListChanged),
-        ("resources", ServerEvent::ResourcesListChanged),
-    ] {
-        change(client, list).await;
-        assert_eq!(next_event(&mut sub).await, Some(event), "{list}");
-    }
+    each_list_change_arrives(client, &mut sub).await;
     assert!(sub.end().is_none(), "{:?}", sub.end());
     assert_eq!(drops.taken(), [], "notifications the client refused");
     guard("close the subscription", sub.close()).await;
@@ -579,13 +772,7 @@ pub async fn change_events(client: &Client, drops: &Drops) {
     // The session goes on; a trigger now reaches no subscription.
     touch(client, WATCHED).await;
     change(client, "tools").await;
-    let echoed = guard(
-        "echo",
-        client.call_tool("echo", args(json!({"text": "after"}))),
-    )
-    .await
-    .unwrap();
-    assert_eq!(text(&echoed), "after");
+    echoes(client, "after").await;
 
     // A second, narrower subscription: only the tool list.
     let tools_only = Interest::new().tools_list();
@@ -625,14 +812,7 @@ pub async fn assumed_list_changes(client: &Client) {
         .await
         .expect("subscribe to the assumed list changes");
     assert_eq!(sub.honoured(), &Interest::every_list());
-    for (list, event) in [
-        ("tools", ServerEvent::ToolsListChanged),
-        ("prompts", ServerEvent::PromptsListChanged),
-        ("resources", ServerEvent::ResourcesListChanged),
-    ] {
-        change(client, list).await;
-        assert_eq!(next_event(&mut sub).await, Some(event), "{list}");
-    }
+    each_list_change_arrives(client, &mut sub).await;
     guard("close the subscription", sub.close()).await;
 }
 
@@ -669,11 +849,5 @@ pub async fn no_change_events(client: &Client) {
     for list in ["tools", "prompts", "resources"] {
         change(client, list).await;
     }
-    let echoed = guard(
-        "echo",
-        client.call_tool("echo", args(json!({"text": "still"}))),
-    )
-    .await
-    .unwrap();
-    assert_eq!(text(&echoed), "still");
+    echoes(client, "still").await;
 }
