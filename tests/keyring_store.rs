@@ -62,12 +62,10 @@ fn sample(access: &str, refresh: &str, secret: &str) -> StoredAuth {
             token_endpoint: "http://as/token".into(),
             client_id: "id".into(),
             tokens: TokenSet {
-                access_token: SecretString::from(access),
-                refresh_token: Some(SecretString::from(refresh)),
                 expires_at: Some(4600),
                 obtained_at: Some(1000),
                 scopes: vec!["a".into()],
-                dpop_bound: false,
+                ..oauth_server::token_set(access, refresh)
             },
             revocation_endpoint: Some("http://as/revoke".into()),
         }),
@@ -334,33 +332,6 @@ fn debug_shows_the_service_and_lock_path_only() {
     assert!(store.remove("srv").unwrap());
 }
 
-fn cli() -> tokio::process::Command {
-    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_smthrs-mcp"));
-    for var in [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-        "NO_PROXY",
-        "no_proxy",
-    ] {
-        c.env_remove(var);
-    }
-    c.kill_on_drop(true);
-    c
-}
-
-async fn run(mut c: tokio::process::Command) -> (i32, String, String) {
-    let out = c.output().await.unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 type Outputs = Vec<(i32, String, String)>;
 type Job = (Vec<std::process::Command>, std::sync::mpsc::Sender<Outputs>);
 
@@ -388,14 +359,7 @@ impl Launcher {
                     .collect();
                 let outputs = children
                     .into_iter()
-                    .map(|child| {
-                        let out = child.wait_with_output().unwrap();
-                        (
-                            out.status.code().unwrap_or(-1),
-                            String::from_utf8_lossy(&out.stdout).into_owned(),
-                            String::from_utf8_lossy(&out.stderr).into_owned(),
-                        )
-                    })
+                    .map(|child| oauth_server::outputs(child.wait_with_output().unwrap()))
                     .collect();
                 let _ = reply.send(outputs);
             }
@@ -433,36 +397,17 @@ async fn the_cli_keeps_tokens_in_the_keyring_and_two_processes_refresh_once() {
     // The CLI's store: service smthrs-mcp, the lock beside the token file.
     let lock: PathBuf = state_home.join("smthrs-mcp").join("keyring.lock");
     let store = KeyringStore::native(DEFAULT_KEYRING_SERVICE, &lock).unwrap();
+    let expired = TokenSet {
+        expires_at: Some(1),
+        ..oauth_server::token_set("expired", &refresh)
+    };
     {
         let _lock = store.lock(&name).unwrap();
-        store
-            .save(
-                &name,
-                &StoredAuth {
-                    registrations: vec![],
-                    tokens: Some(StoredTokens {
-                        issuer: server.issuer(),
-                        resource: format!("{}/mcp", server.issuer()),
-                        token_endpoint: format!("{}/token", server.issuer()),
-                        client_id: client_id.clone(),
-                        tokens: TokenSet {
-                            access_token: SecretString::from("expired"),
-                            refresh_token: Some(SecretString::from(refresh.clone())),
-                            expires_at: Some(1),
-                            obtained_at: None,
-                            scopes: vec![],
-                            dpop_bound: false,
-                        },
-                        revocation_endpoint: None,
-                    }),
-                    redirect_port: None,
-                    dpop_keys: vec![],
-                },
-            )
-            .unwrap();
+        let login = oauth_server::stored_login(&server, &client_id, expired, None);
+        store.save(&name, &login).unwrap();
     }
     let command = |args: &[&str]| {
-        let mut c = cli();
+        let mut c = oauth_server::cli();
         c.arg("--mcp-config")
             .arg(&config)
             .args(args)
@@ -504,7 +449,7 @@ async fn the_cli_keeps_tokens_in_the_keyring_and_two_processes_refresh_once() {
     // Nothing went to the token file.
     assert!(!state_home.join("smthrs-mcp").join("tokens.json").exists());
     // logout forgets the tokens.
-    let (code, stdout, stderr) = run(command(&["logout", &name])).await;
+    let (code, stdout, stderr) = oauth_server::run(command(&["logout", &name])).await;
     assert_eq!(
         (code, stdout.trim()),
         (0, format!("ok: logged out of {name}").as_str()),
@@ -516,35 +461,16 @@ async fn the_cli_keeps_tokens_in_the_keyring_and_two_processes_refresh_once() {
             .unwrap()
             .is_none_or(|s| s.tokens.is_none())
     );
-    let (code, _, stderr) = run(command(&["tools"])).await;
+    let (code, _, stderr) = oauth_server::run(command(&["tools"])).await;
     assert_eq!(code, 1);
     assert!(
         stderr.contains(&format!("smthrs-mcp login {name}")),
         "{stderr}"
     );
 
-    // login stores into the keyring, and call uses what it stored.
-    use tokio::io::{AsyncBufReadExt, BufReader};
-    let mut login = command(&["login", &name]);
-    login
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = login.spawn().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines
-            .next_line()
-            .await
-            .unwrap()
-            .expect("the URL is printed");
-        if line.starts_with("http") {
-            break line;
-        }
-    };
-    let location = browser_get(&url).await.1.expect("a redirect");
-    assert_eq!(browser_get(&location).await.0, 200);
-    let out = child.wait_with_output().await.unwrap();
-    assert!(out.status.success());
+    // login stores into the keyring (the browser's redirect answered 200, the
+    // login succeeded), and call uses what it stored.
+    oauth_server::login_with_browser(command(&["login", &name])).await;
     let stored = store.load(&name).unwrap().unwrap().tokens.unwrap();
     assert!(stored.tokens.obtained_at.is_some());
     // Read from another session: through the persistent keyring.
@@ -558,33 +484,11 @@ async fn the_cli_keeps_tokens_in_the_keyring_and_two_processes_refresh_once() {
         .await;
     assert_eq!(call[0].0, 0, "{call:?}");
     assert!(!state_home.join("smthrs-mcp").join("tokens.json").exists());
-    let (code, _, _) = run(command(&["logout", &name])).await;
+    let (code, _, _) = oauth_server::run(command(&["logout", &name])).await;
     assert_eq!(code, 0);
     // Logout forgets the tokens, keeping the remembered redirect port.
     let kept = store.load(&name).unwrap().unwrap();
     assert!(kept.tokens.is_none());
     assert!(kept.redirect_port.is_some());
     assert!(store.remove(&name).unwrap());
-}
-
-/// One GET without following redirects: (status, Location).
-async fn browser_get(url: &str) -> (u16, Option<String>) {
-    let uri: http::Uri = url.parse().unwrap();
-    let host = uri.authority().unwrap().as_str().to_owned();
-    let tcp = tokio::net::TcpStream::connect(&host).await.unwrap();
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    let req = http::Request::get(uri.path_and_query().unwrap().as_str())
-        .header("host", host)
-        .body(http_body_util::Empty::<bytes::Bytes>::new())
-        .unwrap();
-    let resp = sender.send_request(req).await.unwrap();
-    let location = resp
-        .headers()
-        .get("location")
-        .map(|v| v.to_str().unwrap().to_owned());
-    (resp.status().as_u16(), location)
 }

@@ -1009,6 +1009,99 @@ async fn cli_output_on_every_failure() {
     }
 }
 
+/// An HTTP transport named `remote` to `url`, with `oauth`.
+fn oauth_transport(url: String, oauth: smthrs_mcp::auth::OAuth) -> HttpTransport {
+    HttpTransport::builder("remote", url)
+        .oauth(oauth)
+        .build()
+        .unwrap()
+}
+
+/// Connects to `url` with `oauth`, and the chain is refused: the transport,
+/// the `unauthorized` error and the chain's steps (one of them failed) show no
+/// secret.
+async fn audit_refused_chain(what: &str, url: String, oauth: smthrs_mcp::auth::OAuth) {
+    let transport = oauth_transport(url, oauth);
+    audit_debug(what, &transport);
+    let (error, observer) = refused_over_http(transport).await;
+    audit(what, &error, ErrorKind::Unauthorized);
+    // The chain's steps reach the observer, and no secret with them.
+    audit_failed_steps(what, &observer);
+}
+
+/// Connects over `transport` with an observer; the connect must fail. The
+/// error, and the observer.
+async fn refused_over_http(transport: HttpTransport) -> (Error, Arc<Collect>) {
+    let observer = Collect::new();
+    let error = Client::builder("remote")
+        .diagnostics(observer.clone())
+        .connect(transport)
+        .await
+        .unwrap_err();
+    (error, observer)
+}
+
+/// The OAuth chain's steps reached the observer, one of them failed, and no
+/// secret came with them.
+fn audit_failed_steps(what: &str, observer: &Collect) {
+    let steps: Vec<_> = observer
+        .events()
+        .into_iter()
+        .filter(|(name, _)| name == "oauth-step")
+        .collect();
+    assert!(
+        steps.iter().any(|(_, t)| t.contains("failed")),
+        "{what}: {steps:?}"
+    );
+    for (_, text) in &steps {
+        assert_clean(what, text);
+    }
+}
+
+/// Planted stored tokens of `client_id` at `issuer` (its resource
+/// `{issuer}/mcp`): `access` and `refresh`, nothing else known, not
+/// DPoP-bound, no revocation endpoint.
+fn planted_tokens(
+    issuer: &str,
+    client_id: &str,
+    access: &str,
+    refresh: &str,
+) -> smthrs_mcp::auth::store::StoredTokens {
+    smthrs_mcp::auth::store::StoredTokens {
+        issuer: issuer.to_owned(),
+        resource: format!("{issuer}/mcp"),
+        token_endpoint: format!("{issuer}/token"),
+        client_id: client_id.to_owned(),
+        tokens: smthrs_mcp::auth::token::TokenSet {
+            access_token: SecretString::from(access),
+            refresh_token: Some(SecretString::from(refresh)),
+            expires_at: None,
+            obtained_at: None,
+            scopes: vec![],
+            dpop_bound: false,
+        },
+        revocation_endpoint: None,
+    }
+}
+
+/// A planted dynamic registration of `client_id` at `issuer`, holding the
+/// client secret.
+fn planted_registration(
+    issuer: &str,
+    client_id: &str,
+    auth_method: Option<&str>,
+    redirect_uris: Vec<String>,
+) -> smthrs_mcp::auth::registration::Registration {
+    smthrs_mcp::auth::registration::Registration {
+        issuer: issuer.to_owned(),
+        client_id: client_id.to_owned(),
+        client_secret: Some(SecretString::from(CLIENT_SECRET)),
+        token_endpoint_auth_method: auth_method.map(str::to_owned),
+        redirect_uris,
+        kind: smthrs_mcp::auth::registration::RegistrationKind::Dynamic,
+    }
+}
+
 /// An MCP server + authorization server whose token endpoint answers `token`
 /// (status, body) and whose authorization redirect carries `extra`.
 async fn oauth_peer(token: (u16, String), extra: &'static str) -> TestServer {
@@ -1097,38 +1190,11 @@ async fn oauth_errors() {
     ];
     for (token, extra, what) in cases {
         let server = oauth_peer(token, extra).await;
-        let transport = HttpTransport::builder("remote", server.url())
-            .oauth(OAuth::new().authorizer(headless()))
-            .build()
-            .unwrap();
-        audit_debug(what, &transport);
-        let observer = Collect::new();
-        let error = Client::builder("remote")
-            .diagnostics(observer.clone())
-            .connect(transport)
-            .await
-            .unwrap_err();
-        audit(what, &error, ErrorKind::Unauthorized);
-        // The chain's steps reach the observer, and no secret with them.
-        let steps: Vec<_> = observer
-            .events()
-            .into_iter()
-            .filter(|(name, _)| name == "oauth-step")
-            .collect();
-        assert!(
-            steps.iter().any(|(_, t)| t.contains("failed")),
-            "{what}: {steps:?}"
-        );
-        for (_, text) in &steps {
-            assert_clean(what, text);
-        }
+        audit_refused_chain(what, server.url(), OAuth::new().authorizer(headless())).await;
     }
     // Without an authorizer: the hint, nothing from the challenge.
     let server = oauth_peer((500, String::new()), "").await;
-    let transport = HttpTransport::builder("remote", server.url())
-        .oauth(OAuth::new().login_hint("run login"))
-        .build()
-        .unwrap();
+    let transport = oauth_transport(server.url(), OAuth::new().login_hint("run login"));
     let error = Client::builder("remote")
         .connect(transport)
         .await
@@ -1143,34 +1209,10 @@ async fn oauth_errors() {
 #[cfg(all(feature = "keyring", target_os = "linux"))]
 #[test]
 fn keyring_store_errors_and_debug() {
-    use smthrs_mcp::auth::registration::{Registration, RegistrationKind};
-    use smthrs_mcp::auth::store::StoredTokens;
-    use smthrs_mcp::auth::token::TokenSet;
     use smthrs_mcp::auth::{KeyringStore, StoredAuth, TokenStore};
     let value = |access: &str| StoredAuth {
-        registrations: vec![Registration {
-            issuer: "http://as".into(),
-            client_id: "id".into(),
-            client_secret: Some(SecretString::from(CLIENT_SECRET)),
-            token_endpoint_auth_method: None,
-            redirect_uris: vec![],
-            kind: RegistrationKind::Dynamic,
-        }],
-        tokens: Some(StoredTokens {
-            issuer: "http://as".into(),
-            resource: "http://r".into(),
-            token_endpoint: "http://as/token".into(),
-            client_id: "id".into(),
-            tokens: TokenSet {
-                access_token: SecretString::from(access),
-                refresh_token: Some(SecretString::from(BEARER_SECRET)),
-                expires_at: None,
-                obtained_at: None,
-                scopes: vec![],
-                dpop_bound: false,
-            },
-            revocation_endpoint: None,
-        }),
+        registrations: vec![planted_registration("http://as", "id", None, vec![])],
+        tokens: Some(planted_tokens("http://as", "id", access, BEARER_SECRET)),
         redirect_port: None,
         dpop_keys: vec![],
     };
@@ -1303,30 +1345,7 @@ async fn jwt_bearer_grant_errors() {
         let server = grant_peer(idp, token).await;
         let oauth = enterprise(&server);
         audit_debug(what, &oauth);
-        let transport = HttpTransport::builder("remote", server.url())
-            .oauth(oauth)
-            .build()
-            .unwrap();
-        audit_debug(what, &transport);
-        let observer = Collect::new();
-        let error = Client::builder("remote")
-            .diagnostics(observer.clone())
-            .connect(transport)
-            .await
-            .unwrap_err();
-        audit(what, &error, ErrorKind::Unauthorized);
-        let steps: Vec<_> = observer
-            .events()
-            .into_iter()
-            .filter(|(n, _)| n == "oauth-step")
-            .collect();
-        assert!(
-            steps.iter().any(|(_, t)| t.contains("failed")),
-            "{what}: {steps:?}"
-        );
-        for (_, text) in &steps {
-            assert_clean(what, text);
-        }
+        audit_refused_chain(what, server.url(), oauth).await;
     }
     // Workload identity: a refused assertion, and a file over its bound.
     let dir = tempfile::tempdir().unwrap();
@@ -1342,10 +1361,7 @@ async fn jwt_bearer_grant_errors() {
             AssertionSource::file(&file).max_bytes(max),
         ));
         audit_debug(what, &oauth);
-        let transport = HttpTransport::builder("remote", server.url())
-            .oauth(oauth)
-            .build()
-            .unwrap();
+        let transport = oauth_transport(server.url(), oauth);
         let error = Client::builder("remote")
             .connect(transport)
             .await
@@ -1407,9 +1423,7 @@ async fn jwt_bearer_grant_errors() {
 /// and the endpoint's userinfo and query reach no outcome and no error.
 #[tokio::test]
 async fn oauth_revocation_errors() {
-    use smthrs_mcp::auth::registration::{Registration, RegistrationKind};
     use smthrs_mcp::auth::store::StoredTokens;
-    use smthrs_mcp::auth::token::TokenSet;
     use smthrs_mcp::auth::{Logout, MemoryStore, OAuth, StoredAuth, TokenStore};
     let refusing = TestServer::start(|_req: http_server::Recorded| async move {
         full(
@@ -1435,38 +1449,22 @@ async fn oauth_revocation_errors() {
     for (endpoint, kind) in endpoints {
         let store = Arc::new(MemoryStore::new());
         let stored = StoredAuth {
-            registrations: vec![Registration {
-                issuer: base.clone(),
-                client_id: "c".into(),
-                client_secret: Some(SecretString::from(CLIENT_SECRET)),
-                token_endpoint_auth_method: Some("client_secret_post".into()),
-                redirect_uris: vec!["http://127.0.0.1:9/callback".into()],
-                kind: RegistrationKind::Dynamic,
-            }],
+            registrations: vec![planted_registration(
+                &base,
+                "c",
+                Some("client_secret_post"),
+                vec!["http://127.0.0.1:9/callback".into()],
+            )],
             tokens: Some(StoredTokens {
-                issuer: base.clone(),
-                resource: refusing.url(),
-                token_endpoint: format!("{base}/token"),
-                client_id: "c".into(),
-                tokens: TokenSet {
-                    access_token: SecretString::from(ACCESS_SECRET),
-                    refresh_token: Some(SecretString::from(REFRESH_SECRET)),
-                    expires_at: None,
-                    obtained_at: None,
-                    scopes: vec![],
-                    dpop_bound: false,
-                },
                 revocation_endpoint: Some(endpoint.clone()),
+                ..planted_tokens(&base, "c", ACCESS_SECRET, REFRESH_SECRET)
             }),
             redirect_port: None,
             dpop_keys: vec![],
         };
         audit_debug("stored auth", &stored);
         store.save("remote", &stored).unwrap();
-        let transport = HttpTransport::builder("remote", refusing.url())
-            .oauth(OAuth::new().store(store.clone()))
-            .build()
-            .unwrap();
+        let transport = oauth_transport(refusing.url(), OAuth::new().store(store.clone()));
         let outcome = transport.logout().await.unwrap();
         audit_debug("logout outcome", &outcome);
         let Logout::NotRevoked(error) = outcome else {
@@ -1539,25 +1537,11 @@ fn planted_dpop_key() -> (String, String) {
 
 fn planted_dpop_store(issuer: &str, pkcs8: &str) -> smthrs_mcp::auth::StoredAuth {
     use smthrs_mcp::auth::StoredDpopKey;
-    use smthrs_mcp::auth::store::StoredTokens;
-    use smthrs_mcp::auth::token::TokenSet;
+    let mut tokens = planted_tokens(issuer, "c", ACCESS_SECRET, CODE_SECRET);
+    tokens.tokens.dpop_bound = true;
     smthrs_mcp::auth::StoredAuth {
         registrations: vec![],
-        tokens: Some(StoredTokens {
-            issuer: issuer.to_owned(),
-            resource: format!("{issuer}/mcp"),
-            token_endpoint: format!("{issuer}/token"),
-            client_id: "c".into(),
-            tokens: TokenSet {
-                access_token: SecretString::from(ACCESS_SECRET),
-                refresh_token: Some(SecretString::from(CODE_SECRET)),
-                expires_at: None,
-                obtained_at: None,
-                scopes: vec![],
-                dpop_bound: true,
-            },
-            revocation_endpoint: None,
-        }),
+        tokens: Some(tokens),
         redirect_port: None,
         dpop_keys: vec![StoredDpopKey {
             issuer: issuer.to_owned(),
@@ -1596,16 +1580,8 @@ async fn dpop_keys_and_proofs_never_surface() {
         store
             .save("remote", &planted_dpop_store(&issuer, &pkcs8))
             .unwrap();
-        let transport = HttpTransport::builder("remote", server.url())
-            .oauth(OAuth::new().store(store.clone()))
-            .build()
-            .unwrap();
-        let observer = Collect::new();
-        let error = Client::builder("remote")
-            .diagnostics(observer.clone())
-            .connect(transport)
-            .await
-            .unwrap_err();
+        let transport = oauth_transport(server.url(), OAuth::new().store(store.clone()));
+        let (error, observer) = refused_over_http(transport).await;
         let proofs = proofs.lock().unwrap().clone();
         // Proofs were really made with the planted key, and sent.
         assert!(!proofs.is_empty(), "{what}");

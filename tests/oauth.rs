@@ -31,6 +31,34 @@ fn log(server: &OAuthServer) -> Vec<String> {
     server.state.log.lock().unwrap().clone()
 }
 
+/// Logs in to `server` with the headless authorizer, keeping the tokens in `store`.
+async fn connect_storing(server: &OAuthServer, store: Arc<dyn TokenStore>) -> Client {
+    connect(
+        &server.url(),
+        OAuth::new().authorizer(headless()).store(store),
+    )
+    .await
+    .unwrap()
+}
+
+/// Logs in to `server` with the headless authorizer and a fresh store.
+async fn connect_headless(server: &OAuthServer) -> Client {
+    connect(&server.url(), OAuth::new().authorizer(headless()))
+        .await
+        .unwrap()
+}
+
+/// The tokens `store` holds for `srv`.
+fn stored_tokens(store: &dyn TokenStore) -> StoredTokens {
+    store.load("srv").unwrap().unwrap().tokens.unwrap()
+}
+
+/// A first authorization for `read`, then a call that needs `write` (a step-up).
+fn step_up_from_read_to_write(server: &OAuthServer) {
+    *server.state.challenge_scope.lock().unwrap() = Some("read".into());
+    *server.state.call_scopes.lock().unwrap() = vec!["write".into()];
+}
+
 #[tokio::test]
 async fn the_flow_puts_the_token_on_every_request_and_a_refused_token_is_refreshed() {
     let server = OAuthServer::start().await;
@@ -59,7 +87,7 @@ async fn the_flow_puts_the_token_on_every_request_and_a_refused_token_is_refresh
     assert_eq!(*server.state.refreshes.lock().unwrap(), 1);
     assert_eq!(*server.state.reuse_detected.lock().unwrap(), 0);
     // The rotated refresh token is the one stored.
-    let stored = store.load("srv").unwrap().unwrap().tokens.unwrap();
+    let stored = stored_tokens(&*store);
     let refresh = stored.tokens.refresh_token.unwrap();
     assert!(server.state.used.lock().unwrap().len() == 1);
     assert!(
@@ -88,12 +116,7 @@ async fn an_expiring_token_is_refreshed_before_it_is_sent() {
     // One second: no margin (a fifth of it is under a second), due once expired.
     *server.state.expires_in.lock().unwrap() = 1;
     let store = Arc::new(MemoryStore::new());
-    let client = connect(
-        &server.url(),
-        OAuth::new().authorizer(headless()).store(store.clone()),
-    )
-    .await
-    .unwrap();
+    let client = connect_storing(&server, store.clone()).await;
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let refreshes = *server.state.refreshes.lock().unwrap();
     client.call_tool("echo", Map::new()).await.unwrap();
@@ -112,18 +135,13 @@ async fn a_fresh_short_lived_token_is_not_refreshed_before_every_request() {
     // 20 s: inside the old fixed 30 s margin, so every request refreshed it.
     *server.state.expires_in.lock().unwrap() = 20;
     let store = Arc::new(MemoryStore::new());
-    let client = connect(
-        &server.url(),
-        OAuth::new().authorizer(headless()).store(store.clone()),
-    )
-    .await
-    .unwrap();
+    let client = connect_storing(&server, store.clone()).await;
     for _ in 0..5 {
         client.call_tool("echo", Map::new()).await.unwrap();
     }
     assert_eq!(refreshes(&server), 0);
     // The lifetime is kept with the token.
-    let t = store.load("srv").unwrap().unwrap().tokens.unwrap().tokens;
+    let t = stored_tokens(&*store).tokens;
     let (obtained, expires) = (t.obtained_at.unwrap(), t.expires_at.unwrap());
     assert_eq!(expires - obtained, 20);
     assert!(!t.needs_refresh(obtained + 15));
@@ -173,7 +191,7 @@ async fn a_token_stored_without_obtained_at_keeps_the_30_s_margin_until_its_firs
         client.call_tool("echo", Map::new()).await.unwrap();
     }
     assert_eq!(refreshes(&server), 1);
-    let t = store.load("srv").unwrap().unwrap().tokens.unwrap().tokens;
+    let t = stored_tokens(&*store).tokens;
     assert!(t.obtained_at.is_some());
     assert_eq!(*server.state.reuse_detected.lock().unwrap(), 0);
     client.close().await;
@@ -182,11 +200,8 @@ async fn a_token_stored_without_obtained_at_keeps_the_30_s_margin_until_its_firs
 #[tokio::test]
 async fn step_up_asks_for_the_union_of_scopes_and_retries_once() {
     let server = OAuthServer::start().await;
-    *server.state.challenge_scope.lock().unwrap() = Some("read".into());
-    *server.state.call_scopes.lock().unwrap() = vec!["write".into()];
-    let client = connect(&server.url(), OAuth::new().authorizer(headless()))
-        .await
-        .unwrap();
+    step_up_from_read_to_write(&server);
+    let client = connect_headless(&server).await;
     let result = client.call_tool("echo", Map::new()).await.unwrap();
     assert!(!result.is_error);
     let scopes = server.state.authorize_scopes.lock().unwrap().clone();
@@ -205,9 +220,7 @@ async fn a_step_up_stays_within_the_scope_registered_at_the_first_login() {
     *server.state.prm_scopes.lock().unwrap() = Some(vec!["read".into(), "write".into()]);
     *server.state.call_scopes.lock().unwrap() = vec!["write".into()];
     *server.state.enforce_registered_scope.lock().unwrap() = true;
-    let client = connect(&server.url(), OAuth::new().authorizer(headless()))
-        .await
-        .unwrap();
+    let client = connect_headless(&server).await;
     let result = client.call_tool("echo", Map::new()).await.unwrap();
     assert!(!result.is_error);
     // One registration, naming the resource's scopes; the first authorization
@@ -227,10 +240,7 @@ async fn a_step_up_loop_stops() {
     *server.state.challenge_scope.lock().unwrap() = Some("admin".into());
     *server.state.call_scopes.lock().unwrap() = vec!["admin".into(), "unobtainable".into()];
     *server.state.withheld.lock().unwrap() = vec!["unobtainable".into()];
-    let transport = HttpTransport::builder("srv", server.url())
-        .oauth(OAuth::new().authorizer(headless()))
-        .build()
-        .unwrap();
+    let transport = headless_transport(&server);
     let client = Client::builder("srv")
         .connect(transport.clone())
         .await
@@ -254,19 +264,8 @@ async fn a_new_authorization_server_gets_a_new_registration_and_never_the_old_id
     let server = OAuthServer::start().await;
     let other = OAuthServer::start().await;
     let store = Arc::new(MemoryStore::new());
-    let client = connect(
-        &server.url(),
-        OAuth::new().authorizer(headless()).store(store.clone()),
-    )
-    .await
-    .unwrap();
-    let first_id = store
-        .load("srv")
-        .unwrap()
-        .unwrap()
-        .tokens
-        .unwrap()
-        .client_id;
+    let client = connect_storing(&server, store.clone()).await;
+    let first_id = stored_tokens(&*store).client_id;
     // PRM now names the other AS, and the server refuses the old token.
     *server.state.authorization_server.lock().unwrap() = Some(other.issuer());
     server.state.expire_access_tokens();
@@ -374,15 +373,10 @@ async fn the_whole_chain_over_tls() {
         .oauth(OAuth::new().authorizer(headless()))
         .build()
         .unwrap();
-    let client = Client::builder("srv").connect(transport).await.unwrap();
-    client.call_tool("echo", Map::new()).await.unwrap();
-    client.close().await;
+    call_echo_once(transport).await;
     assert!(log(&server).contains(&"POST /token".to_string()));
     // Without the root, the chain's own TLS fails (the MCP request fails first).
-    let transport = HttpTransport::builder("srv", server.url())
-        .oauth(OAuth::new().authorizer(headless()))
-        .build()
-        .unwrap();
+    let transport = headless_transport(&server);
     let err = Client::builder("srv").connect(transport).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Tls, "{err}");
 }
@@ -402,9 +396,7 @@ async fn through_a_proxy(proxy_resolves_names: bool) -> (Vec<String>, u16) {
         .oauth(OAuth::new().authorizer(headless()))
         .build()
         .unwrap();
-    let client = Client::builder("srv").connect(transport).await.unwrap();
-    client.call_tool("echo", Map::new()).await.unwrap();
-    client.close().await;
+    call_echo_once(transport).await;
     // The chain reached the authorization server's own listener.
     let at_as: Vec<String> = split
         .authorization
@@ -469,24 +461,6 @@ async fn with_the_opt_in_the_proxy_resolves_the_authorization_servers_name() {
 
 // ----- the CLI -----
 
-fn cli() -> tokio::process::Command {
-    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_smthrs-mcp"));
-    for var in [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-        "NO_PROXY",
-        "no_proxy",
-    ] {
-        c.env_remove(var);
-    }
-    c.kill_on_drop(true);
-    c
-}
-
 struct CliSetup {
     dir: tempfile::TempDir,
     config: std::path::PathBuf,
@@ -513,77 +487,68 @@ impl CliSetup {
     }
 
     fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut c = cli();
+        let mut c = oauth_server::cli();
         c.arg("--mcp-config").arg(&self.config).args(args);
         c.env("XDG_STATE_HOME", self.state_home());
         c
     }
+
+    /// Runs the CLI with `args`: (exit code, stdout, stderr).
+    async fn run(&self, args: &[&str]) -> (i32, String, String) {
+        oauth_server::run(self.command(args)).await
+    }
+
+    /// Stores `auth` in the token file, under its lock, as a login would.
+    fn save_login(&self, auth: &StoredAuth) {
+        let store = self.store();
+        let _lock = store.lock("srv").unwrap();
+        store.save("srv", auth).unwrap();
+    }
+
+    /// Rewrites the server file: `srv` at `url` with a pre-registered `client_id`.
+    fn pre_register(&self, url: &str, client_id: &str) {
+        std::fs::write(
+            &self.config,
+            json!([{"server": "srv", "url": url, "oauth": {"clientId": client_id}}]).to_string(),
+        )
+        .unwrap();
+    }
 }
 
-async fn run(mut c: tokio::process::Command) -> (i32, String, String) {
-    let out = c.output().await.unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// `logout srv` succeeded (`stderr` is shown if not).
+fn assert_logged_out(code: i32, stdout: &str, stderr: &str) {
+    assert_eq!(
+        (code, stdout.trim()),
+        (0, "ok: logged out of srv"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]
 async fn two_processes_refreshing_at_once_keep_the_rotating_token() {
     let server = OAuthServer::start().await;
     let setup = CliSetup::new(&server.url());
-    let (client_id, access, refresh) = server.state.seed(&[]);
+    let (client_id, _access, refresh) = server.state.seed(&[]);
     // A stored login whose access token has expired (and the server agrees).
     server.state.expire_access_tokens();
+    let expired = TokenSet {
+        expires_at: Some(1),
+        ..oauth_server::token_set("expired", &refresh)
+    };
+    setup.save_login(&oauth_server::stored_login(
+        &server, &client_id, expired, None,
+    ));
     let store = setup.store();
-    let _ = access;
-    {
-        let _lock = store.lock("srv").unwrap();
-        store
-            .save(
-                "srv",
-                &StoredAuth {
-                    registrations: vec![],
-                    tokens: Some(StoredTokens {
-                        issuer: server.issuer(),
-                        resource: format!("{}/mcp", server.issuer()),
-                        token_endpoint: format!("{}/token", server.issuer()),
-                        client_id: client_id.clone(),
-                        tokens: TokenSet {
-                            access_token: SecretString::from("expired"),
-                            refresh_token: Some(SecretString::from(refresh.clone())),
-                            expires_at: Some(1),
-                            obtained_at: None,
-                            scopes: vec![],
-                            dpop_bound: false,
-                        },
-                        revocation_endpoint: None,
-                    }),
-                    redirect_port: None,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-    }
     // The stored registration must be known for the refresh: a pre-registered id.
-    std::fs::write(
-        &setup.config,
-        json!([{"server": "srv", "url": server.url(), "oauth": {"clientId": client_id}}])
-            .to_string(),
-    )
-    .unwrap();
-    let (a, b) = tokio::join!(
-        run(setup.command(&["tools"])),
-        run(setup.command(&["tools"]))
-    );
+    setup.pre_register(&server.url(), &client_id);
+    let (a, b) = tokio::join!(setup.run(&["tools"]), setup.run(&["tools"]));
     assert_eq!(a.0, 0, "first: {}", a.2);
     assert_eq!(b.0, 0, "second: {}", b.2);
     // Exactly one refresh: the second process waited for the lock, re-read the
     // store and used the rotated token; the family was never revoked.
     assert_eq!(*server.state.refreshes.lock().unwrap(), 1);
     assert_eq!(*server.state.reuse_detected.lock().unwrap(), 0);
-    let stored = store.load("srv").unwrap().unwrap().tokens.unwrap();
+    let stored = stored_tokens(&store);
     assert_ne!(
         stored.tokens.refresh_token.unwrap().expose_secret(),
         &refresh
@@ -592,18 +557,17 @@ async fn two_processes_refreshing_at_once_keep_the_rotating_token() {
 
 #[tokio::test]
 async fn login_end_to_end_then_tools_then_logout() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
     let server = OAuthServer::start().await;
     let setup = CliSetup::new(&server.url());
     // Before login: tools fails at once, naming the command to run.
-    let (code, _, stderr) = run(setup.command(&["tools"])).await;
+    let (code, _, stderr) = setup.run(&["tools"]).await;
     assert_eq!(code, 1, "{stderr}");
     let last = stderr.lines().last().unwrap();
     assert!(last.starts_with("smthrs-mcp: unauthorized: "), "{last}");
     assert!(last.contains("smthrs-mcp login srv"), "{last}");
 
     // With --diagnostics, the step that failed is reported (crate text only).
-    let (code, _, stderr) = run(setup.command(&["--diagnostics", "tools"])).await;
+    let (code, _, stderr) = setup.run(&["--diagnostics", "tools"]).await;
     assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains(
@@ -612,35 +576,11 @@ async fn login_end_to_end_then_tools_then_logout() {
         "{stderr}"
     );
 
-    let mut login = setup.command(&["--diagnostics", "login", "srv"]);
-    login
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = login.spawn().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut rest = Vec::new();
-    let url = loop {
-        let line = lines
-            .next_line()
-            .await
-            .unwrap()
-            .expect("the URL is printed");
-        if line.starts_with("http") {
-            break line;
-        }
-        rest.push(line);
-    };
-    // The browser: GET the authorization URL, follow its redirect to the listener.
-    let location = browser_get(&url).await.1.expect("a redirect");
-    assert!(location.starts_with("http://127.0.0.1:"), "{location}");
-    let (code, _) = browser_get(&location).await;
-    assert_eq!(code, 200);
-    let out = child.wait_with_output().await.unwrap();
-    assert!(out.status.success());
+    // The browser: GET the authorization URL, follow its redirect to the
+    // listener (on 127.0.0.1); the login succeeds.
+    let (_, stdout, rest) =
+        oauth_server::login_with_browser(setup.command(&["--diagnostics", "login", "srv"])).await;
     // All of stderr: every step of the login, reported without a secret.
-    while let Some(line) = lines.next_line().await.unwrap() {
-        rest.push(line);
-    }
     for step in [
         "protected-resource-metadata",
         "registration",
@@ -655,10 +595,7 @@ async fn login_end_to_end_then_tools_then_logout() {
             .all(|l| !l.contains("at-") && !l.contains("code-")),
         "{rest:?}"
     );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "ok: logged in to srv"
-    );
+    assert_eq!(stdout.trim(), "ok: logged in to srv");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -668,7 +605,7 @@ async fn login_end_to_end_then_tools_then_logout() {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    let (code, stdout, stderr) = run(setup.command(&["tools"])).await;
+    let (code, stdout, stderr) = setup.run(&["tools"]).await;
     assert_eq!(code, 0, "{stderr}");
     let tools: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(tools[0]["name"], "mcp/srv/echo");
@@ -678,33 +615,11 @@ async fn login_end_to_end_then_tools_then_logout() {
             .unwrap()
             .contains("at-")
     );
-    let (code, stdout, _) = run(setup.command(&["logout", "srv"])).await;
+    let (code, stdout, _) = setup.run(&["logout", "srv"]).await;
     assert_eq!((code, stdout.trim()), (0, "ok: logged out of srv"));
-    let (code, _, stderr) = run(setup.command(&["tools"])).await;
+    let (code, _, stderr) = setup.run(&["tools"]).await;
     assert_eq!(code, 1);
     assert!(stderr.contains("smthrs-mcp login srv"), "{stderr}");
-}
-
-/// One GET without following redirects: (status, Location).
-async fn browser_get(url: &str) -> (u16, Option<String>) {
-    let uri: http::Uri = url.parse().unwrap();
-    let host = uri.authority().unwrap().as_str().to_owned();
-    let tcp = tokio::net::TcpStream::connect(&host).await.unwrap();
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    let req = http::Request::get(uri.path_and_query().unwrap().as_str())
-        .header("host", host)
-        .body(http_body_util::Empty::<bytes::Bytes>::new())
-        .unwrap();
-    let resp = sender.send_request(req).await.unwrap();
-    let location = resp
-        .headers()
-        .get("location")
-        .map(|v| v.to_str().unwrap().to_owned());
-    (resp.status().as_u16(), location)
 }
 
 // ----- issue 30 §3: what a real OpenID provider and a real SDK server do -----
@@ -721,18 +636,13 @@ async fn an_openid_provider_grants_offline_access_because_consent_is_prompted() 
     *server.state.oidc.lock().unwrap() = true;
     *server.state.challenge_scope.lock().unwrap() = Some("read".into());
     let store = Arc::new(MemoryStore::new());
-    let client = connect(
-        &server.url(),
-        OAuth::new().authorizer(headless()).store(store.clone()),
-    )
-    .await
-    .unwrap();
+    let client = connect_storing(&server, store.clone()).await;
     assert_eq!(
         *server.state.authorize_scopes.lock().unwrap(),
         ["read offline_access"]
     );
     assert_eq!(authorize_prompts(&server), ["consent"]);
-    let stored = store.load("srv").unwrap().unwrap().tokens.unwrap();
+    let stored = stored_tokens(&*store);
     assert!(stored.tokens.refresh_token.is_some(), "no refresh token");
     // So a refused token is refreshed, without a person.
     server.state.expire_access_tokens();
@@ -743,9 +653,7 @@ async fn an_openid_provider_grants_offline_access_because_consent_is_prompted() 
     // Without offline_access (a plain OAuth server lists none), no prompt.
     let plain = OAuthServer::start().await;
     *plain.state.challenge_scope.lock().unwrap() = Some("read".into());
-    let client = connect(&plain.url(), OAuth::new().authorizer(headless()))
-        .await
-        .unwrap();
+    let client = connect_headless(&plain).await;
     client.close().await;
     assert_eq!(*plain.state.authorize_scopes.lock().unwrap(), ["read"]);
     assert_eq!(authorize_prompts(&plain), [""]);
@@ -754,13 +662,10 @@ async fn an_openid_provider_grants_offline_access_because_consent_is_prompted() 
 #[tokio::test]
 async fn a_step_up_challenge_without_scope_falls_back_to_the_resource_metadata_scopes() {
     let server = OAuthServer::start().await;
-    *server.state.challenge_scope.lock().unwrap() = Some("read".into());
-    *server.state.call_scopes.lock().unwrap() = vec!["write".into()];
+    step_up_from_read_to_write(&server);
     *server.state.step_up_without_scope.lock().unwrap() = true;
     *server.state.prm_scopes.lock().unwrap() = Some(vec!["read".into(), "write".into()]);
-    let client = connect(&server.url(), OAuth::new().authorizer(headless()))
-        .await
-        .unwrap();
+    let client = connect_headless(&server).await;
     let result = client.call_tool("echo", Map::new()).await.unwrap();
     assert!(!result.is_error);
     assert_eq!(
@@ -775,39 +680,15 @@ async fn a_step_up_challenge_without_scope_falls_back_to_the_resource_metadata_s
 fn logged_in(server: &OAuthServer, scopes: &[&str]) -> CliSetup {
     let setup = CliSetup::new(&server.url());
     let (client_id, access, refresh) = server.state.seed(scopes);
-    let store = setup.store();
-    let _lock = store.lock("srv").unwrap();
-    store
-        .save(
-            "srv",
-            &StoredAuth {
-                registrations: vec![],
-                tokens: Some(StoredTokens {
-                    issuer: server.issuer(),
-                    resource: format!("{}/mcp", server.issuer()),
-                    token_endpoint: format!("{}/token", server.issuer()),
-                    client_id: client_id.clone(),
-                    tokens: TokenSet {
-                        access_token: SecretString::from(access),
-                        refresh_token: Some(SecretString::from(refresh)),
-                        expires_at: None,
-                        obtained_at: None,
-                        scopes: scopes.iter().map(|s| s.to_string()).collect(),
-                        dpop_bound: false,
-                    },
-                    revocation_endpoint: Some(format!("{}/revoke", server.issuer())),
-                }),
-                redirect_port: None,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    std::fs::write(
-        &setup.config,
-        json!([{"server": "srv", "url": server.url(), "oauth": {"clientId": client_id}}])
-            .to_string(),
-    )
-    .unwrap();
+    let tokens = TokenSet {
+        scopes: scopes.iter().map(|s| s.to_string()).collect(),
+        ..oauth_server::token_set(&access, &refresh)
+    };
+    let revocation = Some(format!("{}/revoke", server.issuer()));
+    setup.save_login(&oauth_server::stored_login(
+        server, &client_id, tokens, revocation,
+    ));
+    setup.pre_register(&server.url(), &client_id);
     setup
 }
 
@@ -819,14 +700,14 @@ async fn a_step_up_without_a_new_scope_names_the_login_command() {
     *server.state.call_scopes.lock().unwrap() = vec!["write".into()];
     *server.state.step_up_without_scope.lock().unwrap() = true;
     let setup = logged_in(&server, &["read"]);
-    let (code, _, stderr) = run(setup.command(&["call", "mcp/srv/echo"])).await;
+    let (code, _, stderr) = setup.run(&["call", "mcp/srv/echo"]).await;
     assert_eq!(code, 1, "{stderr}");
     let last = stderr.lines().last().unwrap();
     assert!(last.starts_with("smthrs-mcp: unauthorized: "), "{last}");
     assert!(last.contains("smthrs-mcp login srv"), "{last}");
     // With scopes to fall back to, the CLI (no person) names it too.
     *server.state.prm_scopes.lock().unwrap() = Some(vec!["read".into(), "write".into()]);
-    let (code, _, stderr) = run(setup.command(&["call", "mcp/srv/echo"])).await;
+    let (code, _, stderr) = setup.run(&["call", "mcp/srv/echo"]).await;
     assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr
@@ -837,6 +718,21 @@ async fn a_step_up_without_a_new_scope_names_the_login_command() {
         "{stderr}"
     );
     assert!(server.state.authorize_scopes.lock().unwrap().is_empty());
+}
+
+/// A transport to `server` with OAuth and the headless authorizer.
+fn headless_transport(server: &OAuthServer) -> HttpTransport {
+    HttpTransport::builder("srv", server.url())
+        .oauth(OAuth::new().authorizer(headless()))
+        .build()
+        .unwrap()
+}
+
+/// Connects over `transport`, calls `echo`, and closes the session.
+async fn call_echo_once(transport: HttpTransport) {
+    let client = Client::builder("srv").connect(transport).await.unwrap();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    client.close().await;
 }
 
 /// Connects with a fresh store and the headless authorizer; the error.
@@ -910,9 +806,7 @@ async fn a_registration_refused_for_its_scope_is_retried_once_without_it() {
     let server = OAuthServer::start().await;
     *server.state.challenge_scope.lock().unwrap() = Some("read".into());
     *server.state.register_refuses_scope.lock().unwrap() = true;
-    let client = connect(&server.url(), OAuth::new().authorizer(headless()))
-        .await
-        .unwrap();
+    let client = connect_headless(&server).await;
     client.close().await;
     assert_eq!(
         *server.state.register_scopes.lock().unwrap(),
@@ -990,13 +884,9 @@ fn saw(steps: &[String], step: &str, outcome: &str) -> bool {
 #[tokio::test]
 async fn the_observer_sees_every_step_of_the_chain_and_no_secret() {
     let server = OAuthServer::start().await;
-    *server.state.challenge_scope.lock().unwrap() = Some("read".into());
-    *server.state.call_scopes.lock().unwrap() = vec!["write".into()];
+    step_up_from_read_to_write(&server);
     let recorder = Arc::new(Recorder::default());
-    let transport = HttpTransport::builder("srv", server.url())
-        .oauth(OAuth::new().authorizer(headless()))
-        .build()
-        .unwrap();
+    let transport = headless_transport(&server);
     let client = Client::builder("srv")
         .diagnostics(recorder.clone())
         .connect(transport)
@@ -1065,7 +955,7 @@ async fn a_keyring_token_store_without_the_feature_is_refused_naming_it() {
     let setup = CliSetup::new("https://mcp.example/mcp");
     std::fs::write(&setup.config, &text).unwrap();
     for args in [&["login", "srv"][..], &["tools"], &["logout", "srv"]] {
-        let (code, _, stderr) = run(setup.command(args)).await;
+        let (code, _, stderr) = setup.run(args).await;
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(stderr.contains("`keyring` feature"), "{args:?}: {stderr}");
     }
@@ -1089,16 +979,7 @@ async fn logged_in_transport(
     let oauth = oauth
         .authorizer(Arc::new(HeadlessAuthorizer::new(redirect)))
         .store(store);
-    let transport = HttpTransport::builder("srv", server.url())
-        .oauth(oauth)
-        .build()
-        .unwrap();
-    let client = Client::builder("srv")
-        .connect(transport.clone())
-        .await
-        .unwrap();
-    client.close().await;
-    transport
+    oauth_server::transport_after_login(server, oauth).await
 }
 
 const REDIRECT: &str = "http://127.0.0.1:8765/callback";
@@ -1139,11 +1020,7 @@ async fn logout_revokes_the_refresh_then_the_access_token_with_the_registrations
             .filter(|l| l.contains("well-known"))
             .count();
 
-        let outcome = transport.logout().await.unwrap();
-        assert!(
-            matches!(outcome, smthrs_mcp::auth::Logout::Revoked),
-            "{method}: {outcome:?}"
-        );
+        oauth_server::assert_revoked(&transport, method).await;
         let seen = revocations(&server);
         let expected = |token: &str, hint: &str| oauth_server::RevocationSeen {
             token: token.to_owned(),
@@ -1211,7 +1088,7 @@ async fn a_refusing_authorization_server_still_gets_its_tokens_forgotten() {
         *server.state.revoke_error.lock().unwrap() = Some((status, error.into()));
         let store = Arc::new(MemoryStore::new());
         let transport = logged_in_transport(&server, store.clone(), REDIRECT, OAuth::new()).await;
-        let held = store.load("srv").unwrap().unwrap().tokens.unwrap();
+        let held = stored_tokens(&*store);
         let outcome = transport.logout().await.unwrap();
         let smthrs_mcp::auth::Logout::NotRevoked(err) = outcome else {
             panic!("{error}: {outcome:?}");
@@ -1252,7 +1129,7 @@ async fn without_a_revocation_endpoint_the_tokens_are_forgotten_here_only() {
     *server.state.no_revocation.lock().unwrap() = true;
     let store = Arc::new(MemoryStore::new());
     let transport = logged_in_transport(&server, store.clone(), REDIRECT, OAuth::new()).await;
-    let held = store.load("srv").unwrap().unwrap().tokens.unwrap();
+    let held = stored_tokens(&*store);
     assert!(held.revocation_endpoint.is_none());
     let outcome = transport.logout().await.unwrap();
     assert!(
@@ -1396,46 +1273,9 @@ async fn one_registration_per_authorization_server_and_redirect_uri() {
 // ----- the CLI: the remembered port, reuse, logout -----
 
 /// Runs `login srv` and acts as the browser: (the redirect URI's port, stdout,
-/// every stderr line).
+/// every other stderr line).
 async fn cli_login(setup: &CliSetup) -> (u16, String, Vec<String>) {
-    use tokio::io::{AsyncBufReadExt, BufReader};
-    let mut login = setup.command(&["login", "srv"]);
-    login
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = login.spawn().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut stderr = Vec::new();
-    let url = loop {
-        let Some(line) = lines.next_line().await.unwrap() else {
-            let out = child.wait_with_output().await.unwrap();
-            panic!("no URL printed: {stderr:?} {out:?}");
-        };
-        if line.starts_with("http") {
-            break line;
-        }
-        stderr.push(line);
-    };
-    let redirect = url::Url::parse(&url)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "redirect_uri")
-        .map(|(_, v)| v.into_owned())
-        .unwrap();
-    let port = url::Url::parse(&redirect).unwrap().port().unwrap();
-    let location = browser_get(&url).await.1.expect("a redirect");
-    assert!(location.starts_with(&redirect), "{location}");
-    assert_eq!(browser_get(&location).await.0, 200);
-    let out = child.wait_with_output().await.unwrap();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        stderr.push(line);
-    }
-    assert!(out.status.success(), "{stderr:?}");
-    (
-        port,
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr,
-    )
+    oauth_server::login_with_browser(setup.command(&["login", "srv"])).await
 }
 
 #[tokio::test]
@@ -1464,13 +1304,9 @@ async fn the_second_cli_login_binds_the_remembered_port_and_registers_nothing() 
     );
     // Logout revokes (refresh, then access), forgets, keeps the registration
     // and the port for the next login.
-    let held = setup.store().load("srv").unwrap().unwrap().tokens.unwrap();
-    let (code, stdout, stderr) = run(setup.command(&["logout", "srv"])).await;
-    assert_eq!(
-        (code, stdout.trim()),
-        (0, "ok: logged out of srv"),
-        "{stderr}"
-    );
+    let held = stored_tokens(&setup.store());
+    let (code, stdout, stderr) = setup.run(&["logout", "srv"]).await;
+    assert_logged_out(code, &stdout, &stderr);
     assert!(!stderr.contains("note"), "{stderr}");
     let seen = revocations(&server);
     assert_eq!(seen.len(), 2, "{seen:?}");
@@ -1498,7 +1334,7 @@ async fn the_second_cli_login_binds_the_remembered_port_and_registers_nothing() 
         (after.registrations.len(), after.redirect_port),
         (1, Some(first))
     );
-    let (code, _, stderr) = run(setup.command(&["tools"])).await;
+    let (code, _, stderr) = setup.run(&["tools"]).await;
     assert_eq!(code, 1);
     assert!(stderr.contains("smthrs-mcp login srv"), "{stderr}");
     // And the login after the logout still registers nothing.
@@ -1548,7 +1384,7 @@ async fn a_taken_configured_port_is_an_error_naming_it_and_the_field() {
             .to_string(),
     )
     .unwrap();
-    let (code, _, stderr) = run(setup.command(&["login", "srv"])).await;
+    let (code, _, stderr) = setup.run(&["login", "srv"]).await;
     assert_eq!(code, 1, "{stderr}");
     let last = stderr.lines().last().unwrap();
     assert!(
@@ -1575,12 +1411,8 @@ async fn cli_logout_notes_a_failed_or_absent_revocation_and_forgets_anyway() {
     let server = OAuthServer::start().await;
     *server.state.revoke_error.lock().unwrap() = Some((400, "invalid_request".into()));
     let setup = logged_in(&server, &["read"]);
-    let (code, stdout, stderr) = run(setup.command(&["logout", "srv"])).await;
-    assert_eq!(
-        (code, stdout.trim()),
-        (0, "ok: logged out of srv"),
-        "{stderr}"
-    );
+    let (code, stdout, stderr) = setup.run(&["logout", "srv"]).await;
+    assert_logged_out(code, &stdout, &stderr);
     let note = stderr.lines().last().unwrap();
     assert!(
         note.starts_with("smthrs-mcp: note: the tokens were forgotten here but not revoked (unauthorized: server \"srv\": "),
@@ -1604,12 +1436,8 @@ async fn cli_logout_notes_a_failed_or_absent_revocation_and_forgets_anyway() {
         stored.tokens.as_mut().unwrap().revocation_endpoint = None;
         store.save("srv", &stored).unwrap();
     }
-    let (code, stdout, stderr) = run(setup.command(&["logout", "srv"])).await;
-    assert_eq!(
-        (code, stdout.trim()),
-        (0, "ok: logged out of srv"),
-        "{stderr}"
-    );
+    let (code, stdout, stderr) = setup.run(&["logout", "srv"]).await;
+    assert_logged_out(code, &stdout, &stderr);
     assert_eq!(
         stderr.trim(),
         "smthrs-mcp: note: server \"srv\": the authorization server offers no token revocation; the tokens were forgotten here only"
@@ -1619,12 +1447,8 @@ async fn cli_logout_notes_a_failed_or_absent_revocation_and_forgets_anyway() {
     // Revoked: the pre-registered public client, by its id.
     let server = OAuthServer::start().await;
     let setup = logged_in(&server, &["read"]);
-    let (code, stdout, stderr) = run(setup.command(&["logout", "srv"])).await;
-    assert_eq!(
-        (code, stdout.trim()),
-        (0, "ok: logged out of srv"),
-        "{stderr}"
-    );
+    let (code, stdout, stderr) = setup.run(&["logout", "srv"]).await;
+    assert_logged_out(code, &stdout, &stderr);
     assert_eq!(stderr, "");
     let seen = revocations(&server);
     assert_eq!(seen.len(), 2);
@@ -1633,7 +1457,7 @@ async fn cli_logout_notes_a_failed_or_absent_revocation_and_forgets_anyway() {
         "{seen:?}"
     );
     // Nothing stored: nothing sent, nothing noted.
-    let (code, stdout, stderr) = run(setup.command(&["logout", "srv"])).await;
+    let (code, stdout, stderr) = setup.run(&["logout", "srv"]).await;
     assert_eq!(
         (code, stdout.trim(), stderr.as_str()),
         (0, "ok: logged out of srv", "")
@@ -1648,14 +1472,9 @@ async fn a_machine_clients_token_is_revoked_with_its_own_credentials() {
     // issued, so only the access token is revoked.
     let server = OAuthServer::start().await;
     *server.state.register_auth_method.lock().unwrap() = Some("client_secret_basic".into());
-    server.state.registered.lock().unwrap().insert(
-        "machine".into(),
-        oauth_server::KnownClient {
-            redirect_uris: vec![],
-            secret: Some("machine-secret".into()),
-            method: "client_secret_basic".into(),
-        },
-    );
+    server
+        .state
+        .register("machine", Some("machine-secret"), "client_secret_basic");
     let store = Arc::new(MemoryStore::new());
     let oauth = OAuth::new()
         .client_credentials(ClientCredentials::Secret {
@@ -1663,22 +1482,10 @@ async fn a_machine_clients_token_is_revoked_with_its_own_credentials() {
             client_secret: SecretString::from("machine-secret"),
         })
         .store(store.clone());
-    let transport = HttpTransport::builder("srv", server.url())
-        .oauth(oauth)
-        .build()
-        .unwrap();
-    let client = Client::builder("srv")
-        .connect(transport.clone())
-        .await
-        .unwrap();
-    client.close().await;
-    let held = store.load("srv").unwrap().unwrap().tokens.unwrap();
+    let transport = oauth_server::transport_after_login(&server, oauth).await;
+    let held = stored_tokens(&*store);
     assert!(held.tokens.refresh_token.is_none());
-    let outcome = transport.logout().await.unwrap();
-    assert!(
-        matches!(outcome, smthrs_mcp::auth::Logout::Revoked),
-        "{outcome:?}"
-    );
+    oauth_server::assert_revoked(&transport, "machine").await;
     assert_eq!(
         revocations(&server),
         [oauth_server::RevocationSeen {
@@ -1698,36 +1505,16 @@ async fn a_machine_clients_token_is_revoked_with_its_own_credentials() {
 
     // A key: a fresh client assertion (RFC 7523) for the issuer.
     let server = OAuthServer::start().await;
-    server.state.registered.lock().unwrap().insert(
-        "robot".into(),
-        oauth_server::KnownClient {
-            redirect_uris: vec![],
-            secret: None,
-            method: "private_key_jwt".into(),
-        },
-    );
+    server.state.register("robot", None, "private_key_jwt");
     let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    let store = Arc::new(MemoryStore::new());
     let oauth = OAuth::new()
         .client_credentials(ClientCredentials::PrivateKeyJwt {
             client_id: "robot".into(),
             private_key_pem: SecretString::from(key.serialize_pem()),
         })
-        .store(store.clone());
-    let transport = HttpTransport::builder("srv", server.url())
-        .oauth(oauth)
-        .build()
-        .unwrap();
-    let client = Client::builder("srv")
-        .connect(transport.clone())
-        .await
-        .unwrap();
-    client.close().await;
-    let outcome = transport.logout().await.unwrap();
-    assert!(
-        matches!(outcome, smthrs_mcp::auth::Logout::Revoked),
-        "{outcome:?}"
-    );
+        .store(Arc::new(MemoryStore::new()));
+    let transport = oauth_server::transport_after_login(&server, oauth).await;
+    oauth_server::assert_revoked(&transport, "robot").await;
     let seen = revocations(&server);
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(
@@ -1747,12 +1534,29 @@ async fn a_machine_clients_token_is_revoked_with_its_own_credentials() {
 
 // ----- DPoP (RFC 9449) -----
 
-fn dpop_server_state(server: &OAuthServer) {
+/// A server advertising DPoP (RS256 and ES256).
+async fn dpop_server() -> OAuthServer {
+    let server = OAuthServer::start().await;
     *server.state.dpop_algs.lock().unwrap() = Some(vec!["RS256".into(), "ES256".into()]);
+    server
 }
 
-fn dpop_failures(server: &OAuthServer) -> Vec<String> {
-    server.state.dpop_failures.lock().unwrap().clone()
+/// Connects to `server` with the headless authorizer in DPoP `mode`.
+async fn connect_dpop(
+    server: &OAuthServer,
+    mode: smthrs_mcp::auth::DpopMode,
+) -> smthrs_mcp::Result<Client> {
+    connect(
+        &server.url(),
+        OAuth::new().authorizer(headless()).dpop(mode),
+    )
+    .await
+}
+
+/// Every DPoP proof the server was shown verified.
+fn assert_no_dpop_failures(server: &OAuthServer) {
+    let failures = server.state.dpop_failures.lock().unwrap().clone();
+    assert!(failures.is_empty(), "{failures:?}");
 }
 
 fn verified(server: &OAuthServer, what: &str) -> usize {
@@ -1772,24 +1576,14 @@ fn count(server: &OAuthServer, line: &str) -> usize {
 
 #[tokio::test]
 async fn dpop_binds_the_tokens_and_a_second_process_uses_the_stored_key() {
-    let server = OAuthServer::start().await;
-    dpop_server_state(&server);
+    let server = dpop_server().await;
     let setup = CliSetup::new(&server.url());
     let store = Arc::new(setup.store());
-    let client = connect(
-        &server.url(),
-        OAuth::new().authorizer(headless()).store(store.clone()),
-    )
-    .await
-    .unwrap();
+    let client = connect_storing(&server, store.clone()).await;
     client.call_tool("echo", Map::new()).await.unwrap();
     // The server verified every proof: the token request's and one per MCP
     // request (signature with the JWK, htm, htu, ath, fresh jti, iat, key).
-    assert!(
-        dpop_failures(&server).is_empty(),
-        "{:?}",
-        dpop_failures(&server)
-    );
+    assert_no_dpop_failures(&server);
     assert_eq!(verified(&server, "token"), 1);
     let mcp_before = verified(&server, "mcp");
     assert!(mcp_before >= 3, "{mcp_before}");
@@ -1799,11 +1593,7 @@ async fn dpop_binds_the_tokens_and_a_second_process_uses_the_stored_key() {
     client.call_tool("echo", Map::new()).await.unwrap();
     assert_eq!(*server.state.refreshes.lock().unwrap(), 1);
     assert_eq!(verified(&server, "token"), 2);
-    assert!(
-        dpop_failures(&server).is_empty(),
-        "{:?}",
-        dpop_failures(&server)
-    );
+    assert_no_dpop_failures(&server);
     client.close().await;
     let stored = store.load("srv").unwrap().unwrap();
     assert!(stored.tokens.as_ref().unwrap().tokens.dpop_bound);
@@ -1817,26 +1607,22 @@ async fn dpop_binds_the_tokens_and_a_second_process_uses_the_stored_key() {
     // Another process (the CLI, no authorizer) uses the stored token with the
     // stored key, then refreshes the bound refresh token with it.
     let authorizations = count(&server, "GET /authorize");
-    let (code, stdout, stderr) = run(setup.command(&["tools"])).await;
+    let (code, stdout, stderr) = setup.run(&["tools"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("echo"), "{stdout}");
     server.state.expire_access_tokens();
-    let (code, _, stderr) = run(setup.command(&["tools"])).await;
+    let (code, _, stderr) = setup.run(&["tools"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(*server.state.refreshes.lock().unwrap(), 2);
     assert_eq!(count(&server, "GET /authorize"), authorizations);
-    assert!(
-        dpop_failures(&server).is_empty(),
-        "{:?}",
-        dpop_failures(&server)
-    );
+    assert_no_dpop_failures(&server);
     assert!(verified(&server, "mcp") > mcp_before);
     // The key never left the store: no process printed it.
     let key = stored.dpop_keys[0].pkcs8.expose_secret().to_owned();
     assert!(!stdout.contains(&key) && !stderr.contains(&key));
     // Logout forgets the key with the tokens: the next login proves possession
     // of a new one.
-    let (code, _, stderr) = run(setup.command(&["logout", "srv"])).await;
+    let (code, _, stderr) = setup.run(&["logout", "srv"]).await;
     assert_eq!(code, 0, "{stderr}");
     let stored = store.load("srv").unwrap().unwrap();
     assert!(stored.tokens.is_none());
@@ -1845,22 +1631,15 @@ async fn dpop_binds_the_tokens_and_a_second_process_uses_the_stored_key() {
 
 #[tokio::test]
 async fn dpop_nonces_of_the_token_endpoint_and_the_mcp_server_are_retried_once() {
-    let server = OAuthServer::start().await;
-    dpop_server_state(&server);
+    let server = dpop_server().await;
     *server.state.dpop_as_nonce.lock().unwrap() = Some("as-nonce-1".into());
     *server.state.dpop_rs_nonce.lock().unwrap() = Some("rs-nonce-1".into());
-    let client = connect(&server.url(), OAuth::new().authorizer(headless()))
-        .await
-        .unwrap();
+    let client = connect_headless(&server).await;
     client.call_tool("echo", Map::new()).await.unwrap();
     let challenges = server.state.dpop_nonce_challenges.lock().unwrap().clone();
     // One challenge each: the nonce is then kept for the origin.
     assert_eq!(challenges, ["token", "mcp"], "{challenges:?}");
-    assert!(
-        dpop_failures(&server).is_empty(),
-        "{:?}",
-        dpop_failures(&server)
-    );
+    assert_no_dpop_failures(&server);
     assert_eq!(count(&server, "GET /authorize"), 1);
     // A new nonce at the MCP server: one retry, no new authorization or token.
     *server.state.dpop_rs_nonce.lock().unwrap() = Some("rs-nonce-2".into());
@@ -1873,14 +1652,11 @@ async fn dpop_nonces_of_the_token_endpoint_and_the_mcp_server_are_retried_once()
 
 #[tokio::test]
 async fn a_dpop_nonce_over_the_bound_is_a_typed_error_and_never_shown() {
-    let server = OAuthServer::start().await;
-    dpop_server_state(&server);
+    let server = dpop_server().await;
     *server.state.dpop_rs_nonce.lock().unwrap() = Some("wanted".into());
     let long = "n".repeat(smthrs_mcp::auth::dpop::MAX_NONCE_BYTES + 1);
     *server.state.dpop_rs_nonce_header.lock().unwrap() = Some(long.clone());
-    let err = connect(&server.url(), OAuth::new().authorizer(headless()))
-        .await
-        .unwrap_err();
+    let err = refused(&server).await;
     assert_eq!(err.kind(), ErrorKind::ProtocolError, "{err}");
     let text = format!("{err} {err:?}");
     assert!(
@@ -1894,13 +1670,10 @@ async fn a_dpop_nonce_over_the_bound_is_a_typed_error_and_never_shown() {
 
     // A server that keeps asking for a nonce it never accepts: one retry, then
     // `unauthorized`, never a new authorization.
-    let server = OAuthServer::start().await;
-    dpop_server_state(&server);
+    let server = dpop_server().await;
     *server.state.dpop_rs_nonce.lock().unwrap() = Some("wanted".into());
     *server.state.dpop_rs_nonce_header.lock().unwrap() = Some("not-the-one".into());
-    let err = connect(&server.url(), OAuth::new().authorizer(headless()))
-        .await
-        .unwrap_err();
+    let err = refused(&server).await;
     assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
     assert!(err.message().contains("nonce again"), "{err}");
     assert_eq!(server.state.dpop_nonce_challenges.lock().unwrap().len(), 2);
@@ -1908,13 +1681,10 @@ async fn a_dpop_nonce_over_the_bound_is_a_typed_error_and_never_shown() {
     assert_eq!(count(&server, "POST /token"), 1);
 
     // The same at the token endpoint: no retry with it, a typed error.
-    let server = OAuthServer::start().await;
-    dpop_server_state(&server);
+    let server = dpop_server().await;
     *server.state.dpop_as_nonce.lock().unwrap() = Some("wanted".into());
     *server.state.dpop_as_nonce_header.lock().unwrap() = Some(long.clone());
-    let err = connect(&server.url(), OAuth::new().authorizer(headless()))
-        .await
-        .unwrap_err();
+    let err = refused(&server).await;
     assert_eq!(err.kind(), ErrorKind::ProtocolError, "{err}");
     let text = format!("{err} {err:?}");
     assert!(
@@ -1929,12 +1699,9 @@ async fn a_dpop_nonce_over_the_bound_is_a_typed_error_and_never_shown() {
 
     // A nonce challenge without a nonce, after the endpoint gave one earlier:
     // not retried with the old nonce, a typed error.
-    let server = OAuthServer::start().await;
-    dpop_server_state(&server);
+    let server = dpop_server().await;
     *server.state.dpop_as_nonce.lock().unwrap() = Some("first".into());
-    let client = connect(&server.url(), OAuth::new().authorizer(headless()))
-        .await
-        .unwrap();
+    let client = connect_headless(&server).await;
     let before = count(&server, "POST /token");
     *server.state.dpop_as_nonce.lock().unwrap() = Some("second".into());
     *server.state.dpop_as_nonce_header.lock().unwrap() = Some(String::new());
@@ -1968,44 +1735,20 @@ async fn token_type_and_mode_mismatches() {
     assert!(err.message().contains("without a DPoP proof"), "{err}");
 
     // A Bearer answer to a proof: accepted and sent as Bearer (Auto) ...
-    let server = OAuthServer::start().await;
-    dpop_server_state(&server);
+    let server = dpop_server().await;
     *server.state.dpop_bearer_answer.lock().unwrap() = true;
     let store = Arc::new(MemoryStore::new());
-    let client = connect(
-        &server.url(),
-        OAuth::new().authorizer(headless()).store(store.clone()),
-    )
-    .await
-    .unwrap();
+    let client = connect_storing(&server, store.clone()).await;
     client.call_tool("echo", Map::new()).await.unwrap();
     client.close().await;
     assert_eq!(verified(&server, "token"), 1);
     assert_eq!(verified(&server, "mcp"), 0);
-    assert!(
-        dpop_failures(&server).is_empty(),
-        "{:?}",
-        dpop_failures(&server)
-    );
-    assert!(
-        !store
-            .load("srv")
-            .unwrap()
-            .unwrap()
-            .tokens
-            .unwrap()
-            .tokens
-            .dpop_bound
-    );
+    assert_no_dpop_failures(&server);
+    assert!(!stored_tokens(&*store).tokens.dpop_bound);
     // ... and refused when DPoP is required.
-    let err = connect(
-        &server.url(),
-        OAuth::new()
-            .authorizer(headless())
-            .dpop(smthrs_mcp::auth::DpopMode::Required),
-    )
-    .await
-    .unwrap_err();
+    let err = connect_dpop(&server, smthrs_mcp::auth::DpopMode::Required)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
     assert!(
         err.message().contains("Bearer") && err.message().contains("OAuth::dpop"),
@@ -2015,29 +1758,18 @@ async fn token_type_and_mode_mismatches() {
     // Required, but the server does not advertise ES256: refused before any token request.
     let server = OAuthServer::start().await;
     *server.state.dpop_algs.lock().unwrap() = Some(vec!["RS256".into()]);
-    let err = connect(
-        &server.url(),
-        OAuth::new()
-            .authorizer(headless())
-            .dpop(smthrs_mcp::auth::DpopMode::Required),
-    )
-    .await
-    .unwrap_err();
+    let err = connect_dpop(&server, smthrs_mcp::auth::DpopMode::Required)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
     assert!(err.message().contains("OAuth::dpop"), "{err}");
     assert_eq!(count(&server, "POST /token"), 0);
 
     // Off: no proof even where DPoP is advertised; a Bearer token.
-    let server = OAuthServer::start().await;
-    dpop_server_state(&server);
-    let client = connect(
-        &server.url(),
-        OAuth::new()
-            .authorizer(headless())
-            .dpop(smthrs_mcp::auth::DpopMode::Off),
-    )
-    .await
-    .unwrap();
+    let server = dpop_server().await;
+    let client = connect_dpop(&server, smthrs_mcp::auth::DpopMode::Off)
+        .await
+        .unwrap();
     client.call_tool("echo", Map::new()).await.unwrap();
     client.close().await;
     assert_eq!(verified(&server, "token") + verified(&server, "mcp"), 0);

@@ -55,6 +55,51 @@ fn wif(file: &Path) -> OAuth {
     OAuth::new().workload_identity(WorkloadIdentity::new("agent", AssertionSource::file(file)))
 }
 
+/// Makes `idp` an identity provider that exchanges `id_token` for an ID-JAG
+/// naming `as_client` at `auth`; its own client is `idp-client`, with
+/// `client_secret` when given.
+fn serve_idp(
+    idp: &OAuthServer,
+    auth: &OAuthServer,
+    client_secret: Option<&str>,
+    id_token: &str,
+    as_client: &str,
+) {
+    *idp.state.idp.lock().unwrap() = Some(Idp {
+        client_id: "idp-client".into(),
+        client_secret: client_secret.map(str::to_owned),
+        id_token: id_token.into(),
+        audience: auth.issuer(),
+        resource: format!("{}/mcp", auth.issuer()),
+        as_client_id: as_client.into(),
+    });
+}
+
+/// An enterprise-managed grant: the ID token `id_token` exchanged at `idp`'s
+/// `/idp/token` (as `idp-client`) for an ID-JAG for `as_client`.
+fn enterprise_grant(idp: &OAuthServer, id_token: &str, as_client: &str) -> EnterpriseManaged {
+    EnterpriseManaged::new(
+        format!("{}/idp/token", idp.issuer()),
+        "idp-client",
+        AssertionSource::value(SecretString::from(id_token)),
+        as_client,
+    )
+}
+
+/// Connects to `auth` with the enterprise-managed `grant`.
+async fn connect_enterprise(
+    auth: &OAuthServer,
+    grant: EnterpriseManaged,
+) -> smthrs_mcp::Result<Client> {
+    connect(&auth.url(), OAuth::new().enterprise_managed(grant)).await
+}
+
+/// `err` is `unauthorized`, and its message says `saying`.
+fn assert_unauthorized(err: &smthrs_mcp::Error, saying: &str) {
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    assert!(err.message().contains(saying), "{err}");
+}
+
 fn assert_no_code_flow(server: &OAuthServer) {
     let log = log(server);
     for never in ["POST /register", "GET /authorize"] {
@@ -97,25 +142,17 @@ async fn enterprise_managed_exchanges_the_id_token_then_presents_the_id_jag() {
     let auth = jwt_bearer_server(("mcp-client", Some("as secret&x"))).await;
     // The IdP is another origin (another loopback server).
     let idp = OAuthServer::start().await;
-    *idp.state.idp.lock().unwrap() = Some(Idp {
-        client_id: "idp-client".into(),
-        client_secret: Some("idp-secret".into()),
-        id_token: "id.token.one".into(),
-        audience: auth.issuer(),
-        resource: format!("{}/mcp", auth.issuer()),
-        as_client_id: "mcp-client".into(),
-    });
-    let grant = EnterpriseManaged::new(
-        format!("{}/idp/token", idp.issuer()),
-        "idp-client",
-        AssertionSource::value(SecretString::from("id.token.one")),
+    serve_idp(
+        &idp,
+        &auth,
+        Some("idp-secret"),
+        "id.token.one",
         "mcp-client",
-    )
-    .idp_client_secret(SecretString::from("idp-secret"))
-    .client_secret(SecretString::from("as secret&x"));
-    let client = connect(&auth.url(), OAuth::new().enterprise_managed(grant))
-        .await
-        .unwrap();
+    );
+    let grant = enterprise_grant(&idp, "id.token.one", "mcp-client")
+        .idp_client_secret(SecretString::from("idp-secret"))
+        .client_secret(SecretString::from("as secret&x"));
+    let client = connect_enterprise(&auth, grant).await.unwrap();
     assert_eq!(client.catalog().len(), 1);
     assert_eq!(idp.state.idp_requests.lock().unwrap().len(), 1);
     assert!(
@@ -131,27 +168,12 @@ async fn enterprise_managed_exchanges_the_id_token_then_presents_the_id_jag() {
 
     // The same with a public IdP client and a wrong ID token: the IdP names what
     // was wrong (the fixture checks every parameter), the chain stops there.
-    *idp.state.idp.lock().unwrap() = Some(Idp {
-        client_id: "idp-client".into(),
-        client_secret: None,
-        id_token: "another".into(),
-        audience: auth.issuer(),
-        resource: format!("{}/mcp", auth.issuer()),
-        as_client_id: "mcp-client".into(),
-    });
-    let grant = EnterpriseManaged::new(
-        format!("{}/idp/token", idp.issuer()),
-        "idp-client",
-        AssertionSource::value(SecretString::from("id.token.one")),
-        "mcp-client",
-    )
-    .client_secret(SecretString::from("as secret&x"));
+    serve_idp(&idp, &auth, None, "another", "mcp-client");
+    let grant = enterprise_grant(&idp, "id.token.one", "mcp-client")
+        .client_secret(SecretString::from("as secret&x"));
     let tokens_before = count(&auth, "POST /token");
-    let err = connect(&auth.url(), OAuth::new().enterprise_managed(grant))
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Unauthorized);
-    assert!(err.message().contains("(invalid_request)"), "{err}");
+    let err = connect_enterprise(&auth, grant).await.unwrap_err();
+    assert_unauthorized(&err, "(invalid_request)");
     assert_eq!(*idp.state.idp_mismatches.lock().unwrap(), ["subject_token"]);
     assert_eq!(count(&auth, "POST /token"), tokens_before);
 }
@@ -184,14 +206,7 @@ async fn tokens_from_a_jwt_bearer_grant_are_refreshed_after_the_assertion_is_gon
     let auth = jwt_bearer_server(("mcp-client", Some("as secret&x"))).await;
     *auth.state.jwt_bearer_refresh.lock().unwrap() = true;
     let idp = OAuthServer::start().await;
-    *idp.state.idp.lock().unwrap() = Some(Idp {
-        client_id: "idp-client".into(),
-        client_secret: None,
-        id_token: "id.token.one".into(),
-        audience: auth.issuer(),
-        resource: format!("{}/mcp", auth.issuer()),
-        as_client_id: "mcp-client".into(),
-    });
+    serve_idp(&idp, &auth, None, "id.token.one", "mcp-client");
     let id_token = write(dir.path(), "id_token", "id.token.one");
     let grant = EnterpriseManaged::new(
         format!("{}/idp/token", idp.issuer()),
@@ -200,9 +215,7 @@ async fn tokens_from_a_jwt_bearer_grant_are_refreshed_after_the_assertion_is_gon
         "mcp-client",
     )
     .client_secret(SecretString::from("as secret&x"));
-    let client = connect(&auth.url(), OAuth::new().enterprise_managed(grant))
-        .await
-        .unwrap();
+    let client = connect_enterprise(&auth, grant).await.unwrap();
     assert_eq!(idp.state.idp_requests.lock().unwrap().len(), 1);
     std::fs::remove_file(&id_token).unwrap();
     auth.state.expire_access_tokens();
@@ -236,15 +249,8 @@ async fn an_authorization_server_without_the_jwt_bearer_grant_is_refused_before_
     assert_eq!(count(&server, "POST /token"), 0);
     // Enterprise: not even the exchange at the IdP.
     let idp = OAuthServer::start().await;
-    let grant = EnterpriseManaged::new(
-        format!("{}/idp/token", idp.issuer()),
-        "idp-client",
-        AssertionSource::value(SecretString::from("id")),
-        "c",
-    );
-    let err = connect(&server.url(), OAuth::new().enterprise_managed(grant))
-        .await
-        .unwrap_err();
+    let grant = enterprise_grant(&idp, "id", "c");
+    let err = connect_enterprise(&server, grant).await.unwrap_err();
     assert!(err.message().contains("grant_types_supported"), "{err}");
     assert!(idp.state.idp_requests.lock().unwrap().is_empty());
     assert_eq!(count(&server, "POST /token"), 0);
@@ -254,23 +260,12 @@ async fn an_authorization_server_without_the_jwt_bearer_grant_is_refused_before_
 async fn an_idp_refusal_or_a_wrong_token_type_is_final_and_shows_no_server_text() {
     let auth = jwt_bearer_server(("c", None)).await;
     let idp = OAuthServer::start().await;
-    let grant = || {
-        EnterpriseManaged::new(
-            format!("{}/idp/token", idp.issuer()),
-            "idp-client",
-            AssertionSource::value(SecretString::from("id")),
-            "c",
-        )
-    };
+    let grant = || enterprise_grant(&idp, "id", "c");
     *idp.state.idp_error.lock().unwrap() = Some("invalid_grant".into());
-    let err = connect(&auth.url(), OAuth::new().enterprise_managed(grant()))
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Unauthorized);
-    assert!(
-        err.message()
-            .contains("the identity provider refused the token exchange: HTTP 400 (invalid_grant)"),
-        "{err}"
+    let err = connect_enterprise(&auth, grant()).await.unwrap_err();
+    assert_unauthorized(
+        &err,
+        "the identity provider refused the token exchange: HTTP 400 (invalid_grant)",
     );
     assert!(!err.to_string().contains(REMOTE_TEXT));
     assert_eq!(idp.state.idp_requests.lock().unwrap().len(), 1, "no retry");
@@ -279,32 +274,19 @@ async fn an_idp_refusal_or_a_wrong_token_type_is_final_and_shows_no_server_text(
 
     // An unknown code is not echoed.
     *idp.state.idp_error.lock().unwrap() = Some("<b>custom</b>".into());
-    let err = connect(&auth.url(), OAuth::new().enterprise_managed(grant()))
-        .await
-        .unwrap_err();
+    let err = connect_enterprise(&auth, grant()).await.unwrap_err();
     assert!(err.message().contains("(an unknown error)"), "{err}");
     assert!(!err.message().contains("custom"), "{err}");
 
     // A token of another type is no ID-JAG.
     *idp.state.idp_error.lock().unwrap() = None;
-    *idp.state.idp.lock().unwrap() = Some(Idp {
-        client_id: "idp-client".into(),
-        client_secret: None,
-        id_token: "id".into(),
-        audience: auth.issuer(),
-        resource: format!("{}/mcp", auth.issuer()),
-        as_client_id: "c".into(),
-    });
+    serve_idp(&idp, &auth, None, "id", "c");
     *idp.state.idp_issued_token_type.lock().unwrap() =
         Some("urn:ietf:params:oauth:token-type:access_token".into());
-    let err = connect(&auth.url(), OAuth::new().enterprise_managed(grant()))
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Unauthorized);
-    assert!(
-        err.message()
-            .contains("the identity provider's answer issued a token type other than an ID-JAG (issued_token_type)"),
-        "{err}"
+    let err = connect_enterprise(&auth, grant()).await.unwrap_err();
+    assert_unauthorized(
+        &err,
+        "the identity provider's answer issued a token type other than an ID-JAG (issued_token_type)",
     );
     assert_eq!(idp.state.idp_requests.lock().unwrap().len(), 3);
     assert_eq!(count(&auth, "POST /token"), 0);
@@ -317,12 +299,7 @@ async fn a_refused_assertion_is_not_retried_and_no_other_grant_follows() {
     // Not an assertion the server accepts: invalid_grant.
     let file = write(dir.path(), "token", "wif.unknown");
     let err = connect(&server.url(), wif(&file)).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Unauthorized);
-    assert!(
-        err.message()
-            .contains("the token endpoint refused the grant (invalid_grant)"),
-        "{err}"
-    );
+    assert_unauthorized(&err, "the token endpoint refused the grant (invalid_grant)");
     assert!(!err.to_string().contains(REMOTE_TEXT));
     assert_eq!(count(&server, "POST /token"), 1);
     assert_no_code_flow(&server);
@@ -499,14 +476,7 @@ async fn the_exchange_passes_the_egress_grants_the_address_policy_the_cap_and_no
         "{err}"
     );
     // An answer over 64 KiB.
-    *idp.state.idp.lock().unwrap() = Some(Idp {
-        client_id: "idp-client".into(),
-        client_secret: None,
-        id_token: "id".into(),
-        audience: auth.issuer(),
-        resource: format!("{}/mcp", auth.issuer()),
-        as_client_id: "c".into(),
-    });
+    serve_idp(&idp, &auth, None, "id", "c");
     *idp.state.idp_issued_token_type.lock().unwrap() = Some("x".repeat(64 * 1024));
     let err = connect(
         &auth.url(),
@@ -544,44 +514,15 @@ async fn the_exchange_passes_the_egress_grants_the_address_policy_the_cap_and_no
 #[tokio::test]
 async fn logout_revokes_an_enterprise_token_with_the_clients_own_credentials() {
     let auth = jwt_bearer_server(("mcp-client", Some("as-secret"))).await;
-    auth.state.registered.lock().unwrap().insert(
-        "mcp-client".into(),
-        oauth_server::KnownClient {
-            redirect_uris: vec![],
-            secret: Some("as-secret".into()),
-            method: "client_secret_basic".into(),
-        },
-    );
+    auth.state
+        .register("mcp-client", Some("as-secret"), "client_secret_basic");
     let idp = OAuthServer::start().await;
-    *idp.state.idp.lock().unwrap() = Some(Idp {
-        client_id: "idp-client".into(),
-        client_secret: None,
-        id_token: "id".into(),
-        audience: auth.issuer(),
-        resource: format!("{}/mcp", auth.issuer()),
-        as_client_id: "mcp-client".into(),
-    });
-    let grant = EnterpriseManaged::new(
-        format!("{}/idp/token", idp.issuer()),
-        "idp-client",
-        AssertionSource::value(SecretString::from("id")),
-        "mcp-client",
-    )
-    .client_secret(SecretString::from("as-secret"));
-    let transport = HttpTransport::builder("srv", auth.url())
-        .oauth(OAuth::new().enterprise_managed(grant))
-        .build()
-        .unwrap();
-    let client = Client::builder("srv")
-        .connect(transport.clone())
-        .await
-        .unwrap();
-    client.close().await;
-    let outcome = transport.logout().await.unwrap();
-    assert!(
-        matches!(outcome, smthrs_mcp::auth::Logout::Revoked),
-        "{outcome:?}"
-    );
+    serve_idp(&idp, &auth, None, "id", "mcp-client");
+    let grant =
+        enterprise_grant(&idp, "id", "mcp-client").client_secret(SecretString::from("as-secret"));
+    let oauth = OAuth::new().enterprise_managed(grant);
+    let transport = oauth_server::transport_after_login(&auth, oauth).await;
+    oauth_server::assert_revoked(&transport, "enterprise").await;
     let seen = auth.state.revocations.lock().unwrap().clone();
     assert_eq!(seen.len(), 1, "an access token only: {seen:?}");
     assert_eq!(
@@ -619,20 +560,8 @@ impl Steps {
 async fn the_observer_sees_the_exchange_and_the_grant_and_no_token() {
     let auth = jwt_bearer_server(("c", None)).await;
     let idp = OAuthServer::start().await;
-    *idp.state.idp.lock().unwrap() = Some(Idp {
-        client_id: "idp-client".into(),
-        client_secret: None,
-        id_token: "id.token.seen".into(),
-        audience: auth.issuer(),
-        resource: format!("{}/mcp", auth.issuer()),
-        as_client_id: "c".into(),
-    });
-    let grant = EnterpriseManaged::new(
-        format!("{}/idp/token", idp.issuer()),
-        "idp-client",
-        AssertionSource::value(SecretString::from("id.token.seen")),
-        "c",
-    );
+    serve_idp(&idp, &auth, None, "id.token.seen", "c");
+    let grant = enterprise_grant(&idp, "id.token.seen", "c");
     let steps = Arc::new(Steps::default());
     let transport = HttpTransport::builder("srv", auth.url())
         .oauth(OAuth::new().enterprise_managed(grant))
@@ -674,33 +603,12 @@ async fn the_observer_sees_the_exchange_and_the_grant_and_no_token() {
 
 // ----- the CLI -----
 
+/// The CLI with the server file `config`, its state under `state`, and `args`.
 fn cli(config: &Path, state: &Path, args: &[&str]) -> tokio::process::Command {
-    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_smthrs-mcp"));
-    for var in [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-        "NO_PROXY",
-        "no_proxy",
-    ] {
-        c.env_remove(var);
-    }
+    let mut c = oauth_server::cli();
     c.arg("--mcp-config").arg(config).args(args);
     c.env("XDG_STATE_HOME", state);
-    c.kill_on_drop(true);
     c
-}
-
-async fn run(mut c: tokio::process::Command) -> (i32, String, String) {
-    let out = c.output().await.unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[tokio::test]
@@ -719,26 +627,25 @@ async fn the_cli_uses_workload_identity_and_enterprise_from_the_server_file() {
         .to_string(),
     )
     .unwrap();
-    let (code, stdout, stderr) = run(cli(&config, &state, &["tools"])).await;
+    let (code, stdout, stderr) = oauth_server::run(cli(&config, &state, &["tools"])).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("echo"), "{stdout}");
     assert_eq!(*server.state.assertions.lock().unwrap(), ["wif.cli"]);
     // `login` has nothing to do for such an entry.
-    let (code, _, stderr) = run(cli(&config, &state, &["login", "srv"])).await;
+    let (code, _, stderr) = oauth_server::run(cli(&config, &state, &["login", "srv"])).await;
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("no login is needed"), "{stderr}");
 
     // Enterprise: the ID token from an environment variable, the secrets too.
     let auth = jwt_bearer_server(("mcp-client", Some("as-secret"))).await;
     let idp = OAuthServer::start().await;
-    *idp.state.idp.lock().unwrap() = Some(Idp {
-        client_id: "idp-client".into(),
-        client_secret: Some("idp-secret".into()),
-        id_token: "id.token.cli".into(),
-        audience: auth.issuer(),
-        resource: format!("{}/mcp", auth.issuer()),
-        as_client_id: "mcp-client".into(),
-    });
+    serve_idp(
+        &idp,
+        &auth,
+        Some("idp-secret"),
+        "id.token.cli",
+        "mcp-client",
+    );
     let config = dir.path().join("enterprise.json");
     std::fs::write(
         &config,
@@ -754,7 +661,7 @@ async fn the_cli_uses_workload_identity_and_enterprise_from_the_server_file() {
     c.env("TEST_AS_SECRET", "as-secret")
         .env("TEST_IDP_SECRET", "idp-secret")
         .env("TEST_ID_TOKEN", "id.token.cli");
-    let (code, _, stderr) = run(c).await;
+    let (code, _, stderr) = oauth_server::run(c).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(idp.state.idp_mismatches.lock().unwrap().is_empty());
     assert_eq!(auth.state.assertions.lock().unwrap().len(), 1);
@@ -765,7 +672,7 @@ async fn the_cli_uses_workload_identity_and_enterprise_from_the_server_file() {
         .env_remove("TEST_ID_TOKEN");
     // A fresh state directory: no stored token.
     c.env("XDG_STATE_HOME", dir.path().join("state2"));
-    let (code, _, stderr) = run(c).await;
+    let (code, _, stderr) = oauth_server::run(c).await;
     assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains("the ID token in environment variable TEST_ID_TOKEN is unset"),
