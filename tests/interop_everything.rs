@@ -28,15 +28,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use interop::Era;
+use interop::{Era, Reach};
 use serde_json::json;
 use smthrs_mcp::events::{Interest, ServerEvent};
 use smthrs_mcp::session::Subscription;
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{CallEvent, CallOptions, Client, ClientBuilder, ErrorKind, StdioCommand};
-use support::args;
-
-use interop::Reach;
+use support::{args, text_of};
 
 const PEER: &str = "everything";
 
@@ -48,13 +46,6 @@ fn everything_entry() -> Option<PathBuf> {
         "interop/node_modules/@modelcontextprotocol/server-everything",
         "cd interop && npm ci",
     )
-}
-
-fn text(result: &smthrs_mcp::ToolResult) -> String {
-    result.content[0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// server-everything as a child over stdio.
@@ -94,12 +85,12 @@ async fn tools_and_calls(client: &Client, message: &str, location: &str) {
         .call_tool("echo", args(json!({ "message": message })))
         .await
         .unwrap();
-    assert!(text(&echoed).contains(message), "{echoed:?}");
+    assert!(text_of(&echoed).contains(message), "{echoed:?}");
     let sum = client
         .call_tool("get-sum", args(json!({"a": 2, "b": 40})))
         .await
         .unwrap();
-    assert!(text(&sum).contains("42"), "{sum:?}");
+    assert!(text_of(&sum).contains("42"), "{sum:?}");
     let structured = client
         .call_tool(
             "get-structured-content",
@@ -131,7 +122,7 @@ async fn still_adds(client: &Client) {
         .call_tool("get-sum", args(json!({"a": 1, "b": 2})))
         .await
         .unwrap();
-    assert!(text(&sum).contains('3'));
+    assert!(text_of(&sum).contains('3'));
 }
 
 #[tokio::test]
@@ -161,7 +152,7 @@ async fn stdio_env_does_not_leak_our_secrets() {
         .await
         .unwrap();
     let env = client.call_tool("get-env", args(json!({}))).await.unwrap();
-    let shown = text(&env);
+    let shown = text_of(&env);
     assert!(shown.contains("visible-by-design"), "{shown}");
     assert!(
         !shown.contains("CARGO_PKG_NAME"),
@@ -467,15 +458,17 @@ async fn wait_for(sub: &mut Subscription, wanted: ServerEvent, besides: &[Server
 /// with the session going on. `drops` must be the session's observer.
 async fn change_events(client: &Client, drops: &interop::Drops) {
     let asked = Interest::every_list().resource(DOC);
-    let mut sub = interop::guard("subscribe", client.subscribe(asked.clone()))
+    let mut sub = support::eras::guard("subscribe", client.subscribe(asked.clone()))
         .await
         .expect("subscribe to every list and one document");
     // Legacy: what the server declared of what was asked.
     assert_eq!(sub.honoured(), &asked);
 
     let toggle = || client.call_tool("toggle-subscriber-updates", args(json!({})));
-    let started = interop::guard("start the updates", toggle()).await.unwrap();
-    assert!(text(&started).contains("Started"), "{started:?}");
+    let started = support::eras::guard("start the updates", toggle())
+        .await
+        .unwrap();
+    assert!(text_of(&started).contains("Started"), "{started:?}");
     // Its one unasked tool-list change may still be on its way (HTTP: on the
     // standalone stream, which opened after `notifications/initialized`).
     let early = [ServerEvent::ToolsListChanged];
@@ -489,23 +482,27 @@ async fn change_events(client: &Client, drops: &interop::Drops) {
             "outputType": "resourceLink",
         })),
     );
-    let linked = interop::guard("gzip-file-as-resource", gzip).await.unwrap();
+    let linked = support::eras::guard("gzip-file-as-resource", gzip)
+        .await
+        .unwrap();
     assert!(!linked.is_error, "{linked:?}");
     let besides = [ServerEvent::ToolsListChanged, interop::updated(DOC)];
     wait_for(&mut sub, ServerEvent::ResourcesListChanged, &besides).await;
 
-    let stopped = interop::guard("stop the updates", toggle()).await.unwrap();
-    assert!(text(&stopped).contains("Stopped"), "{stopped:?}");
+    let stopped = support::eras::guard("stop the updates", toggle())
+        .await
+        .unwrap();
+    assert!(text_of(&stopped).contains("Stopped"), "{stopped:?}");
     assert!(sub.end().is_none(), "{:?}", sub.end());
     assert_eq!(drops.taken(), [], "notifications the client refused");
-    interop::guard("close (resources/unsubscribe)", sub.close()).await;
-    let sum = interop::guard(
+    support::eras::guard("close (resources/unsubscribe)", sub.close()).await;
+    let sum = support::eras::guard(
         "get-sum",
         client.call_tool("get-sum", args(json!({"a": 1, "b": 2}))),
     )
     .await
     .unwrap();
-    assert!(text(&sum).contains('3'), "{sum:?}");
+    assert!(text_of(&sum).contains('3'), "{sum:?}");
 }
 
 #[tokio::test]

@@ -20,11 +20,9 @@ use std::time::Duration;
 use support::interop;
 use support::peer_process;
 
-use interop::{Era, Refusal, Refusals, SlowUnit};
+use interop::{Era, OurServer, PythonServer, Reach, Refusal, Refusals, SlowUnit};
 use peer_process::HttpPeer;
 use smthrs_mcp::transport::http::HttpTransport;
-
-use interop::{OurServer, PythonServer, Reach};
 
 const PEER: &str = "python";
 const PYTHON: OurServer = OurServer {

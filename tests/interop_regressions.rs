@@ -43,12 +43,8 @@ use futures_util::stream::{self, StreamExt};
 use http::{Method, Response};
 use http_server::{Body, Recorded, TestServer, full, sse, status, streaming, with_header};
 use serde_json::{Value, json};
-use smthrs_mcp::{Client, ErrorKind, Limits, ToolResult};
-use support::{Collect, Recording, args, inline};
-
-fn text(result: &ToolResult) -> &str {
-    result.content[0]["text"].as_str().unwrap_or_default()
-}
+use smthrs_mcp::{Client, ErrorKind, Limits};
+use support::{Collect, Recording, args, inline, text_of};
 
 /// The late error did reach the client (reported privately, like any error reply to
 /// a request of ours), and changed nothing else.
@@ -84,7 +80,7 @@ async fn session_goes_on(client: &Client) {
         .call_tool("echo", args(json!({"text": "after"})))
         .await
         .unwrap();
-    assert_eq!(text(&echoed), "after");
+    assert_eq!(text_of(&echoed), "after");
     assert!(client.terminal_error().is_none());
 }
 
@@ -442,7 +438,7 @@ async fn replayed_session(sdk: Sdk) {
         .call_tool("echo", args(json!({"text": "hi"})))
         .await
         .unwrap();
-    assert_eq!(text(&echoed), "hi");
+    assert_eq!(text_of(&echoed), "hi");
     let sum = client
         .call_tool("add", args(json!({"a": 2, "b": 40})))
         .await

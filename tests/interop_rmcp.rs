@@ -21,21 +21,20 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use support::TaskUpdates;
 use support::interop;
 use support::peer_process;
 
 use futures_util::future::BoxFuture;
-use interop::{Era, SlowUnit};
+use interop::{Era, OurServer, Reach, SlowUnit};
 use peer_process::HttpPeer;
 use serde_json::{Map, Value, json};
 use smthrs_mcp::handler::{ElicitAnswer, ElicitRequest, HostCapabilities, HostHandler};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{
-    CallEvent, CallOptions, CancellationToken, Client, ClientBuilder, ErrorKind, Limits,
-    StdioCommand, TaskPolicy, TaskStatus, TaskUpdate,
+    CallOptions, CancellationToken, Client, ClientBuilder, ErrorKind, Limits, StdioCommand,
+    TaskPolicy, TaskStatus,
 };
-
-use interop::{OurServer, Reach};
 
 const SLOW: SlowUnit = SlowUnit::Millis;
 
@@ -252,37 +251,18 @@ fn job(ms: u64, ask: bool) -> Map<String, Value> {
     json!({"ms": ms, "ask": ask}).as_object().cloned().unwrap()
 }
 
-/// The task updates of calls made with [`Seen::options`].
-#[derive(Clone, Default)]
-struct Seen(Arc<Mutex<Vec<TaskUpdate>>>);
-
-impl Seen {
-    fn options(&self) -> CallOptions {
-        let seen = self.0.clone();
-        CallOptions::new().on_event(move |event| {
-            if let CallEvent::Task(update) = event {
-                seen.lock().unwrap().push(update);
-            }
-        })
-    }
-
-    fn all(&self) -> Vec<TaskUpdate> {
-        self.0.lock().unwrap().clone()
-    }
-}
-
 /// rmcp's `job` as a task: to its result (polled at rmcp's 100 ms), with an
 /// elicitation during the task answered through `tasks/update`, cancelled by
 /// the caller's token (`tasks/cancel`: rmcp ends it `cancelled`), and detached
 /// at `maxTaskWaitMs`, then resumed to its result.
 async fn tasks_against_rmcp(client: &Client, host: &Accept) {
     interop::expect_modern(client);
-    let seen = Seen::default();
+    let seen = TaskUpdates::default();
     let result = client
         .call_tool_with("job", job(300, false), &seen.options())
         .await
         .expect("the task's result");
-    assert_eq!(interop::text(&result), "job done after 300 ms");
+    assert_eq!(support::text_of(&result), "job done after 300 ms");
     let updates = seen.all();
     assert_eq!(updates[0].status, TaskStatus::Working, "{updates:?}");
     assert_eq!(updates[0].polls, 0);
@@ -294,13 +274,13 @@ async fn tasks_against_rmcp(client: &Client, host: &Accept) {
         .call_tool_with("job", job(100, true), &CallOptions::new())
         .await
         .expect("the task after its elicitation");
-    assert_eq!(interop::text(&asked), "job done after 100 ms");
+    assert_eq!(support::text_of(&asked), "job done after 100 ms");
     assert_eq!(*host.0.lock().unwrap(), ["Go on with the job?"]);
 
     // The caller gives up: tasks/cancel; rmcp's job stops as `cancelled`,
     // which resuming the task then reports.
     let token = CancellationToken::new();
-    let seen = Seen::default();
+    let seen = TaskUpdates::default();
     let options = seen.options().cancel_on(token.clone());
     let call = client.call_tool_with("job", job(60_000, false), &options);
     let cancel = async {
@@ -335,7 +315,7 @@ async fn detach_and_resume_against_rmcp(client: &Client) {
         .resume_task(&task, &options)
         .await
         .expect("the resumed task's result");
-    assert_eq!(interop::text(&result), "job done after 600 ms");
+    assert_eq!(support::text_of(&result), "job done after 600 ms");
 }
 
 fn task_limits(wait_ms: u64) -> Limits {

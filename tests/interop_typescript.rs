@@ -21,13 +21,11 @@ use std::time::Duration;
 use support::interop;
 use support::peer_process;
 
-use interop::{Era, Refusal, Refusals, SlowUnit};
+use interop::{Era, OurServer, Reach, Refusal, Refusals, SlowUnit};
 use peer_process::HttpPeer;
 use serde_json::json;
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{CallEvent, CallOptions, Client, ProtocolMode, StdioCommand};
-
-use interop::{OurServer, Reach};
 
 const PEER: &str = "typescript";
 const TYPESCRIPT: OurServer = OurServer {

@@ -18,11 +18,11 @@ use serde_json::{Map, Value, json};
 use smthrs_mcp::handler::{ElicitAnswer, ElicitRequest, HostCapabilities, HostHandler};
 use smthrs_mcp::{
     CallEvent, CallOptions, CancellationToken, Client, ClientBuilder, Era, ErrorKind, Limits,
-    TaskHandle, TaskMode, TaskPolicy, TaskStatus, TaskUpdate,
+    TaskHandle, TaskMode, TaskPolicy, TaskStatus,
 };
 
 use eras::*;
-use support::{args, text_of};
+use support::{TaskUpdates, args, text_of};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -102,11 +102,11 @@ fn push_tool(scenario: &mut Value, name: &str) {
 
 /// Test limits: a short poll floor (the server's intervals here are 100-300 ms).
 fn limits(edit: impl FnOnce(&mut Limits)) -> Limits {
-    let mut limits = Limits::default();
-    limits.task_min_poll_interval_ms = 50;
-    limits.request_timeout_ms = 10_000;
-    edit(&mut limits);
-    limits
+    support::limits(|limits| {
+        limits.task_min_poll_interval_ms = 50;
+        limits.request_timeout_ms = 10_000;
+        edit(limits);
+    })
 }
 
 async fn open(via: Via, limits: Limits, scenario: Value) -> Attempt {
@@ -115,25 +115,6 @@ async fn open(via: Via, limits: Limits, scenario: Value) -> Attempt {
 
 async fn open_with(via: Via, builder: ClientBuilder, scenario: Value) -> Attempt {
     connect_in_era(via, Era::Modern, builder, scenario).await
-}
-
-/// The task updates a call reports, kept.
-#[derive(Clone, Default)]
-struct Seen(Arc<Mutex<Vec<TaskUpdate>>>);
-
-impl Seen {
-    fn options(&self) -> CallOptions {
-        let seen = self.0.clone();
-        CallOptions::new().on_event(move |event| {
-            if let CallEvent::Task(update) = event {
-                seen.lock().unwrap().push(update);
-            }
-        })
-    }
-
-    fn all(&self) -> Vec<TaskUpdate> {
-        self.0.lock().unwrap().clone()
-    }
 }
 
 /// The requests of `method` with the time (µs) the server received each.
@@ -226,7 +207,7 @@ async fn a_task_runs_to_its_result(via: Via) {
         done(ID, "finished"),
     ];
     let a = open(via, limits(|_| {}), server(Some(150), gets)).await;
-    let seen = Seen::default();
+    let seen = TaskUpdates::default();
     let result = call(a.client(), &seen.options())
         .await
         .expect("the task's result");

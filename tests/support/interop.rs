@@ -1,4 +1,4 @@
-//! Shared by the `tests/interop_*.rs` files (included with `#[path]`):
+//! What the `tests/interop_*.rs` files share:
 //!
 //! - the convention for a missing peer: a notice and a vacuous pass locally, a failure
 //!   under CI (`CI=true`);
@@ -24,10 +24,9 @@
 //!   ([`change_events`], [`no_change_events`]): `touch {uri}` and `change {list}` make the
 //!   server send `notifications/resources/updated` and `notifications/<list>/list_changed`,
 //!   which a [`Subscription`](smthrs_mcp::session::Subscription) receives; [`Drops`]
-//!   records what the client dropped, and [`guard`] bounds every wait.
+//!   records what the client dropped, and `eras::guard` bounds every wait.
 #![allow(dead_code)]
 
-use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -40,6 +39,9 @@ use smthrs_mcp::{
     Client, ClientBuilder, DiagnosticEvent, DiagnosticObserver, ErrorKind, Limits, StdioCommand,
     ToolResult, Transport,
 };
+
+use super::eras::guard;
+use super::{args, text_of};
 
 /// The modern revision.
 pub const MODERN_VERSION: &str = "2026-07-28";
@@ -340,21 +342,6 @@ impl SlowUnit {
     }
 }
 
-fn args(value: Value) -> serde_json::Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("arguments must be an object: {other}"),
-    }
-}
-
-pub fn text(result: &ToolResult) -> &str {
-    result
-        .content
-        .first()
-        .and_then(|c| c["text"].as_str())
-        .unwrap_or_default()
-}
-
 fn sum_of(result: &ToolResult) -> Option<f64> {
     result.structured_content.as_ref()?["sum"].as_f64()
 }
@@ -369,7 +356,7 @@ pub async fn tools_and_calls(client: &Client, slow: SlowUnit) {
         .await
         .unwrap();
     assert!(!echoed.is_error, "{echoed:?}");
-    assert_eq!(text(&echoed), "hi there");
+    assert_eq!(text_of(&echoed), "hi there");
     let sum = client
         .call_tool("add", args(json!({"a": 2, "b": 40})))
         .await
@@ -384,7 +371,7 @@ pub async fn tools_and_calls(client: &Client, slow: SlowUnit) {
         .unwrap();
     assert!(bad.is_error, "{bad:?}");
     let quick = client.call_tool("slow", args(slow.args(10))).await.unwrap();
-    assert!(text(&quick).contains("slept"), "{quick:?}");
+    assert!(text_of(&quick).contains("slept"), "{quick:?}");
 }
 
 /// A call past `requestTimeoutMs` fails with `Timeout` (the library cancels it); the
@@ -399,7 +386,7 @@ pub async fn timeout_then_cancel(client: &Client, slow: SlowUnit) {
         .call_tool("echo", args(json!({"text": "still here"})))
         .await
         .unwrap();
-    assert_eq!(text(&echoed), "still here");
+    assert_eq!(text_of(&echoed), "still here");
     let sum = client
         .call_tool("add", args(json!({"a": 1, "b": 2})))
         .await
@@ -448,7 +435,7 @@ pub struct Refusals {
     pub missing_argument_unlisted: Refusal,
 }
 
-fn text_of(data: &smthrs_mcp::content::ResourceData) -> &str {
+fn resource_text(data: &smthrs_mcp::content::ResourceData) -> &str {
     match data {
         smthrs_mcp::content::ResourceData::Text(text) => text,
         other => panic!("text contents, got {other:?}"),
@@ -544,7 +531,7 @@ pub async fn offers_besides_tools(client: &Client, refusals: Refusals) {
         greeting.contents[0].mime_type.as_deref(),
         Some("text/plain")
     );
-    assert_eq!(text_of(&greeting.contents[0].data), GREETING);
+    assert_eq!(resource_text(&greeting.contents[0].data), GREETING);
 
     let pixel = client
         .read_resource("demo://pixel")
@@ -563,7 +550,7 @@ pub async fn offers_besides_tools(client: &Client, refusals: Refusals) {
         .expect("read demo://item/apple (the template)");
     assert_eq!(item.contents.len(), 1, "{item:?}");
     assert_eq!(item.contents[0].uri, "demo://item/apple");
-    assert_eq!(text_of(&item.contents[0].data), "item apple");
+    assert_eq!(resource_text(&item.contents[0].data), "item apple");
 
     let unknown = client
         .read_resource("demo://nope")
@@ -631,18 +618,6 @@ pub async fn offers_besides_tools(client: &Client, refusals: Refusals) {
     let ids = complete(client, &template, "id", "ap").await;
     assert_eq!(ids.values, ["apple", "apricot"], "{ids:?}");
     assert!(!ids.has_more, "{ids:?}");
-}
-
-/// The generous bound on every wait of the change-event checks: a hang fails the test
-/// instead of stalling the run. Never a timing assertion.
-pub const HANG_GUARD: Duration = Duration::from_secs(30);
-
-/// Awaits `future`, failing the test if it hangs.
-pub async fn guard<T>(what: &str, future: impl Future<Output = T>) -> T {
-    match tokio::time::timeout(HANG_GUARD, future).await {
-        Ok(value) => value,
-        Err(_) => panic!("hang guard: {what} did not finish within {HANG_GUARD:?}"),
-    }
 }
 
 /// The `notification-dropped` diagnostics of one session, as (method, reason): install
@@ -722,7 +697,7 @@ async fn echoes(client: &Client, said: &str) {
     )
     .await
     .unwrap();
-    assert_eq!(text(&echoed), said);
+    assert_eq!(text_of(&echoed), said);
 }
 
 /// Change events from one of our servers (TypeScript 2.4, Python 2.3) in the era the

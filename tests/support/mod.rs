@@ -18,7 +18,10 @@ use std::sync::{Arc, Mutex};
 
 use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
-use smthrs_mcp::{DiagnosticEvent, DiagnosticObserver, Limits, StdioCommand, ToolResult};
+use smthrs_mcp::{
+    CallEvent, CallOptions, DiagnosticEvent, DiagnosticObserver, Limits, StdioCommand, TaskUpdate,
+    ToolResult,
+};
 
 mod testkit;
 /// Path of the scripted test server binary (built on demand from `testkit/`).
@@ -167,6 +170,28 @@ impl Collect {
             .filter(|(event, _)| event == name)
             .map(|(_, text)| text)
             .collect()
+    }
+}
+
+/// The task updates a call reports, kept: calls made with [`TaskUpdates::options`]
+/// record every [`CallEvent::Task`] here.
+#[derive(Clone, Default)]
+pub struct TaskUpdates(Arc<Mutex<Vec<TaskUpdate>>>);
+
+impl TaskUpdates {
+    /// Call options that record the call's task updates.
+    pub fn options(&self) -> CallOptions {
+        let seen = self.0.clone();
+        CallOptions::new().on_event(move |event| {
+            if let CallEvent::Task(update) = event {
+                seen.lock().unwrap().push(update);
+            }
+        })
+    }
+
+    /// Every update so far, in order.
+    pub fn all(&self) -> Vec<TaskUpdate> {
+        self.0.lock().unwrap().clone()
     }
 }
 
