@@ -19,17 +19,15 @@
 
 mod support;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use support::TaskUpdates;
 use support::interop;
 use support::peer_process;
+use support::{AcceptEveryForm, TaskUpdates};
 
-use futures_util::future::BoxFuture;
 use interop::{Era, OurServer, Reach, SlowUnit};
 use peer_process::HttpPeer;
 use serde_json::{Map, Value, json};
-use smthrs_mcp::handler::{ElicitAnswer, ElicitRequest, HostCapabilities, HostHandler};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{
     CallOptions, CancellationToken, Client, ClientBuilder, ErrorKind, Limits, StdioCommand,
@@ -230,23 +228,6 @@ async fn http_legacy_only_timeout_then_cancel() {
     http_timeout_then_cancel_in(Mode::LegacyOnly).await;
 }
 
-/// A host that accepts every form (rmcp's `job` asks "Go on with the job?").
-#[derive(Default)]
-struct Accept(Mutex<Vec<String>>);
-
-impl HostHandler for Accept {
-    fn capabilities(&self) -> HostCapabilities {
-        HostCapabilities::default().with_elicitation_form()
-    }
-
-    fn elicit(&self, request: ElicitRequest) -> BoxFuture<'_, ElicitAnswer> {
-        if let ElicitRequest::Form(form) = request {
-            self.0.lock().unwrap().push(form.message);
-        }
-        Box::pin(async { ElicitAnswer::Accept(Map::new()) })
-    }
-}
-
 fn job(ms: u64, ask: bool) -> Map<String, Value> {
     json!({"ms": ms, "ask": ask}).as_object().cloned().unwrap()
 }
@@ -255,7 +236,7 @@ fn job(ms: u64, ask: bool) -> Map<String, Value> {
 /// elicitation during the task answered through `tasks/update`, cancelled by
 /// the caller's token (`tasks/cancel`: rmcp ends it `cancelled`), and detached
 /// at `maxTaskWaitMs`, then resumed to its result.
-async fn tasks_against_rmcp(client: &Client, host: &Accept) {
+async fn tasks_against_rmcp(client: &Client, host: &AcceptEveryForm) {
     interop::expect_modern(client);
     let seen = TaskUpdates::default();
     let result = client
@@ -335,7 +316,7 @@ async fn stdio_tasks() {
     let Some(server) = rmcp_server() else {
         return;
     };
-    let host = Arc::new(Accept::default());
+    let host = Arc::new(AcceptEveryForm::default());
     let driving = task_client(60_000).host_handler(host.clone());
     let client = stdio(&server, Mode::Tasks).connect(driving).await;
     tasks_against_rmcp(&client, &host).await;
@@ -351,7 +332,7 @@ async fn http_tasks() {
         return;
     };
     let peer = http(&server, Mode::Tasks).await;
-    let host = Arc::new(Accept::default());
+    let host = Arc::new(AcceptEveryForm::default());
     let driving = task_client(60_000).host_handler(host.clone());
     let client = reach(&peer, Mode::Tasks).connect(driving).await;
     tasks_against_rmcp(&client, &host).await;

@@ -13,16 +13,14 @@ use support::eras;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
-use smthrs_mcp::handler::{ElicitAnswer, ElicitRequest, HostCapabilities, HostHandler};
 use smthrs_mcp::{
     CallEvent, CallOptions, CancellationToken, Client, ClientBuilder, Era, ErrorKind, Limits,
     TaskHandle, TaskMode, TaskPolicy, TaskStatus,
 };
 
 use eras::*;
-use support::{TaskUpdates, args, text_of};
+use support::{AcceptEveryForm, TaskUpdates, args, text_of};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -313,23 +311,6 @@ async fn the_own_backoff_stops_at_the_ceiling(via: Via) {
     a.close().await;
 }
 
-/// A host that accepts every form, recording the messages.
-#[derive(Default)]
-struct Host(Mutex<Vec<String>>);
-
-impl HostHandler for Host {
-    fn capabilities(&self) -> HostCapabilities {
-        HostCapabilities::default().with_elicitation_form()
-    }
-
-    fn elicit(&self, request: ElicitRequest) -> BoxFuture<'_, ElicitAnswer> {
-        if let ElicitRequest::Form(form) = request {
-            self.0.lock().unwrap().push(form.message);
-        }
-        Box::pin(async { ElicitAnswer::Accept(Map::new()) })
-    }
-}
-
 fn ask(message: &str) -> Value {
     json!({"method": "elicitation/create", "params": {
         "message": message,
@@ -361,7 +342,7 @@ async fn input_requests_reach_the_host_once_each(via: Via) {
         ),
         done(ID, "answered"),
     ];
-    let host = Arc::new(Host::default());
+    let host = Arc::new(AcceptEveryForm::default());
     let builder = Client::builder("tasks")
         .limits(limits(|_| {}))
         .host_handler(host.clone());
@@ -409,7 +390,7 @@ async fn too_many_input_keys_cancel_the_task(via: Via) {
     ];
     let builder = Client::builder("tasks")
         .limits(limits(|l| l.max_task_input_requests = 2))
-        .host_handler(Arc::new(Host::default()));
+        .host_handler(Arc::new(AcceptEveryForm::default()));
     let a = open_with(via, builder, server(Some(100), gets)).await;
     let error = call(a.client(), &CallOptions::new())
         .await
@@ -1016,7 +997,7 @@ async fn an_update_for_a_forgotten_task_is_not_found(via: Via) {
         json!([{"error": {"code": -32602, "message": "unknown task"}}]);
     let builder = Client::builder("tasks")
         .limits(limits(|_| {}))
-        .host_handler(Arc::new(Host::default()));
+        .host_handler(Arc::new(AcceptEveryForm::default()));
     let a = open_with(via, builder, scenario).await;
     let error = call(a.client(), &CallOptions::new())
         .await

@@ -16,8 +16,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use futures_util::future::BoxFuture;
 use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
+use smthrs_mcp::handler::{ElicitAnswer, ElicitRequest, HostCapabilities, HostHandler};
 use smthrs_mcp::{
     CallEvent, CallOptions, DiagnosticEvent, DiagnosticObserver, Limits, StdioCommand, TaskUpdate,
     ToolResult,
@@ -170,6 +172,23 @@ impl Collect {
             .filter(|(event, _)| event == name)
             .map(|(_, text)| text)
             .collect()
+    }
+}
+
+/// A host that accepts every form (with no content), recording each form's message.
+#[derive(Default)]
+pub struct AcceptEveryForm(pub Mutex<Vec<String>>);
+
+impl HostHandler for AcceptEveryForm {
+    fn capabilities(&self) -> HostCapabilities {
+        HostCapabilities::default().with_elicitation_form()
+    }
+
+    fn elicit(&self, request: ElicitRequest) -> BoxFuture<'_, ElicitAnswer> {
+        if let ElicitRequest::Form(form) = request {
+            self.0.lock().unwrap().push(form.message);
+        }
+        Box::pin(async { ElicitAnswer::Accept(Map::new()) })
     }
 }
 
