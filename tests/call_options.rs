@@ -16,6 +16,7 @@ use smthrs_mcp::{
 
 use eras::*;
 use support::text_of;
+use support::{eventually, guard};
 
 const ERAS: [Era; 2] = [Era::Legacy, Era::Modern];
 

@@ -75,27 +75,13 @@ fn limits(request_timeout_ms: u64) -> Limits {
 }
 
 async fn connect(server: Server, limits: Limits) -> Client {
-    tokio::time::timeout(
-        HANG,
-        Client::builder("dos")
-            .limits(limits)
-            .connect(server.stdio()),
-    )
-    .await
-    .expect("connect does not hang")
-    .expect("connects")
+    support::connected(Client::builder("dos").limits(limits), server.stdio()).await
 }
 
 /// Connects as `name` to the Streamable HTTP `server`.
 async fn connect_http(name: &str, server: &TestServer, limits: Limits) -> Client {
     let transport = HttpTransport::builder(name, server.url()).build().unwrap();
-    tokio::time::timeout(
-        HANG,
-        Client::builder(name).limits(limits).connect(transport),
-    )
-    .await
-    .expect("connect does not hang")
-    .expect("connects")
+    support::connected(Client::builder(name).limits(limits), transport).await
 }
 
 async fn call(
@@ -614,7 +600,7 @@ async fn deadlines_under_a_flood(via: Via, era: Era, calls: usize) -> Vec<Durati
             .sum()
     };
     // The first call's flood ends (and is recorded) a little after the last call.
-    eras::eventually("a flood recorded", || flooded() > 0).await;
+    support::eventually("a flood recorded", || flooded() > 0).await;
     assert!(flooded() > 1_000, "the server flooded: {} lines", flooded());
     attempt.close().await;
     late

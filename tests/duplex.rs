@@ -40,16 +40,8 @@ fn over_pipes(child: &mut Child) -> DuplexTransport {
 }
 
 async fn connect(transport: DuplexTransport, limits: Limits, mode: ProtocolMode) -> Client {
-    tokio::time::timeout(
-        HANG,
-        Client::builder("duplex")
-            .limits(limits)
-            .protocol(mode)
-            .connect(transport),
-    )
-    .await
-    .expect("connect does not hang")
-    .expect("connects")
+    let builder = Client::builder("duplex").limits(limits).protocol(mode);
+    support::connected(builder, transport).await
 }
 
 async fn echo(client: &Client, text: &str) -> smthrs_mcp::Result<String> {

@@ -26,7 +26,7 @@ use tokio::sync::watch;
 
 use eras::*;
 use support::http_bridge::BridgeOptions;
-use support::{args, inline, limits, scenario};
+use support::{args, eventually, guard, inline, limits, scenario};
 
 const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 

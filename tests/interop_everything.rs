@@ -458,16 +458,14 @@ async fn wait_for(sub: &mut Subscription, wanted: ServerEvent, besides: &[Server
 /// with the session going on. `drops` must be the session's observer.
 async fn change_events(client: &Client, drops: &interop::Drops) {
     let asked = Interest::every_list().resource(DOC);
-    let mut sub = support::eras::guard("subscribe", client.subscribe(asked.clone()))
+    let mut sub = support::guard("subscribe", client.subscribe(asked.clone()))
         .await
         .expect("subscribe to every list and one document");
     // Legacy: what the server declared of what was asked.
     assert_eq!(sub.honoured(), &asked);
 
     let toggle = || client.call_tool("toggle-subscriber-updates", args(json!({})));
-    let started = support::eras::guard("start the updates", toggle())
-        .await
-        .unwrap();
+    let started = support::guard("start the updates", toggle()).await.unwrap();
     assert!(text_of(&started).contains("Started"), "{started:?}");
     // Its one unasked tool-list change may still be on its way (HTTP: on the
     // standalone stream, which opened after `notifications/initialized`).
@@ -482,21 +480,17 @@ async fn change_events(client: &Client, drops: &interop::Drops) {
             "outputType": "resourceLink",
         })),
     );
-    let linked = support::eras::guard("gzip-file-as-resource", gzip)
-        .await
-        .unwrap();
+    let linked = support::guard("gzip-file-as-resource", gzip).await.unwrap();
     assert!(!linked.is_error, "{linked:?}");
     let besides = [ServerEvent::ToolsListChanged, interop::updated(DOC)];
     wait_for(&mut sub, ServerEvent::ResourcesListChanged, &besides).await;
 
-    let stopped = support::eras::guard("stop the updates", toggle())
-        .await
-        .unwrap();
+    let stopped = support::guard("stop the updates", toggle()).await.unwrap();
     assert!(text_of(&stopped).contains("Stopped"), "{stopped:?}");
     assert!(sub.end().is_none(), "{:?}", sub.end());
     assert_eq!(drops.taken(), [], "notifications the client refused");
-    support::eras::guard("close (resources/unsubscribe)", sub.close()).await;
-    let sum = support::eras::guard(
+    support::guard("close (resources/unsubscribe)", sub.close()).await;
+    let sum = support::guard(
         "get-sum",
         client.call_tool("get-sum", args(json!({"a": 1, "b": 2}))),
     )

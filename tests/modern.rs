@@ -24,7 +24,7 @@ use smthrs_mcp::{Client, Era, ErrorKind, Limits, ProtocolMode};
 
 use eras::*;
 use support::http_bridge::{BridgeOptions, LegacyProbe, ModernOptions};
-use support::{args, inline, limits, scenario, text_of};
+use support::{args, eventually, guard, inline, limits, scenario, text_of};
 
 /// The bridge options of a modern-only scenario.
 fn modern() -> BridgeOptions {

@@ -16,6 +16,7 @@ use smthrs_mcp::{Client, Era, ErrorKind, Limits};
 
 use eras::*;
 use support::args;
+use support::{bulk_guard, guard};
 
 const ERAS: [Era; 2] = [Era::Legacy, Era::Modern];
 

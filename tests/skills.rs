@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use smthrs_mcp::session::LoadedSkill;
 use smthrs_mcp::skills::Skill;
 use smthrs_mcp::{Client, ErrorKind};
+use support::guard;
 use support::http_bridge::BridgeOptions;
 use support::inline;
 

@@ -13,6 +13,7 @@ use smthrs_mcp::session::Subscription;
 use smthrs_mcp::{Client, Era, ErrorKind, Limits};
 
 use eras::*;
+use support::{eventually, guard};
 
 const ERAS: [Era; 2] = [Era::Legacy, Era::Modern];
 const TAG: &str = "io.modelcontextprotocol/subscriptionId";

@@ -6,9 +6,7 @@
 //! process appends what it received to one record file, so a call sent
 //! twice, to any process, would show.
 
-#[allow(unused_macros)] // `both_transports`: these rules vary the era and the transport by hand
 mod support;
-use support::eras;
 
 use std::future::{Ready, ready};
 use std::path::PathBuf;
@@ -24,9 +22,8 @@ use smthrs_mcp::{
 };
 use smthrs_mcp::{ClientBuilder, Transport};
 
-use eras::{eventually, guard};
 use support::http_bridge::{Bridge, BridgeOptions};
-use support::{args, parse_deep, scripted_server, text_of};
+use support::{args, eventually, guard, parse_deep, scripted_server, text_of};
 
 /// The server's name in every test.
 const SERVER: &str = "flaky";

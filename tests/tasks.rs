@@ -20,7 +20,7 @@ use smthrs_mcp::{
 };
 
 use eras::*;
-use support::{AcceptEveryForm, TaskUpdates, args, text_of};
+use support::{AcceptEveryForm, TaskUpdates, args, eventually, guard, text_of};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";

@@ -2,9 +2,7 @@
 //! scripted server as a child) and over Streamable HTTP (the same scripted server
 //! behind the hyper bridge), with the bridge options each era needs.
 
-use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use secrecy::ExposeSecret;
 use serde_json::Value;
@@ -12,7 +10,7 @@ use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, ClientBuilder, DiagnosticEvent, DiagnosticObserver};
 
 use crate::support::http_bridge::{Bridge, BridgeOptions, RecordedRequest};
-use crate::support::{Recording, Server, scripted_server, text_of};
+use crate::support::{Recording, Server, guard, scripted_server, text_of};
 
 /// Which transport a rule runs over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,32 +53,6 @@ macro_rules! both_transports {
 }
 #[allow(unused_imports)]
 pub(crate) use both_transports;
-
-/// The generous bound every await of a test gets: a hang fails the test instead
-/// of stalling the run. Never a timing assertion.
-pub const HANG_GUARD: Duration = Duration::from_secs(30);
-
-/// The hang guard of an await that moves a bound's worth of data (16 MiB and
-/// more through a debug build, on a busy two-core machine). Never a timing
-/// assertion.
-pub const BULK_HANG_GUARD: Duration = Duration::from_secs(180);
-
-/// Awaits `future`, failing the test if it hangs.
-pub async fn guard<T>(what: &str, future: impl Future<Output = T>) -> T {
-    guard_within(HANG_GUARD, what, future).await
-}
-
-/// As [`guard`], for an await that moves a bound's worth of data.
-pub async fn bulk_guard<T>(what: &str, future: impl Future<Output = T>) -> T {
-    guard_within(BULK_HANG_GUARD, what, future).await
-}
-
-async fn guard_within<T>(bound: Duration, what: &str, future: impl Future<Output = T>) -> T {
-    match tokio::time::timeout(bound, future).await {
-        Ok(value) => value,
-        Err(_) => panic!("hang guard: {what} did not finish within {bound:?}"),
-    }
-}
 
 /// A connect attempt and whatever must outlive it (the HTTP bridge, the
 /// recording of what the server received).
@@ -259,20 +231,6 @@ impl DiagnosticObserver for Events {
             reason,
         });
     }
-}
-
-/// Polls `check` every 10 ms until it holds (at most [`HANG_GUARD`], a hang
-/// guard, never a timing claim): for effects another process produces
-/// asynchronously (a record line, a bridge record).
-pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + HANG_GUARD;
-    while tokio::time::Instant::now() < deadline {
-        if check() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{what}: never observed");
 }
 
 /// The first content block's text parsed as JSON (the scripted server's reports).

@@ -40,7 +40,7 @@ use smthrs_mcp::{
     ToolResult, Transport,
 };
 
-use super::eras::guard;
+use super::guard;
 use super::{args, text_of};
 
 /// The modern revision.

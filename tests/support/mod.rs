@@ -13,16 +13,18 @@
 #![allow(dead_code)]
 
 use std::ffi::OsString;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
 use smthrs_mcp::handler::{ElicitAnswer, ElicitRequest, HostCapabilities, HostHandler};
 use smthrs_mcp::{
-    CallEvent, CallOptions, DiagnosticEvent, DiagnosticObserver, Limits, StdioCommand, TaskUpdate,
-    ToolResult,
+    CallEvent, CallOptions, Client, ClientBuilder, DiagnosticEvent, DiagnosticObserver, Limits,
+    StdioCommand, TaskUpdate, ToolResult, Transport,
 };
 
 mod testkit;
@@ -212,6 +214,54 @@ impl TaskUpdates {
     pub fn all(&self) -> Vec<TaskUpdate> {
         self.0.lock().unwrap().clone()
     }
+}
+
+/// The generous bound every await of a test gets: a hang fails the test instead
+/// of stalling the run. Never a timing assertion.
+pub const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// The hang guard of an await that moves a bound's worth of data (16 MiB and
+/// more through a debug build, on a busy two-core machine). Never a timing
+/// assertion.
+pub const BULK_HANG_GUARD: Duration = Duration::from_secs(180);
+
+/// Awaits `future`, failing the test if it hangs.
+pub async fn guard<T>(what: &str, future: impl Future<Output = T>) -> T {
+    guard_within(HANG_GUARD, what, future).await
+}
+
+/// As [`guard`], for an await that moves a bound's worth of data.
+pub async fn bulk_guard<T>(what: &str, future: impl Future<Output = T>) -> T {
+    guard_within(BULK_HANG_GUARD, what, future).await
+}
+
+async fn guard_within<T>(bound: Duration, what: &str, future: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(bound, future).await {
+        Ok(value) => value,
+        Err(_) => panic!("hang guard: {what} did not finish within {bound:?}"),
+    }
+}
+
+/// Polls `check` every 10 ms until it holds (at most [`HANG_GUARD`], a hang
+/// guard, never a timing claim): for effects another process produces
+/// asynchronously (a record line, a bridge record).
+pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + HANG_GUARD;
+    while tokio::time::Instant::now() < deadline {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{what}: never observed");
+}
+
+/// Connects `builder` over `transport` within the hang guard; panics when the
+/// connect fails.
+pub async fn connected(builder: ClientBuilder, transport: impl Transport) -> Client {
+    guard("connect", builder.connect(transport))
+        .await
+        .expect("connects")
 }
 
 /// The default limits with `edit` applied.
