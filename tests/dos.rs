@@ -30,7 +30,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use eras::Via;
 use futures_util::StreamExt;
-use http_server::{Recorded, TestServer, json as json_response, status, streaming};
+use http_server::{
+    Recorded, TestServer, echo_catalog, initialize_result, rpc_result, status, streaming,
+};
 use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, Era, ErrorKind, Limits};
@@ -378,18 +380,8 @@ fn answer_post(
     let message: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
     let id = message["id"].clone();
     match message["method"].as_str() {
-        Some("initialize") => json_response(
-            &json!({"jsonrpc": "2.0", "id": id, "result": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": name, "version": "1"}}})
-            .to_string(),
-        ),
-        Some("tools/list") => json_response(
-            &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
-                {"name": "echo", "inputSchema": {"type": "object"}}]}})
-            .to_string(),
-        ),
+        Some("initialize") => rpc_result(Some(&id), initialize_result(name, json!({"tools": {}}))),
+        Some("tools/list") => rpc_result(Some(&id), echo_catalog()),
         Some("tools/call") => on_call(&id),
         _ => status(202),
     }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use http::Method;
-use http_server::{Body, Recorded, TestServer, full, json, status, with_header};
+use http_server::{Body, Recorded, TestServer, full, initialize_result, json, status, with_header};
 use secrecy::SecretString;
 use serde_json::{Map, Value, json};
 use smthrs_mcp::flows::{ProjectionErrorKind, ProjectionOptions};
@@ -93,11 +93,7 @@ async fn answer(request: Recorded, behaviour: Behaviour, seen: &Observed) -> htt
             seen.initializing.fetch_sub(1, Ordering::SeqCst);
             let session = seen.sessions.fetch_add(1, Ordering::SeqCst);
             with_header(
-                reply(json!({
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "loop", "version": "1"},
-                })),
+                reply(initialize_result("loop", json!({"tools": {}}))),
                 "mcp-session-id",
                 &format!("session-{session}"),
             )

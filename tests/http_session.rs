@@ -8,7 +8,9 @@ use std::time::Duration;
 use support::http_server;
 
 use http::Method;
-use http_server::{TestServer, json, status, with_header};
+use http_server::{
+    TestServer, echo_catalog, initialize_result, json, rpc_result, status, with_header,
+};
 use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, ErrorKind, Limits};
@@ -55,25 +57,6 @@ fn message_of(request: &http_server::Recorded) -> (Value, Option<Value>) {
     (message, id)
 }
 
-/// The answer to `initialize` (`id`) from a server named `name` declaring
-/// `capabilities`.
-fn initialize_answer(id: &Option<Value>, name: &str, capabilities: Value) -> Response {
-    let body = json!({"jsonrpc": "2.0", "id": id, "result": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": capabilities,
-        "serverInfo": {"name": name, "version": "1"}
-    }});
-    json(&body.to_string())
-}
-
-/// The answer to `tools/list` (`id`): one tool, `echo`.
-fn echo_catalog_answer(id: &Option<Value>) -> Response {
-    let body = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
-        {"name": "echo", "inputSchema": {"type": "object"}}
-    ]}});
-    json(&body.to_string())
-}
-
 /// A minimal stateful MCP server: every `initialize` opens session `s<N>`; the
 /// first `tools/call` on session `s1` is answered `404` (the session "expired").
 /// With `change_catalog`, sessions after the first describe their tool differently.
@@ -108,7 +91,7 @@ async fn expiring_server_with(
                     if n > 1 {
                         tokio::time::sleep(reinit_delay).await;
                     }
-                    let answer = initialize_answer(&id, "expiring", json!({"tools": {}}));
+                    let answer = rpc_result(id.as_ref(), initialize_result("expiring", json!({"tools": {}})));
                     with_header(answer, "mcp-session-id", &format!("s{n}"))
                 }
                 Some("tools/list") => {
@@ -324,7 +307,10 @@ async fn initialized_goes_out_first_and_a_body_answering_it_is_ignored() {
             }
             let (message, id) = message_of(&request);
             match message["method"].as_str() {
-                Some("initialize") => initialize_answer(&id, "strict", json!({"tools": {}})),
+                Some("initialize") => rpc_result(
+                    id.as_ref(),
+                    initialize_result("strict", json!({"tools": {}})),
+                ),
                 Some("notifications/initialized") => {
                     answering.store(true, Ordering::SeqCst);
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -335,7 +321,7 @@ async fn initialized_goes_out_first_and_a_body_answering_it_is_ignored() {
                     if answering.load(Ordering::SeqCst) {
                         early.store(true, Ordering::SeqCst);
                     }
-                    echo_catalog_answer(&id)
+                    rpc_result(id.as_ref(), echo_catalog())
                 }
                 _ => status(202),
             }
@@ -402,8 +388,10 @@ async fn a_request_answered_202_fails_instead_of_waiting_for_its_deadline() {
         }
         let (message, id) = message_of(&request);
         match message["method"].as_str() {
-            Some("initialize") => initialize_answer(&id, "s", json!({"tools": {}})),
-            Some("tools/list") => echo_catalog_answer(&id),
+            Some("initialize") => {
+                rpc_result(id.as_ref(), initialize_result("s", json!({"tools": {}})))
+            }
+            Some("tools/list") => rpc_result(id.as_ref(), echo_catalog()),
             _ => status(202),
         }
     })
@@ -454,10 +442,13 @@ async fn a_get_stream_that_is_never_answered_does_not_stall_the_handshake() {
         let (message, id) = message_of(&request);
         match message["method"].as_str() {
             Some("initialize") => {
-                let answer = initialize_answer(&id, "silent-get", json!({"tools": {}}));
+                let answer = rpc_result(
+                    id.as_ref(),
+                    initialize_result("silent-get", json!({"tools": {}})),
+                );
                 with_header(answer, "mcp-session-id", "g1")
             }
-            Some("tools/list") => echo_catalog_answer(&id),
+            Some("tools/list") => rpc_result(id.as_ref(), echo_catalog()),
             _ => status(202),
         }
     })
@@ -535,10 +526,11 @@ async fn subscribing_server(resubscribe: Value) -> (TestServer, Subscribed) {
                 Some("initialize") => {
                     let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
                     let capabilities = json!({"tools": {}, "resources": {"subscribe": true}});
-                    let reply = initialize_answer(&id, "subscribing", capabilities);
+                    let reply =
+                        rpc_result(id.as_ref(), initialize_result("subscribing", capabilities));
                     with_header(reply, "mcp-session-id", &format!("s{n}"))
                 }
-                Some("tools/list") => echo_catalog_answer(&id),
+                Some("tools/list") => rpc_result(id.as_ref(), echo_catalog()),
                 Some(_) if session.is_none() => status(400),
                 Some("tools/call") if session.as_deref() == Some("s1") => status(404),
                 Some("tools/call") => answer(json!({"content": []})),

@@ -267,6 +267,29 @@ pub fn json(body: &str) -> Response<Body> {
     full(200, "application/json", body.to_owned())
 }
 
+/// A `200` JSON response carrying the JSON-RPC result `result` for request `id`
+/// (`null` when the id is `None`).
+pub fn rpc_result(id: Option<&serde_json::Value>, result: serde_json::Value) -> Response<Body> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result});
+    json(&body.to_string())
+}
+
+/// The `initialize` result of a legacy (2025-06-18) MCP server named `name`
+/// declaring `capabilities`: how the hand-written servers of the HTTP tests
+/// answer the handshake.
+pub fn initialize_result(name: &str, capabilities: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "protocolVersion": "2025-06-18",
+        "capabilities": capabilities,
+        "serverInfo": {"name": name, "version": "1"},
+    })
+}
+
+/// The `tools/list` result of a server whose one tool is `echo`.
+pub fn echo_catalog() -> serde_json::Value {
+    serde_json::json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+}
+
 pub fn sse(body: &str) -> Response<Body> {
     full(200, "text/event-stream", body.to_owned())
 }
