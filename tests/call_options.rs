@@ -4,7 +4,6 @@
 //! rules refused before anything is sent.
 
 mod support;
-use support::eras;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,7 +13,7 @@ use smthrs_mcp::{
     CallEvent, CallOptions, CancellationToken, Client, Era, ErrorKind, Limits, Progress, TaskMode,
 };
 
-use eras::*;
+use support::eras::*;
 use support::text_of;
 use support::{eventually, guard};
 

@@ -10,6 +10,7 @@
 //! blocking the suite.
 
 mod support;
+
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -18,10 +19,9 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
-use support::http_bridge;
 
 use serde_json::{Value, json};
-
+use support::http_bridge;
 use support::scripted_server;
 
 const CLI: &str = env!("CARGO_BIN_EXE_smthrs-mcp");

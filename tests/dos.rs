@@ -19,8 +19,6 @@
 //! ```
 
 mod support;
-use support::eras;
-use support::http_server;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,15 +26,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use eras::Via;
 use futures_util::StreamExt;
-use http_server::{
-    Recorded, TestServer, echo_catalog, initialize_result, rpc_result, status, streaming,
-};
 use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, Era, ErrorKind, Limits};
+use support::eras;
+use support::eras::Via;
 use support::http_bridge::BridgeOptions;
+use support::http_server;
+use support::http_server::{
+    Recorded, TestServer, echo_catalog, initialize_result, rpc_result, status, streaming,
+};
 use support::{Recording, Server, args, inline};
 
 /// A guard against a hang: far above every deadline a test sets.

@@ -4,8 +4,6 @@
 //! server counts the probes), and calls routed by flow name.
 
 mod support;
-use support::http_server;
-use support::text_of;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,13 +11,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use http::Method;
-use http_server::{Body, Recorded, TestServer, full, initialize_result, json, status, with_header};
 use secrecy::SecretString;
 use serde_json::{Map, Value, json};
 use smthrs_mcp::flows::{ProjectionErrorKind, ProjectionOptions};
 use smthrs_mcp::group::{ClientGroup, EraCache, GroupEntry, GroupError};
 use smthrs_mcp::transport::http::{HttpTransport, SharedHttpClient};
 use smthrs_mcp::{Client, Era, ErrorKind, Limits, ProtocolMode, StdioCommand};
+use support::http_server::{
+    Body, Recorded, TestServer, full, initialize_result, json, status, with_header,
+};
+use support::text_of;
 
 // ---------------------------------------------------------------------------------
 // A loopback MCP server over Streamable HTTP, one endpoint per path

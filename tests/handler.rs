@@ -10,7 +10,6 @@
 //! the `inputResponses` of each retry).
 
 mod support;
-use support::eras;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,7 +23,7 @@ use smthrs_mcp::handler::{
 use smthrs_mcp::{Client, ClientBuilder, Era, ErrorKind, Limits};
 use tokio::sync::watch;
 
-use eras::*;
+use support::eras::*;
 use support::http_bridge::BridgeOptions;
 use support::{args, eventually, guard, inline, limits, scenario};
 

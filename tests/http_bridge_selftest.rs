@@ -2,9 +2,9 @@
 //! driven by a plain hyper client so it never depends on the library under test.
 
 mod support;
+
 use std::ffi::OsString;
 use std::time::Duration;
-use support::http_bridge;
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
@@ -17,7 +17,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
-use http_bridge::{Bridge, BridgeOptions};
+use support::http_bridge::{Bridge, BridgeOptions};
 use support::scripted_server;
 
 type HttpClient = Client<HttpConnector, BoxBody<Bytes, hyper::Error>>;
@@ -483,7 +483,7 @@ async fn over_long_line_is_streamed_as_one_growing_event() {
 // The modern (2026-07-28) endpoint, the dual era and the legacy probe answers.
 // ---------------------------------------------------------------------------
 
-use http_bridge::{LegacyProbe, ModernOptions};
+use support::http_bridge::{LegacyProbe, ModernOptions};
 
 const MODERN: &str = "2026-07-28";
 

@@ -2,18 +2,19 @@
 //! the one-shot re-initialise after `404`, `DELETE` on close, `401`.
 
 mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use support::http_server;
 
 use http::Method;
-use http_server::{
-    TestServer, echo_catalog, initialize_result, json, rpc_result, status, with_header,
-};
 use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, ErrorKind, Limits};
+use support::http_server;
+use support::http_server::{
+    TestServer, echo_catalog, initialize_result, json, rpc_result, status, with_header,
+};
 
 /// Connects a client named `name` to `server` over Streamable HTTP.
 async fn connect(name: &str, server: &TestServer, limits: Limits) -> smthrs_mcp::Result<Client> {

@@ -22,18 +22,18 @@
 //! without running them.
 
 mod support;
-use support::interop;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use interop::{Era, Reach};
 use serde_json::json;
 use smthrs_mcp::events::{Interest, ServerEvent};
 use smthrs_mcp::session::Subscription;
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{CallEvent, CallOptions, Client, ClientBuilder, ErrorKind, StdioCommand};
+use support::interop;
+use support::interop::{Era, Reach};
 use support::{args, text_of};
 
 const PEER: &str = "everything";

@@ -14,14 +14,14 @@
 //! vacuously; under CI (`CI=true`) a missing peer is a failure.
 
 mod support;
-use support::interop;
 
 use std::path::PathBuf;
 
-use interop::Era;
 use serde_json::{Value, json};
 use smthrs_mcp::{Client, ErrorKind, StdioCommand};
 use support::args;
+use support::interop;
+use support::interop::Era;
 
 const PEER: &str = "github";
 

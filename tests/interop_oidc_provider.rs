@@ -20,15 +20,13 @@
 //! and pass vacuously; under CI (`CI=true`) a missing peer is a failure.
 
 mod support;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use support::interop;
-use support::peer_process;
 
 use futures_util::future::BoxFuture;
-use peer_process::HttpPeer;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Map, Value};
 use smthrs_mcp::auth::{
@@ -37,6 +35,9 @@ use smthrs_mcp::auth::{
 };
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, Error, ErrorKind};
+use support::interop;
+use support::peer_process;
+use support::peer_process::HttpPeer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use url::Url;
 

@@ -16,13 +16,12 @@
 //! under CI (`CI=true`) a missing peer is a failure.
 
 mod support;
-use std::time::Duration;
-use support::interop;
-use support::peer_process;
 
-use interop::{Era, OurServer, PythonServer, Reach, Refusal, Refusals, SlowUnit};
-use peer_process::HttpPeer;
+use std::time::Duration;
+
 use smthrs_mcp::transport::http::HttpTransport;
+use support::interop::{Era, OurServer, PythonServer, Reach, Refusal, Refusals, SlowUnit};
+use support::peer_process::HttpPeer;
 
 const PEER: &str = "python";
 const PYTHON: OurServer = OurServer {

@@ -31,7 +31,6 @@
 //! (no late reply).
 
 mod support;
-use support::http_server;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -41,9 +40,9 @@ use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use futures_util::stream::{self, StreamExt};
 use http::{Method, Response};
-use http_server::{Body, Recorded, TestServer, full, sse, status, streaming, with_header};
 use serde_json::{Value, json};
 use smthrs_mcp::{Client, ErrorKind, Limits};
+use support::http_server::{Body, Recorded, TestServer, full, sse, status, streaming, with_header};
 use support::{Collect, Recording, args, inline, text_of};
 
 /// The late error did reach the client (reported privately, like any error reply to

@@ -18,21 +18,21 @@
 //! notice and pass vacuously, except under CI (`CI=true`), where that is a failure.
 
 mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use support::interop;
-use support::peer_process;
 use support::{AcceptEveryForm, TaskUpdates};
 
-use interop::{Era, OurServer, Reach, SlowUnit};
-use peer_process::HttpPeer;
 use serde_json::{Map, Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{
     CallOptions, CancellationToken, Client, ClientBuilder, ErrorKind, Limits, StdioCommand,
     TaskPolicy, TaskStatus,
 };
+use support::interop::{Era, OurServer, Reach, SlowUnit};
+use support::peer_process::HttpPeer;
 
 const SLOW: SlowUnit = SlowUnit::Millis;
 

@@ -15,17 +15,17 @@
 //! vacuously; under CI (`CI=true`) a missing peer is a failure.
 
 mod support;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::interop;
-use support::peer_process;
 
-use interop::{Era, OurServer, Reach, Refusal, Refusals, SlowUnit};
-use peer_process::HttpPeer;
 use serde_json::json;
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{CallEvent, CallOptions, Client, ProtocolMode, StdioCommand};
+use support::interop;
+use support::interop::{Era, OurServer, Reach, Refusal, Refusals, SlowUnit};
+use support::peer_process::HttpPeer;
 
 const PEER: &str = "typescript";
 const TYPESCRIPT: OurServer = OurServer {

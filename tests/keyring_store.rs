@@ -12,12 +12,10 @@
 #![cfg(all(feature = "keyring", target_os = "linux"))]
 
 mod support;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use support::http_server;
-use support::oauth_server;
 
-use oauth_server::OAuthServer;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use smthrs_mcp::ErrorKind;
@@ -26,6 +24,8 @@ use smthrs_mcp::auth::registration::{Registration, RegistrationKind};
 use smthrs_mcp::auth::store::StoredTokens;
 use smthrs_mcp::auth::token::TokenSet;
 use smthrs_mcp::auth::{FileStore, KeyringStore, StoredAuth, TokenStore};
+use support::oauth_server;
+use support::oauth_server::OAuthServer;
 
 /// A name no other test (or run) uses.
 fn unique(prefix: &str) -> String {

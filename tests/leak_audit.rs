@@ -9,19 +9,19 @@
 //! credential-shaped text redacted.
 
 mod support;
-use support::http_server;
 
 use std::error::Error as StdError;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_server::{TestServer, full, status, with_header};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use smthrs_mcp::config::{decode_server_file, load_server_file};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, EgressGrants, Error, ErrorKind, Limits, StdioCommand};
+use support::http_server;
+use support::http_server::{TestServer, full, status, with_header};
 use support::{Collect, args, inline};
 
 // ----- the planted secrets (each unique, none a substring of another) -----

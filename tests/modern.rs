@@ -9,7 +9,6 @@
 //! requests the bridge recorded with their headers.
 
 mod support;
-use support::eras;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
@@ -22,7 +21,7 @@ use smthrs_mcp::session::MAX_CACHE_TTL;
 use smthrs_mcp::session::{CacheHint, CacheScope};
 use smthrs_mcp::{Client, Era, ErrorKind, Limits, ProtocolMode};
 
-use eras::*;
+use support::eras::*;
 use support::http_bridge::{BridgeOptions, LegacyProbe, ModernOptions};
 use support::{args, eventually, guard, inline, limits, scenario, text_of};
 

@@ -4,12 +4,9 @@
 //! and the CLI (`login`, two processes refreshing at once, `logout`).
 
 mod support;
-use std::sync::Arc;
-use support::http_server;
-use support::oauth_server;
 
-use http_server::{ConnectProxy, CountingListener, TestPki, TestServer, full, status, with_header};
-use oauth_server::{OAuthServer, SplitServer};
+use std::sync::Arc;
+
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Map, Value, json};
 use smthrs_mcp::auth::store::StoredTokens;
@@ -17,6 +14,12 @@ use smthrs_mcp::auth::token::TokenSet;
 use smthrs_mcp::auth::{FileStore, HeadlessAuthorizer, MemoryStore, OAuth, StoredAuth, TokenStore};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, EgressGrants, ErrorKind};
+use support::http_server;
+use support::http_server::{
+    ConnectProxy, CountingListener, TestPki, TestServer, full, status, with_header,
+};
+use support::oauth_server;
+use support::oauth_server::{OAuthServer, SplitServer};
 
 fn headless() -> Arc<HeadlessAuthorizer> {
     Arc::new(HeadlessAuthorizer::new("http://127.0.0.1:8765/callback"))

@@ -5,12 +5,10 @@
 //! configuration conflicts, and the CLI's server-file fields.
 
 mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use support::http_server;
-use support::oauth_server;
 
-use oauth_server::{Idp, OAuthServer, REMOTE_TEXT};
 use secrecy::SecretString;
 use serde_json::{Map, json};
 use smthrs_mcp::auth::{
@@ -19,6 +17,9 @@ use smthrs_mcp::auth::{
 };
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, ErrorKind};
+use support::http_server;
+use support::oauth_server;
+use support::oauth_server::{Idp, OAuthServer, REMOTE_TEXT};
 
 async fn connect(url: &str, oauth: OAuth) -> smthrs_mcp::Result<Client> {
     let transport = HttpTransport::builder("srv", url).oauth(oauth).build()?;

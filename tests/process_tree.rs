@@ -17,6 +17,7 @@
 #![cfg(target_os = "linux")]
 
 mod support;
+
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -24,7 +25,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use smthrs_mcp::{Client, ErrorKind, StdioCommand};
-
 use support::scripted_server;
 
 /// The wrapper: records its pid, starts the grandchild in the background (which

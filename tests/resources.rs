@@ -5,7 +5,6 @@
 //! with `on_call`.
 
 mod support;
-use support::eras;
 
 use serde_json::{Map, Value, json};
 use smthrs_mcp::completion::CompletionRef;
@@ -14,8 +13,8 @@ use smthrs_mcp::prompts::Prompt;
 use smthrs_mcp::resources::Resource;
 use smthrs_mcp::{Client, Era, ErrorKind, Limits};
 
-use eras::*;
 use support::args;
+use support::eras::*;
 use support::{bulk_guard, guard};
 
 const ERAS: [Era; 2] = [Era::Legacy, Era::Modern];

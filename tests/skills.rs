@@ -6,14 +6,13 @@
 //! server without the extension asked nothing.
 
 mod support;
-use support::eras;
 
-use eras::*;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use smthrs_mcp::session::LoadedSkill;
 use smthrs_mcp::skills::Skill;
 use smthrs_mcp::{Client, ErrorKind};
+use support::eras::*;
 use support::guard;
 use support::http_bridge::BridgeOptions;
 use support::inline;

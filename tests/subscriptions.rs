@@ -5,14 +5,13 @@
 //! (`before` lines) when the test triggers them with a `resources/list`.
 
 mod support;
-use support::eras;
 
 use serde_json::{Value, json};
 use smthrs_mcp::events::{Interest, ServerEvent, SubscriptionEnd};
 use smthrs_mcp::session::Subscription;
 use smthrs_mcp::{Client, Era, ErrorKind, Limits};
 
-use eras::*;
+use support::eras::*;
 use support::{eventually, guard};
 
 const ERAS: [Era; 2] = [Era::Legacy, Era::Modern];

@@ -8,7 +8,6 @@
 //! polling cadence is checked where it matters: at the server.
 
 mod support;
-use support::eras;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,7 +18,7 @@ use smthrs_mcp::{
     TaskHandle, TaskMode, TaskPolicy, TaskStatus,
 };
 
-use eras::*;
+use support::eras::*;
 use support::{AcceptEveryForm, TaskUpdates, args, eventually, guard, text_of};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
