@@ -89,7 +89,7 @@ both_transports!(
 );
 
 /// Opens a session that must connect.
-async fn connected(via: Via, builder: ClientBuilder, server: Server) -> Session {
+async fn connected_via(via: Via, builder: ClientBuilder, server: Server) -> Session {
     open(via, builder, server).await.expect("connect")
 }
 
@@ -100,7 +100,7 @@ async fn connected_recorded(
     server: Server,
 ) -> (Session, Recording) {
     let rec = Recording::new();
-    let session = connected(via, builder, rec.attach(server)).await;
+    let session = connected_via(via, builder, rec.attach(server)).await;
     (session, rec)
 }
 
@@ -156,10 +156,7 @@ fn spawn_closed_watcher(client: &Client) -> JoinHandle<smthrs_mcp::Error> {
 /// What a watcher from `spawn_closed_watcher` resolved with; `why` names
 /// the expectation when it does not resolve within 30 s.
 async fn closed_within_30s(watcher: JoinHandle<smthrs_mcp::Error>, why: &str) -> smthrs_mcp::Error {
-    tokio::time::timeout(Duration::from_secs(30), watcher)
-        .await
-        .expect(why)
-        .unwrap()
+    guard(why, watcher).await.expect("the watcher task")
 }
 
 /// The recorded methods other than the `server/discover` probe.
@@ -219,7 +216,7 @@ async fn handshake_proposes_version_and_identity_then_lists(via: Via) {
 }
 
 async fn is_error_result_is_success(via: Via) {
-    let client = connected(via, Client::builder("basic"), scenario("basic")).await;
+    let client = connected_via(via, Client::builder("basic"), scenario("basic")).await;
     let result = client
         .call_tool("fail", args(json!({})))
         .await
@@ -254,7 +251,7 @@ async fn stdout_noise_is_dropped(via: Via) {
 }
 
 async fn ping_is_answered_with_the_exact_id(via: Via) {
-    let client = connected(via, Client::builder("ping"), scenario("ping-during-call")).await;
+    let client = connected_via(via, Client::builder("ping"), scenario("ping-during-call")).await;
     for tool in ["echo", "add"] {
         let result = client
             .call_tool(tool, args(json!({"text": "x", "a": 1, "b": 2})))
@@ -271,7 +268,7 @@ async fn unsupported_server_request_gets_method_not_found(via: Via) {
     let command = inline(json!({
         "on_call": {"echo": {"request_first": {"method": "sampling/createMessage", "id": 7}}}
     }));
-    let client = connected(via, Client::builder("req"), command).await;
+    let client = connected_via(via, Client::builder("req"), command).await;
     let text = echoed(&client, "x").await;
     assert!(text.contains("-32601"), "{text}");
     client.close().await;
@@ -285,7 +282,7 @@ async fn replies_to_unknown_ids_are_dropped(via: Via) {
             {"jsonrpc": "2.0", "id": 123456, "error": {"code": 1, "message": "x"}}
         ]}}
     }));
-    let client = connected(via, Client::builder("ids"), command).await;
+    let client = connected_via(via, Client::builder("ids"), command).await;
     assert_eq!(echoed(&client, "ok").await, "ok");
     client.close().await;
 }
@@ -293,7 +290,7 @@ async fn replies_to_unknown_ids_are_dropped(via: Via) {
 async fn null_id_error_goes_to_the_observer_and_keeps_the_session(via: Via) {
     let observer = Collect::new();
     let builder = Client::builder("nullid").diagnostics(observer.clone());
-    let client = connected(via, builder, scenario("null-id-error")).await;
+    let client = connected_via(via, builder, scenario("null-id-error")).await;
     assert_eq!(echoed(&client, "after").await, "after");
     let events = observer.events();
     assert!(
@@ -310,7 +307,7 @@ async fn malformed_envelope_ends_the_session_for_everyone(via: Via) {
     let command = inline(json!({
         "on_call": {"echo": {"reply_raw": "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{},\"error\":{\"code\":1,\"message\":\"MARKER-7731\"}}"}}
     }));
-    let client = connected(via, Client::builder("bad"), command).await;
+    let client = connected_via(via, Client::builder("bad"), command).await;
     let error = echo_fails(&client).await;
     assert_eq!(error.kind(), ErrorKind::ProtocolError);
     assert!(
@@ -334,7 +331,7 @@ fn nest(depth: usize) -> String {
 /// (`$ID` stands for the call's id); the session is closed afterwards.
 async fn echo_error_for_raw_reply(via: Via, name: &str, raw: &str) -> smthrs_mcp::Error {
     let command = inline(json!({"on_call": {"echo": {"reply_raw": raw}}}));
-    let client = connected(via, Client::builder(name), command).await;
+    let client = connected_via(via, Client::builder(name), command).await;
     let error = echo_fails(&client).await;
     client.close().await;
     error
@@ -416,7 +413,7 @@ async fn unsupported_protocol_version_is_refused(via: Via) {
 async fn a_2024_11_05_server_is_accepted_and_what_it_lacks_is_absent(via: Via) {
     let builder = Client::builder("old").protocol(ProtocolMode::Auto);
     let server = inline(json!({"protocolVersion": "2024-11-05"}));
-    let client = connected(via, builder, server).await;
+    let client = connected_via(via, builder, server).await;
     assert_eq!(client.protocol_version(), "2024-11-05");
     assert_eq!(client.era(), Era::Legacy);
     let echo_tool = client.catalog().get("echo").unwrap();
@@ -432,7 +429,7 @@ async fn a_2024_11_05_server_is_accepted_and_what_it_lacks_is_absent(via: Via) {
 /// catalog (nothing walked): it may offer only resources, prompts or Skills.
 async fn server_without_tools_connects_with_an_empty_catalog(via: Via) {
     let server = scenario("no-tools-capability");
-    let client = connected(via, Client::builder("notools"), server).await;
+    let client = connected_via(via, Client::builder("notools"), server).await;
     assert!(client.catalog().is_empty());
     assert!(!client.declares("tools"));
     let error = client.call_tool("echo", args(json!({}))).await.unwrap_err();
@@ -675,7 +672,7 @@ async fn null_catalog_members_are_refused_by_name(via: Via) {
 }
 
 async fn close_records_scope_closed_for_later_calls(via: Via) {
-    let client = connected(via, Client::builder("basic"), scenario("basic")).await;
+    let client = connected_via(via, Client::builder("basic"), scenario("basic")).await;
     let pending = spawn_slow_call(&client);
     tokio::time::sleep(Duration::from_millis(100)).await;
     client.close().await;
@@ -687,7 +684,7 @@ async fn close_records_scope_closed_for_later_calls(via: Via) {
 
 async fn closed_resolves_with_the_terminal_error(via: Via) {
     // A reply with both `result` and `error` ends the session on either transport.
-    let client = connected(via, Client::builder("bad"), scenario("malformed-envelope")).await;
+    let client = connected_via(via, Client::builder("bad"), scenario("malformed-envelope")).await;
     let watcher = spawn_closed_watcher(&client);
     tokio::task::yield_now().await;
     assert!(!watcher.is_finished(), "the session is up");
@@ -701,7 +698,7 @@ async fn closed_resolves_with_the_terminal_error(via: Via) {
 }
 
 async fn closed_resolves_when_the_client_closes(via: Via) {
-    let client = connected(via, Client::builder("basic"), scenario("basic")).await;
+    let client = connected_via(via, Client::builder("basic"), scenario("basic")).await;
     let watcher = spawn_closed_watcher(&client);
     client.close().await;
     let ended = closed_within_30s(watcher, "closed() resolves on close()").await;
@@ -718,7 +715,7 @@ fn assert_connection_closed(error: &smthrs_mcp::Error, why: &str) {
 
 #[tokio::test]
 async fn child_exit_fails_pending_and_later_calls_with_its_code() {
-    let client = connected(
+    let client = connected_via(
         Via::Stdio,
         Client::builder("exit"),
         scenario("exit-on-call"),
@@ -737,13 +734,13 @@ async fn child_exit_fails_pending_and_later_calls_with_its_code() {
 #[tokio::test]
 async fn stdout_eof_is_stdout_closed() {
     let server = scenario("close-stdout-after-initialized");
-    let client = connected(Via::Stdio, Client::builder("eof"), server).await;
+    let client = connected_via(Via::Stdio, Client::builder("eof"), server).await;
     assert_connection_closed(&echo_fails(&client).await, "stdout closed");
 }
 
 #[tokio::test]
 async fn closed_stdin_is_stdin_closed() {
-    let client = connected(
+    let client = connected_via(
         Via::Stdio,
         Client::builder("stdin"),
         scenario("close-stdin"),
@@ -792,7 +789,7 @@ async fn invalid_limits_fail_before_anything_is_spawned() {
 #[tokio::test]
 async fn child_environment_is_the_allow_list_plus_entry_env() {
     let server = scenario("print-env").env("GIVEN_VAR", "given-value");
-    let client = connected(Via::Stdio, Client::builder("env"), server).await;
+    let client = connected_via(Via::Stdio, Client::builder("env"), server).await;
     let result = client.call_tool("env", args(json!({}))).await.unwrap();
     let env: serde_json::Map<String, Value> = serde_json::from_str(&text_of(&result)).unwrap();
     assert_eq!(env["GIVEN_VAR"], "given-value");
@@ -816,7 +813,7 @@ async fn stderr_secrets_reach_only_the_observer_and_redacted() {
         "GITHUB_PERSONAL_ACCESS_TOKEN",
         "ghp_SECRETSECRETSECRETSECRETSECRET1234",
     );
-    let client = connected(Via::Stdio, builder, server).await;
+    let client = connected_via(Via::Stdio, builder, server).await;
     let error = echo_fails(&client).await;
     assert_eq!(error.to_string(), "exited with code 1");
     client.close().await;
@@ -848,7 +845,7 @@ async fn blocked_outbound_queue_times_out_instead_of_hanging() {
         l.queue_capacity = 1;
         l.request_timeout_ms = 500;
     }));
-    let client = connected(Via::Stdio, builder, scenario("stop-reading-stdin")).await;
+    let client = connected_via(Via::Stdio, builder, scenario("stop-reading-stdin")).await;
     // Large frames fill the pipe (64 KiB on Linux), then the one-slot queue.
     let big = "x".repeat(200_000);
     let mut calls = Vec::new();
@@ -904,7 +901,7 @@ async fn dropping_the_last_handle_ends_the_child() {
     let rec = Recording::new();
     let needle = rec.path().to_string_lossy().to_string();
     let server = rec.attach(inline(json!({"ignore_stdin_eof": true})));
-    let client = connected(Via::Stdio, Client::builder("drop"), server).await;
+    let client = connected_via(Via::Stdio, Client::builder("drop"), server).await;
     assert_eq!(processes_mentioning(&needle), 1);
     drop(client);
     // Teardown closes stdin, waits SHUTDOWN_GRACE for an exit that this server
@@ -948,7 +945,7 @@ async fn invalid_server_names_are_refused_before_spawning() {
 
 #[tokio::test]
 async fn very_deep_caller_arguments_are_refused_without_overflowing_the_stack() {
-    let client = connected(Via::Stdio, Client::builder("deep"), scenario("basic")).await;
+    let client = connected_via(Via::Stdio, Client::builder("deep"), scenario("basic")).await;
     // Built by hand: `json!` would copy (and recurse into) the value at each level.
     let mut deep = Value::from(1);
     for _ in 0..100_000 {

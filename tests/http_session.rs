@@ -520,9 +520,6 @@ async fn subscribing_server(resubscribe: Value) -> (TestServer, Subscribed) {
             }
             let (message, id) = message_of(&request);
             let session = request.header("mcp-session-id").map(str::to_string);
-            let answer = |result: Value| {
-                json(&json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
-            };
             match message["method"].as_str() {
                 Some("initialize") => {
                     let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
@@ -534,13 +531,13 @@ async fn subscribing_server(resubscribe: Value) -> (TestServer, Subscribed) {
                 Some("tools/list") => rpc_result(id.as_ref(), echo_catalog()),
                 Some(_) if session.is_none() => status(400),
                 Some("tools/call") if session.as_deref() == Some("s1") => status(404),
-                Some("tools/call") => answer(json!({"content": []})),
+                Some("tools/call") => rpc_result(id.as_ref(), json!({"content": []})),
                 Some("resources/subscribe") => {
                     let uri = message["params"]["uri"].as_str().unwrap_or("").to_string();
                     let session = session.unwrap_or_default();
                     record.lock().unwrap().push((session.clone(), uri));
                     if session == "s1" {
-                        answer(json!({}))
+                        rpc_result(id.as_ref(), json!({}))
                     } else {
                         let mut body = resubscribe;
                         body["jsonrpc"] = json!("2.0");
@@ -549,7 +546,7 @@ async fn subscribing_server(resubscribe: Value) -> (TestServer, Subscribed) {
                     }
                 }
                 _ if id.is_none() => status(202),
-                _ => answer(json!({})),
+                _ => rpc_result(id.as_ref(), json!({})),
             }
         }
     })

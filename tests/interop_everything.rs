@@ -71,7 +71,7 @@ async fn open_reported(reach: Reach<'_, impl smthrs_mcp::Transport>) -> Client {
 
 /// The catalog, `echo` (of `message`), `get-sum`, `get-structured-content` (for
 /// `location`), every content block type, and progress.
-async fn tools_and_calls(client: &Client, message: &str, location: &str) {
+async fn everything_tools_and_calls(client: &Client, message: &str, location: &str) {
     for name in [
         "echo",
         "get-sum",
@@ -131,7 +131,7 @@ async fn stdio_tools_and_calls() {
         return;
     };
     let client = open_reported(stdio(&entry)).await;
-    tools_and_calls(&client, "hi there", "New York").await;
+    everything_tools_and_calls(&client, "hi there", "New York").await;
     client.close().await;
 }
 
@@ -273,7 +273,7 @@ async fn http_tools_and_calls() {
     };
     let server = HttpEverything::start(&entry).await;
     let client = open_reported(server.reach()).await;
-    tools_and_calls(&client, "over http", "Chicago").await;
+    everything_tools_and_calls(&client, "over http", "Chicago").await;
     client.close().await;
 }
 

@@ -495,13 +495,8 @@ fn started_pids(a: &Attempt) -> Vec<u32> {
 }
 
 fn process_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // A zombie not reaped yet has exited too.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    }
+    // A zombie not reaped yet has exited too.
+    !support::live_process(pid as i32)
 }
 
 #[tokio::test]

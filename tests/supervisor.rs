@@ -94,17 +94,6 @@ impl Scripted {
     }
 }
 
-/// Whether `pid` is a live (non-zombie) process.
-fn alive(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat
-        .rfind(')')
-        .and_then(|at| stat[at + 1..].split_whitespace().next());
-    !matches!(state, Some("Z" | "X"))
-}
-
 /// Every event heard, with the server name it came with.
 #[derive(Default)]
 struct Heard(Mutex<Vec<SupervisorEvent>>);
@@ -395,7 +384,10 @@ async fn in_flight_calls_fail_once_then_a_new_child_serves(mode: ProtocolMode) {
     );
 
     guard("close", supervisor.close()).await;
-    assert!(!alive(pids[1]), "the second child outlived close");
+    assert!(
+        !support::live_process(pids[1]),
+        "the second child outlived close"
+    );
     // A handle the host still holds is of the closed session.
     assert_eq!(
         client.terminal_error().map(|e| e.kind()),
@@ -469,7 +461,10 @@ async fn a_changed_catalog_is_never_published(mode: ProtocolMode) {
     // The changed server's session was ended, not kept.
     let pids = scripted.pids();
     assert_eq!(pids.len(), 2, "{pids:?}");
-    eventually("the changed child ended", || !alive(pids[1])).await;
+    eventually("the changed child ended", || {
+        !support::live_process(pids[1])
+    })
+    .await;
     // Nothing more happens: no further attempt starts a process.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(scripted.pids().len(), 2);
@@ -499,7 +494,10 @@ async fn the_hosts_pin_is_checked_by_the_first_connect() {
     assert_eq!(error.kind(), ErrorKind::CatalogChanged, "{error:?}");
     let pids = scripted.pids();
     assert_eq!(pids.len(), 1, "connected once, never again: {pids:?}");
-    eventually("the refused child ended", || !alive(pids[0])).await;
+    eventually("the refused child ended", || {
+        !support::live_process(pids[0])
+    })
+    .await;
 }
 
 // --- bounds ----------------------------------------------------------------------
@@ -542,7 +540,7 @@ async fn it_gives_up_after_max_attempts() {
     let pids = scripted.pids();
     assert_eq!(pids.len(), 4, "{pids:?}");
     for pid in pids {
-        eventually("every child ended", || !alive(pid)).await;
+        eventually("every child ended", || !support::live_process(pid)).await;
     }
     guard("close", supervisor.close()).await;
 }
@@ -667,9 +665,12 @@ async fn close_during_a_connect_ends_its_child() {
     })
     .await;
     let pid = scripted.pids()[1];
-    assert!(alive(pid));
+    assert!(support::live_process(pid));
     guard("close", supervisor.close()).await;
-    assert!(!alive(pid), "the connecting child outlived close");
+    assert!(
+        !support::live_process(pid),
+        "the connecting child outlived close"
+    );
     assert_eq!(
         heard.count(|e| matches!(
             e,
@@ -686,9 +687,9 @@ async fn close_during_a_connect_ends_its_child() {
 async fn dropping_the_last_handle_ends_the_child() {
     let (scripted, heard, supervisor) = supervise_legacy_stdio(fast(5)).await;
     let pid = scripted.pids()[0];
-    assert!(alive(pid));
+    assert!(support::live_process(pid));
     drop(supervisor);
-    eventually("the child ended", || !alive(pid)).await;
+    eventually("the child ended", || !support::live_process(pid)).await;
     assert!(heard.all().is_empty(), "{:?}", heard.all());
 }
 

@@ -115,7 +115,6 @@
 //! This file uses only dev-dependencies, never the library under test.
 #![allow(dead_code)]
 
-#[path = "http_bridge/modern.rs"]
 mod modern;
 
 pub use modern::{HttpEra, LegacyProbe, ModernOptions};

@@ -24,7 +24,7 @@
 //!   ([`change_events`], [`no_change_events`]): `touch {uri}` and `change {list}` make the
 //!   server send `notifications/resources/updated` and `notifications/<list>/list_changed`,
 //!   which a [`Subscription`](smthrs_mcp::session::Subscription) receives; [`Drops`]
-//!   records what the client dropped, and `eras::guard` bounds every wait.
+//!   records what the client dropped, and `support::guard` bounds every wait.
 #![allow(dead_code)]
 
 use std::io::Write;

@@ -283,23 +283,27 @@ pub fn text_of(result: &ToolResult) -> String {
     }
 }
 
-/// Whether `pid` is a live (not zombie) process whose environment holds
-/// `name=value`: how a test tells its own server processes (tagged through the
-/// environment) from every other process on the machine.
-pub fn live_process_with_env(pid: i32, name: &str, value: &str) -> bool {
-    let proc = PathBuf::from(format!("/proc/{pid}"));
-    let Ok(stat) = std::fs::read_to_string(proc.join("stat")) else {
+/// Whether `pid` is a live process: it exists and is neither a zombie nor dead.
+pub fn live_process(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return false;
     };
     // `pid (comm) S ...`: the state follows the last `)`.
     let state = stat
         .rfind(')')
         .and_then(|at| stat[at + 1..].split_whitespace().next());
-    if matches!(state, Some("Z" | "X")) {
+    !matches!(state, Some("Z" | "X"))
+}
+
+/// Whether `pid` is a live (not zombie) process whose environment holds
+/// `name=value`: how a test tells its own server processes (tagged through the
+/// environment) from every other process on the machine.
+pub fn live_process_with_env(pid: i32, name: &str, value: &str) -> bool {
+    if !live_process(pid) {
         return false;
     }
     let needle = format!("{name}={value}");
-    std::fs::read(proc.join("environ"))
+    std::fs::read(format!("/proc/{pid}/environ"))
         .map(|environ| {
             environ
                 .split(|&byte| byte == 0)

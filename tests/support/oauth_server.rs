@@ -35,6 +35,11 @@
 //!   `dpop_failures`. Knobs: nonces required by the token endpoint and the MCP
 //!   server, a Bearer answer to a proof, a DPoP type without a proof, a raw
 //!   `DPoP-Nonce` to send on the MCP server's nonce challenge.
+//!
+//! Below the server, the helpers the OAuth test files share: a stored login
+//! ([`stored_login`], [`token_set`]), a transport that finds it, the revocation
+//! check, and the CLI's `login` run against a stand-in browser
+//! ([`login_with_browser`]).
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
