@@ -473,19 +473,10 @@ fn call_ids(rec: &Recording) -> Vec<Value> {
         .collect()
 }
 
-async fn wait_for(mut check: impl FnMut() -> bool) {
-    for _ in 0..200 {
-        if check() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// Waits for the first cancellation, then checks there is exactly one per
 /// call written, naming it.
 async fn assert_each_call_cancelled_once(rec: &Recording) {
-    wait_for(|| !cancelled_ids(rec).is_empty()).await;
+    eventually("a cancellation recorded", || !cancelled_ids(rec).is_empty()).await;
     assert_eq!(
         cancelled_ids(rec),
         call_ids(rec),
@@ -535,7 +526,7 @@ async fn close_right_after_a_timeout_still_sends_the_cancellation(via: Via) {
 async fn close_with_a_call_in_flight_cancels_it(via: Via) {
     let (client, rec) = connected_recorded(via, Client::builder("slow"), scenario("basic")).await;
     let pending = spawn_slow_call(&client);
-    wait_for(|| !call_ids(&rec).is_empty()).await;
+    eventually("the call recorded", || !call_ids(&rec).is_empty()).await;
     client.close().await;
     let error = pending.await.unwrap().unwrap_err();
     assert_eq!(error.to_string(), "connection scope closed");
@@ -906,7 +897,7 @@ async fn dropping_the_last_handle_ends_the_child() {
     drop(client);
     // Teardown closes stdin, waits SHUTDOWN_GRACE for an exit that this server
     // refuses, then kills it.
-    wait_for(|| processes_mentioning(&needle) == 0).await;
+    eventually("the child ended", || processes_mentioning(&needle) == 0).await;
     assert_eq!(processes_mentioning(&needle), 0);
 }
 
