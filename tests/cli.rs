@@ -21,7 +21,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::http_bridge;
+use smthrs_mcp_testkit::bridge::{Bridge, BridgeOptions};
 use support::scripted_server;
 
 const CLI: &str = env!("CARGO_BIN_EXE_smthrs-mcp");
@@ -1071,32 +1071,19 @@ fn demo_server_answers_initialize_on_stdin() {
 // stdio and Streamable HTTP in one file
 // ---------------------------------------------------------------------------------
 
-/// The scripted server (run with `args`) behind the Streamable HTTP bridge, on a
-/// runtime of its own that keeps serving while the (blocking) CLI runs.
-fn http_bridged_scripted_server(
-    args: Vec<OsString>,
-) -> (tokio::runtime::Runtime, http_bridge::Bridge) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let bridge = runtime.block_on(http_bridge::Bridge::start(
-        scripted_server(),
-        args,
-        http_bridge::BridgeOptions::default(),
-    ));
-    (runtime, bridge)
+/// The scripted server (run with `args`) on Streamable HTTP.
+fn http_bridged_scripted_server(args: Vec<OsString>) -> Bridge {
+    Bridge::start(scripted_server(), args, BridgeOptions::default())
 }
 
-/// The scripted server playing `scenario_name` behind the Streamable HTTP bridge.
-fn http_scripted_server(scenario_name: &str) -> (tokio::runtime::Runtime, http_bridge::Bridge) {
+/// The scripted server playing `scenario_name` on Streamable HTTP.
+fn http_scripted_server(scenario_name: &str) -> Bridge {
     http_bridged_scripted_server(vec![scenario(scenario_name).into()])
 }
 
 #[test]
 fn tools_composes_a_stdio_and_an_http_server() {
-    let (_runtime, bridge) = http_scripted_server("basic");
+    let bridge = http_scripted_server("basic");
     let dir = tempdir();
     let config = servers_json(
         dir.path(),
@@ -1135,7 +1122,7 @@ fn tools_composes_a_stdio_and_an_http_server() {
 
 #[test]
 fn call_reaches_an_http_flow() {
-    let (_runtime, bridge) = http_scripted_server("basic");
+    let bridge = http_scripted_server("basic");
     let dir = tempdir();
     let config = servers_json(
         dir.path(),
@@ -1155,7 +1142,7 @@ fn call_reaches_an_http_flow() {
 /// the proxy can have carried the call.
 #[test]
 fn http_entries_go_through_the_environment_proxy() {
-    let (_runtime, proxy) = http_scripted_server("basic");
+    let proxy = http_scripted_server("basic");
     let dir = tempdir();
     let config = servers_json(
         dir.path(),
@@ -1178,7 +1165,7 @@ fn http_entries_go_through_the_environment_proxy() {
 /// (and the unresolvable host fails the run).
 #[test]
 fn no_proxy_sends_a_server_direct() {
-    let (_runtime, proxy) = http_scripted_server("basic");
+    let proxy = http_scripted_server("basic");
     let dir = tempdir();
     let config = servers_json(
         dir.path(),
@@ -1232,7 +1219,7 @@ fn a_timed_out_call_is_cancelled_before_the_cli_exits() {
 fn a_timed_out_http_call_is_cancelled_before_the_cli_exits() {
     let dir = tempdir();
     let record = dir.path().join("record.jsonl");
-    let (_runtime, bridge) = http_bridged_scripted_server(vec![
+    let bridge = http_bridged_scripted_server(vec![
         scenario("basic").into(),
         "--record".into(),
         record.clone().into(),

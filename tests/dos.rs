@@ -30,9 +30,9 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, Era, ErrorKind, Limits};
+use smthrs_mcp_testkit::bridge::BridgeOptions;
 use support::eras;
 use support::eras::Via;
-use support::http_bridge::BridgeOptions;
 use support::http_server;
 use support::http_server::{
     Recorded, TestServer, echo_catalog, initialize_result, rpc_result, status, streaming,

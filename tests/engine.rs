@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, ClientBuilder, Era, ErrorKind, ProtocolMode, StdioCommand, ToolResult};
+use smthrs_mcp_testkit::bridge::{Bridge, BridgeOptions};
 use support::eras::{Via, both_transports};
-use support::http_bridge::{Bridge, BridgeOptions};
 use support::*;
 use tokio::task::JoinHandle;
 
@@ -41,8 +41,7 @@ async fn open(via: Via, builder: ClientBuilder, server: Server) -> smthrs_mcp::R
             _bridge: None,
         }),
         Via::Http => {
-            let bridge =
-                Bridge::start(scripted_server(), server.args, BridgeOptions::default()).await;
+            let bridge = Bridge::start(scripted_server(), server.args, BridgeOptions::default());
             let transport = HttpTransport::builder("bridge", bridge.url()).build()?;
             Ok(Session {
                 client: builder.connect(transport).await?,

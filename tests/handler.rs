@@ -23,8 +23,8 @@ use smthrs_mcp::handler::{
 use smthrs_mcp::{Client, ClientBuilder, Era, ErrorKind, Limits};
 use tokio::sync::watch;
 
+use smthrs_mcp_testkit::bridge::BridgeOptions;
 use support::eras::*;
-use support::http_bridge::BridgeOptions;
 use support::{args, eventually, guard, inline, limits, scenario};
 
 const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";

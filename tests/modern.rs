@@ -21,8 +21,8 @@ use smthrs_mcp::session::MAX_CACHE_TTL;
 use smthrs_mcp::session::{CacheHint, CacheScope};
 use smthrs_mcp::{Client, Era, ErrorKind, Limits, ProtocolMode};
 
+use smthrs_mcp_testkit::bridge::{BridgeOptions, LegacyProbe, ModernOptions, RecordedRequest};
 use support::eras::*;
-use support::http_bridge::{BridgeOptions, LegacyProbe, ModernOptions};
 use support::{args, eventually, guard, inline, limits, scenario, text_of};
 
 /// The bridge options of a modern-only scenario.
@@ -997,7 +997,7 @@ fn tool_names(client: &Client) -> BTreeSet<String> {
 }
 
 /// The bridge records of the `tools/call` POSTs.
-fn call_posts(a: &Attempt) -> Vec<support::http_bridge::RecordedRequest> {
+fn call_posts(a: &Attempt) -> Vec<RecordedRequest> {
     a.requests()
         .into_iter()
         .filter(|r| r.rpc_method().as_deref() == Some("tools/call"))

@@ -12,9 +12,9 @@ use sha2::{Digest, Sha256};
 use smthrs_mcp::session::LoadedSkill;
 use smthrs_mcp::skills::Skill;
 use smthrs_mcp::{Client, ErrorKind};
+use smthrs_mcp_testkit::bridge::BridgeOptions;
 use support::eras::*;
 use support::guard;
-use support::http_bridge::BridgeOptions;
 use support::inline;
 
 const SKILL_URI: &str = "skill://pdf-processing/SKILL.md";

@@ -22,7 +22,7 @@ use smthrs_mcp::{
 };
 use smthrs_mcp::{ClientBuilder, Transport};
 
-use support::http_bridge::{Bridge, BridgeOptions};
+use smthrs_mcp_testkit::bridge::{Bridge, BridgeOptions};
 use support::{args, eventually, guard, parse_deep, scripted_server, text_of};
 
 /// The server's name in every test.
@@ -230,7 +230,7 @@ async fn supervise_http(
     policy: ReconnectPolicy,
 ) -> (Arc<Scripted>, Bridge, Arc<Heard>, Supervisor) {
     let scripted = Arc::new(Scripted::new(scenario));
-    let bridge = Bridge::start(scripted_server(), scripted.args(), bridge_options(mode)).await;
+    let bridge = Bridge::start(scripted_server(), scripted.args(), bridge_options(mode));
     let heard = Arc::new(Heard::default());
     let url = bridge.url();
     let factory = move || {
@@ -798,7 +798,7 @@ async fn http_server_restarted_on_the_same_port(mode: ProtocolMode) {
     })
     .await;
     let options = bridge_options(mode);
-    let _bridge = Bridge::start_at(addr, scripted_server(), scripted.args(), options).await;
+    let _bridge = Bridge::start_at(scripted_server(), addr, scripted.args(), options);
     let client = guard("the reconnect", supervisor.ready()).await.unwrap();
     assert_eq!(client.era(), first.era());
     assert_eq!(guard("add", add(&client)).await.unwrap(), "5");

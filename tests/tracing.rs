@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, ErrorKind, Limits};
-use support::http_bridge::{Bridge, BridgeOptions};
+use smthrs_mcp_testkit::bridge::{Bridge, BridgeOptions};
 use support::*;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
@@ -134,8 +134,7 @@ async fn a_modern_http_session_with_a_token_leaks_nothing_into_tracing() {
         scripted_server(),
         vec![scenario_path("modern-basic").into()],
         BridgeOptions::modern(),
-    )
-    .await;
+    );
     let transport = HttpTransport::builder("traced", bridge.url())
         .bearer_token(smthrs_mcp::secrecy::SecretString::from(BEARER_SECRET))
         .build()

@@ -3,12 +3,20 @@
 //!
 //! ```text
 //! smthrs-mcp-scripted-server [SCENARIO] [--record PATH]
+//! smthrs-mcp-scripted-server --http OPTIONS [--listen ADDR] [SCENARIO] [--record PATH]
 //! ```
 //!
 //! `SCENARIO` is a path to a JSON file, or inline JSON when it starts with `{`;
 //! without it the server is well behaved. `--record PATH` appends every line
 //! received from the client to `PATH` (it overrides the scenario's `record`).
 //! The scenario format is documented in `testdata/scenarios/README.md`.
+//!
+//! Without `--http` the server speaks stdio. With it, it serves Streamable HTTP
+//! (`http_bridge.rs`): `OPTIONS` is the JSON of
+//! `smthrs_mcp_testkit::bridge::BridgeOptions` (`{}` for the defaults), `ADDR`
+//! the address to bind (default `127.0.0.1:0`); the bound address is printed as
+//! the first stdout line, and every session runs this binary on stdio with the
+//! scenario arguments.
 //!
 //! The server uses blocking std I/O: the main thread reads stdin, records and
 //! dispatches each line; calls that must wait (a delay, the `slow` tool, a
@@ -22,18 +30,22 @@
 //! `resultType`, MRTR) or `dual` (both). The modern part lives in
 //! `scripted_server/modern.rs`.
 //!
-//! This binary deliberately depends only on `std`, `serde`, `serde_json` and `base64`, never on
-//! the library it tests, so it builds even when the library does not.
+//! This binary never depends on the library it tests, so it builds even when the
+//! library does not.
 
+mod http_bridge;
 #[path = "scripted_server/modern.rs"]
 mod modern;
 
 use serde_json::json;
 use serde_json::{Map, Value};
+use smthrs_mcp_testkit::bridge::BridgeOptions;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufWriter, Write};
+use std::net::SocketAddr;
 use std::process;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -51,21 +63,15 @@ const DEFAULT_REPLY_WAIT_MS: u64 = 5_000;
 const USAGE_EXIT: i32 = 2;
 
 fn main() {
-    let (scenario_arg, record_arg) = match parse_args(std::env::args().skip(1)) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|arg| arg == "--http") {
+        serve_http(args)
+    }
+    let (scenario_arg, record_arg) = match parse_args(args.into_iter()) {
         Ok(parsed) => parsed,
         Err(message) => usage_exit(&message),
     };
-    let scenario_json = match scenario_arg {
-        None => Value::Object(Map::new()),
-        Some(arg) => match load_scenario_json(&arg) {
-            Ok(value) => value,
-            Err(message) => usage_exit(&message),
-        },
-    };
-    let mut scenario = match Scenario::from_json(&scenario_json) {
-        Ok(scenario) => scenario,
-        Err(message) => usage_exit(&format!("invalid scenario: {message}")),
-    };
+    let mut scenario = load_scenario(scenario_arg);
     if record_arg.is_some() {
         scenario.record = record_arg;
     }
@@ -103,10 +109,61 @@ fn main() {
     server.run();
 }
 
+/// The scenario the argument names (the well-behaved one without it), or a
+/// usage exit saying why it is unusable.
+fn load_scenario(arg: Option<String>) -> Scenario {
+    let scenario_json = match arg {
+        None => Value::Object(Map::new()),
+        Some(arg) => match load_scenario_json(&arg) {
+            Ok(value) => value,
+            Err(message) => usage_exit(&message),
+        },
+    };
+    match Scenario::from_json(&scenario_json) {
+        Ok(scenario) => scenario,
+        Err(message) => usage_exit(&format!("invalid scenario: {message}")),
+    }
+}
+
+/// `--http OPTIONS [--listen ADDR] [SCENARIO] [--record PATH]`: checks the
+/// scenario once, then serves Streamable HTTP until killed.
+fn serve_http(args: Vec<String>) -> ! {
+    let mut args = args.into_iter().skip(1);
+    let options = args
+        .next()
+        .unwrap_or_else(|| usage_exit("--http needs the options' JSON"));
+    let options: BridgeOptions = serde_json::from_str(&options)
+        .unwrap_or_else(|error| usage_exit(&format!("--http options are invalid: {error}")));
+    let mut rest: Vec<String> = args.collect();
+    let mut listen = None;
+    if rest.first().is_some_and(|arg| arg == "--listen") {
+        let addr = rest
+            .get(1)
+            .unwrap_or_else(|| usage_exit("--listen needs an address"));
+        let addr: SocketAddr = addr
+            .parse()
+            .unwrap_or_else(|error| usage_exit(&format!("--listen {addr}: {error}")));
+        listen = Some(addr);
+        rest.drain(..2);
+    }
+    match parse_args(rest.iter().cloned()) {
+        Ok((scenario, _)) => drop(load_scenario(scenario)),
+        Err(message) => usage_exit(&message),
+    }
+    let args = rest.into_iter().map(OsString::from).collect();
+    match http_bridge::run(listen, options, args) {
+        Ok(()) => process::exit(0),
+        Err(message) => usage_exit(&message),
+    }
+}
+
 /// Prints a usage problem to stderr and exits with [`USAGE_EXIT`].
 fn usage_exit(message: &str) -> ! {
     eprintln!("smthrs-mcp-scripted-server: {message}");
     eprintln!("usage: smthrs-mcp-scripted-server [SCENARIO.json | '{{...}}'] [--record PATH]");
+    eprintln!(
+        "       smthrs-mcp-scripted-server --http OPTIONS [--listen ADDR] [SCENARIO] [--record PATH]"
+    );
     process::exit(USAGE_EXIT)
 }
 

@@ -1,6 +1,6 @@
 //! One rule written once as `async fn rule(via: Via)` and run over stdio (the
 //! scripted server as a child) and over Streamable HTTP (the same scripted server
-//! behind the hyper bridge), with the bridge options each era needs.
+//! in its `--http` mode), with the HTTP options each era needs.
 
 use std::sync::{Arc, Mutex};
 
@@ -8,8 +8,8 @@ use secrecy::ExposeSecret;
 use serde_json::Value;
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, ClientBuilder, DiagnosticEvent, DiagnosticObserver};
+use smthrs_mcp_testkit::bridge::{Bridge, BridgeOptions, RecordedRequest};
 
-use crate::support::http_bridge::{Bridge, BridgeOptions, RecordedRequest};
 use crate::support::{Recording, Server, guard, scripted_server, text_of};
 
 /// Which transport a rule runs over.
@@ -138,7 +138,7 @@ pub async fn connect(
             None,
         ),
         Via::Http => {
-            let bridge = Bridge::start(scripted_server(), server.args, options).await;
+            let bridge = Bridge::start(scripted_server(), server.args, options);
             let transport = HttpTransport::builder("bridge", bridge.url())
                 .build()
                 .expect("an HTTP transport to the bridge");

@@ -6,7 +6,6 @@
 //!
 //! - [`eras`]: one rule run over stdio and over Streamable HTTP, in either era
 //!   (`Via`, [`both_transports!`](eras::both_transports), `Attempt`);
-//! - [`http_bridge`]: the scripted server behind a real hyper Streamable HTTP endpoint;
 //! - [`http_server`]: a hyper server on loopback whose handler a test writes;
 //! - [`oauth_server`]: an OAuth authorization server and protected resource;
 //! - [`interop`] and [`peer_process`]: the third-party MCP servers and how to run them.
@@ -320,7 +319,6 @@ pub fn args(value: Value) -> Map<String, Value> {
     }
 }
 pub mod eras;
-pub mod http_bridge;
 pub mod http_server;
 pub mod interop;
 pub mod oauth_server;

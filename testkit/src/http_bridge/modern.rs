@@ -3,19 +3,18 @@
 
 use super::{
     Body, DropConnection, HeaderMap, Inner, Method, Piece, PieceSource, Session, StatusCode,
-    answer_id, json_response, lock, one_line, parse_json, session_header, sse_response, status,
-    text,
+    answer_id, json_response, lock, one_line, session_header, sse_response, status, text,
 };
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::Response;
 use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue};
 use serde_json::{Map, Value, json};
+use smthrs_mcp_testkit::bridge::{LegacyProbe, parse_json};
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 /// The `x-mcp-header` annotations of each listed tool: `(header name, property)`.
 pub(super) type ToolHeaders = HashMap<String, Vec<(String, String)>>;
@@ -25,77 +24,6 @@ const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// The prefix and suffix of a base64-encoded header value.
 const SENTINEL: (&str, &str) = ("=?base64?", "?=");
-
-/// Which generation of Streamable HTTP the bridge serves.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum HttpEra {
-    /// Sessions, `initialize`, GET stream, DELETE: the bridge as it always was.
-    #[default]
-    Legacy,
-    /// The stateless 2026-07-28 endpoint: one long-lived child, no sessions.
-    Modern,
-    /// `initialize` and session-carrying requests are legacy, the rest modern.
-    Dual,
-}
-
-/// How a legacy endpoint answers a `server/discover` POST without a session id.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LegacyProbe {
-    /// Like any other request (with session ids on: `400 missing Mcp-Session-Id`).
-    #[default]
-    Forward,
-    /// `400`, `text/plain` body (a stateful Go server).
-    PlainText400,
-    /// `400`, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request:
-    /// Server not initialized"},"id":null}` (TypeScript SDK v1).
-    JsonRpc400,
-    /// `200`, a JSON-RPC `-32601` for the probe's id (a stateless legacy server).
-    MethodNotFound200,
-    /// `404` without a body (an HTTP+SSE era server).
-    NotFound404,
-    /// `405` without a body (an HTTP+SSE era server).
-    MethodNotAllowed405,
-    /// `500`, `text/plain` (not era evidence: the client must not cache "legacy").
-    ServerError500,
-}
-
-/// The modern endpoint's checks and quirks. Every check is on by default.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ModernOptions {
-    /// Send an `Mcp-Session-Id` on every response anyway (default `false`).
-    pub send_session_id: bool,
-    /// `MCP-Protocol-Version` must be present and equal `_meta`'s version.
-    pub check_version_header: bool,
-    /// `Mcp-Method` must be present and equal the body's `method`.
-    pub check_method_header: bool,
-    /// `Mcp-Name` must be present and equal `params.name` / `params.uri`.
-    pub check_name_header: bool,
-    /// `Mcp-Param-*` must mirror the tool's `x-mcp-header` arguments exactly.
-    pub check_param_headers: bool,
-    /// `-32022`/`-32021`/`-32020`/`-32602` → `400`, `-32601` → `404`.
-    pub map_error_status: bool,
-    /// SSE mode: how long to wait for the first line before committing to `200`
-    /// (default 2 s; the window includes the start of a fresh child).
-    pub status_wait: Duration,
-    /// Write `notifications/cancelled` to the child when a client drops a
-    /// request's response before its answer.
-    pub cancel_on_disconnect: bool,
-}
-
-impl Default for ModernOptions {
-    fn default() -> Self {
-        ModernOptions {
-            send_session_id: false,
-            check_version_header: true,
-            check_method_header: true,
-            check_name_header: true,
-            check_param_headers: true,
-            map_error_status: true,
-            status_wait: Duration::from_secs(2),
-            cancel_on_disconnect: true,
-        }
-    }
-}
 
 /// Dual era: whether a request takes the legacy path (a session id, or `initialize`).
 pub(super) fn dual_is_legacy(method: &Method, headers: &HeaderMap, body: &[u8]) -> bool {

@@ -1,7 +1,5 @@
-//! Self-test of the Streamable HTTP bridge (`tests/support/http_bridge.rs`),
+//! Self-test of the scripted server's Streamable HTTP mode (`src/http_bridge.rs`),
 //! driven by a plain hyper client so it never depends on the library under test.
-
-mod support;
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -17,8 +15,10 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
-use support::http_bridge::{Bridge, BridgeOptions};
-use support::scripted_server;
+use smthrs_mcp_testkit::bridge::{Bridge, BridgeOptions};
+
+/// The server under test, built by cargo for this crate's integration tests.
+const SCRIPTED_SERVER: &str = env!("CARGO_BIN_EXE_smthrs-mcp-scripted-server");
 
 type HttpClient = Client<HttpConnector, BoxBody<Bytes, hyper::Error>>;
 
@@ -26,14 +26,10 @@ const PROTOCOL_VERSION: &str = "2025-06-18";
 
 fn scenario(name: &str) -> Vec<OsString> {
     let path = format!(
-        "{}/testdata/scenarios/{name}.json",
+        "{}/../testdata/scenarios/{name}.json",
         env!("CARGO_MANIFEST_DIR")
     );
     vec![path.into()]
-}
-
-async fn start(args: Vec<OsString>, options: BridgeOptions) -> Bridge {
-    Bridge::start(scripted_server(), args, options).await
 }
 
 fn client() -> HttpClient {
@@ -59,7 +55,7 @@ fn call_echo(id: u64, text: &str) -> Value {
 
 /// A bridge on `args` with `options`, a client for it, and its URL.
 async fn started(args: Vec<OsString>, options: BridgeOptions) -> (Bridge, HttpClient, String) {
-    let bridge = start(args, options).await;
+    let bridge = Bridge::start(SCRIPTED_SERVER, args, options);
     let url = bridge.url();
     (bridge, client(), url)
 }
@@ -483,7 +479,7 @@ async fn over_long_line_is_streamed_as_one_growing_event() {
 // The modern (2026-07-28) endpoint, the dual era and the legacy probe answers.
 // ---------------------------------------------------------------------------
 
-use support::http_bridge::{LegacyProbe, ModernOptions};
+use smthrs_mcp_testkit::bridge::{LegacyProbe, ModernOptions};
 
 const MODERN: &str = "2026-07-28";
 
@@ -969,7 +965,7 @@ async fn modern_dropped_stream_cancels_the_request_in_the_child() {
             },
             ..BridgeOptions::modern()
         };
-        let bridge = start(args, options).await;
+        let bridge = Bridge::start(SCRIPTED_SERVER, args, options);
         let client = client();
 
         let slow = modern_call(9, "slow", json!({"ms": 5000}));

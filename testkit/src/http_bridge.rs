@@ -1,11 +1,14 @@
-//! A Streamable HTTP front for a stdio MCP server, for running the engine's
-//! transport-independent rules over HTTP against the same scripted server.
+//! The scripted server's Streamable HTTP mode (`--http OPTIONS`).
 //!
-//! [`Bridge::start`] binds a real hyper HTTP/1.1 server on `127.0.0.1:0` whose
-//! single endpoint is `/mcp`. Every MCP session is one child process (the
-//! given command, stdin and stdout piped, stderr discarded); the bridge
-//! translates between Streamable HTTP exchanges and the child's stdin/stdout
-//! lines:
+//! [`run`] binds a real hyper HTTP/1.1 server (on `--listen ADDR`, else
+//! `127.0.0.1:0`), prints the bound address as its first stdout line, and serves
+//! one endpoint, `/mcp`, until it is killed. Every MCP session runs in a child
+//! process: this same binary in its stdio mode, with the same scenario arguments
+//! (stdin and stdout piped, stderr discarded). A process per session is what keeps
+//! the scenarios' process-level behaviour real over HTTP: a server that exits
+//! mid-call, closes its stdout or hangs is killed and reaped like any stdio
+//! server. The server translates between Streamable HTTP exchanges and the child's
+//! stdin/stdout lines:
 //!
 //! * `POST /mcp` carries one JSON-RPC message. An `initialize` request without a
 //!   known `Mcp-Session-Id` spawns a new child (a new session); anything else is
@@ -94,7 +97,7 @@
 //!   "reason":"http-bridge: the client closed the stream"}}` to the child (so a
 //!   `honor_cancel` scenario and its record file see it; switch off with
 //!   [`ModernOptions::cancel_on_disconnect`]) and lists the id in
-//!   [`Bridge::aborted`].
+//!   [`BridgeState::aborted`].
 //!
 //! [`HttpEra::Dual`] serves both: an `initialize` POST, and any POST carrying an
 //! `Mcp-Session-Id`, take the legacy path (one child per session, as above; run it
@@ -110,14 +113,16 @@
 //! `500`. The default forwards it like any other request, which today means
 //! `400 missing Mcp-Session-Id` (text) with session ids on.
 //!
-//! Every response's status is kept in [`RecordedRequest::status`].
-//!
-//! This file uses only dev-dependencies, never the library under test.
-#![allow(dead_code)]
+//! Every response's status is kept in [`RecordedRequest::status`]. `GET
+//! /testkit/state` ([`STATE_PATH`]) answers the [`BridgeState`] (the recorded
+//! requests, the children spawned and alive, the aborted ids, the learnt
+//! headers) and is not recorded itself.
 
 mod modern;
 
-pub use modern::{HttpEra, LegacyProbe, ModernOptions};
+use smthrs_mcp_testkit::bridge::{
+    BridgeOptions, BridgeState, ENDPOINT, HttpEra, RecordedRequest, STATE_PATH, parse_json,
+};
 
 use std::collections::{HashMap, VecDeque};
 use std::error::Error as StdError;
@@ -146,10 +151,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::{AbortHandle, JoinHandle, JoinSet};
-
-/// The endpoint path the bridge serves.
-pub const ENDPOINT: &str = "/mcp";
+use tokio::task::JoinSet;
 
 /// Longest child stdout line routed as a whole; longer lines are streamed.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -177,163 +179,36 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 /// How long `DELETE` lets a child whose stdin it closed exit by itself.
 const STDIN_CLOSE_GRACE: Duration = Duration::from_secs(1);
 
-/// How the bridge answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BridgeOptions {
-    /// Which generation of Streamable HTTP is served (default [`HttpEra::Legacy`]).
-    pub era: HttpEra,
-    /// Legacy era: how a sessionless `server/discover` is answered (default
-    /// [`LegacyProbe::Forward`], as any other request).
-    pub legacy_probe: LegacyProbe,
-    /// Modern and dual eras: header checks, status mapping and the rest.
-    pub modern: ModernOptions,
-    /// Answer requests with `text/event-stream` (`true`, the default) or with
-    /// `application/json` (the answer only; see the module's limitations).
-    pub sse: bool,
-    /// Issue `Mcp-Session-Id` on the `initialize` answer and require it afterwards
-    /// (default `true`). When off, the most recent session serves every request,
-    /// each `initialize` starts a new one, and `DELETE` is `405`.
-    pub session_ids: bool,
-    /// Offer the standalone GET stream (default `false`: `GET` is `405`).
-    pub get_stream: bool,
-}
+/// How long `--listen ADDR` keeps trying to bind an address a stopped server
+/// released a moment ago.
+const REBIND_WAIT: Duration = Duration::from_secs(10);
 
-impl Default for BridgeOptions {
-    fn default() -> Self {
-        BridgeOptions {
-            era: HttpEra::Legacy,
-            legacy_probe: LegacyProbe::Forward,
-            modern: ModernOptions::default(),
-            sse: true,
-            session_ids: true,
-            get_stream: false,
-        }
-    }
-}
-
-impl BridgeOptions {
-    /// The modern (2026-07-28) endpoint with every check on, SSE answers.
-    pub fn modern() -> BridgeOptions {
-        BridgeOptions {
-            era: HttpEra::Modern,
-            ..BridgeOptions::default()
-        }
-    }
-
-    /// A dual-era endpoint: legacy sessions for `initialize`, modern otherwise.
-    pub fn dual() -> BridgeOptions {
-        BridgeOptions {
-            era: HttpEra::Dual,
-            ..BridgeOptions::default()
-        }
-    }
-
-    /// A legacy endpoint answering a sessionless `server/discover` as `probe` says.
-    pub fn legacy_probe(probe: LegacyProbe) -> BridgeOptions {
-        BridgeOptions {
-            legacy_probe: probe,
-            ..BridgeOptions::default()
-        }
-    }
-}
-
-/// One HTTP request as the bridge received it.
-#[derive(Clone, Debug)]
-pub struct RecordedRequest {
-    /// `POST`, `GET`, `DELETE`, ...
-    pub method: String,
-    /// The request path (with query, if any).
-    pub path: String,
-    /// Every header in arrival order, names lowercased.
-    pub headers: Vec<(String, String)>,
-    /// The body as text (lossy UTF-8); empty for bodiless requests.
-    pub body: String,
-    /// The status answered (`None` while pending, or when the connection was
-    /// dropped without a response).
-    pub status: Option<u16>,
-}
-
-impl RecordedRequest {
-    /// The first value of header `name` (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(key, _)| *key == name)
-            .map(|(_, value)| value.as_str())
-    }
-
-    /// The body parsed as JSON, when it is.
-    pub fn json(&self) -> Option<Value> {
-        parse_json(self.body.as_bytes())
-    }
-
-    /// The JSON-RPC `method` of the body, when it has one.
-    pub fn rpc_method(&self) -> Option<String> {
-        self.json()?.get("method")?.as_str().map(String::from)
-    }
-}
-
-/// A running bridge. Dropping it stops the server and kills every child.
-pub struct Bridge {
-    inner: Arc<Inner>,
-    addr: SocketAddr,
-    server: JoinHandle<()>,
-}
-
-impl Bridge {
-    /// Binds `127.0.0.1:0` and serves; each session runs `program args...`.
-    ///
-    /// # Panics
-    ///
-    /// When the listener cannot be bound (test support: fail loudly).
-    pub async fn start(
-        program: impl Into<OsString>,
-        args: Vec<OsString>,
-        options: BridgeOptions,
-    ) -> Bridge {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("http bridge: bind 127.0.0.1:0");
-        Bridge::serve_on(listener, program, args, options)
-    }
-
-    /// [`Bridge::start`] on `addr`: a server restarted on the port of one
-    /// stopped (dropped) a moment ago. The bind is tried again for a few
-    /// seconds while the old listener is still being released.
-    ///
-    /// # Panics
-    ///
-    /// When `addr` cannot be bound within that time.
-    pub async fn start_at(
-        addr: SocketAddr,
-        program: impl Into<OsString>,
-        args: Vec<OsString>,
-        options: BridgeOptions,
-    ) -> Bridge {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        let listener = loop {
-            match TcpListener::bind(addr).await {
-                Ok(listener) => break listener,
-                Err(error) if tokio::time::Instant::now() < deadline => {
-                    let _ = error;
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                Err(error) => panic!("http bridge: bind {addr}: {error}"),
-            }
-        };
-        Bridge::serve_on(listener, program, args, options)
-    }
-
-    fn serve_on(
-        listener: TcpListener,
-        program: impl Into<OsString>,
-        args: Vec<OsString>,
-        options: BridgeOptions,
-    ) -> Bridge {
-        let addr = listener.local_addr().expect("http bridge: local address");
+/// Serves HTTP on `listen` (else `127.0.0.1:0`) until the process is killed, each
+/// session running this binary with `args`; prints the bound address first.
+/// Returns only when the server cannot start, saying why.
+pub fn run(
+    listen: Option<SocketAddr>,
+    options: BridgeOptions,
+    args: Vec<OsString>,
+) -> Result<(), String> {
+    let program =
+        std::env::current_exe().map_err(|error| format!("cannot locate this binary: {error}"))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| format!("cannot start the runtime: {error}"))?;
+    runtime.block_on(async move {
+        let listener = bind(listen).await?;
+        let addr = listener
+            .local_addr()
+            .map_err(|error| format!("no local address: {error}"))?;
+        use std::io::Write as _;
+        let mut stdout = io::stdout();
+        writeln!(stdout, "{addr}")
+            .and_then(|()| stdout.flush())
+            .map_err(|error| format!("cannot print the address: {error}"))?;
         let inner = Arc::new(Inner {
-            program: program.into(),
+            program: program.into_os_string(),
             args,
             options,
             modern_child: Mutex::new(None),
@@ -343,78 +218,60 @@ impl Bridge {
             sessions: Mutex::new(HashMap::new()),
             current: Mutex::new(None),
             children: Mutex::new(Vec::new()),
-            tasks: Mutex::new(Vec::new()),
             requests: Mutex::new(Vec::new()),
         });
-        let server = tokio::spawn(serve(listener, inner.clone()));
-        Bridge {
-            inner,
-            addr,
-            server,
+        serve(listener, inner).await;
+        Ok(())
+    })
+}
+
+/// Binds `listen`, retrying for [`REBIND_WAIT`] while a stopped server's
+/// listener is released; or `127.0.0.1:0`.
+async fn bind(listen: Option<SocketAddr>) -> Result<TcpListener, String> {
+    let Some(addr) = listen else {
+        return TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|error| format!("cannot bind 127.0.0.1:0: {error}"));
+    };
+    let deadline = tokio::time::Instant::now() + REBIND_WAIT;
+    loop {
+        match TcpListener::bind(addr).await {
+            Ok(listener) => return Ok(listener),
+            Err(_) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(error) => return Err(format!("cannot bind {addr}: {error}")),
         }
-    }
-
-    /// The endpoint URL, `http://127.0.0.1:PORT/mcp`.
-    pub fn url(&self) -> String {
-        format!("http://{}{ENDPOINT}", self.addr)
-    }
-
-    /// The bound address.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Every request received so far, in arrival order.
-    pub fn requests(&self) -> Vec<RecordedRequest> {
-        lock(&self.inner.requests).clone()
-    }
-
-    /// How many children have not exited yet.
-    pub fn children_alive(&self) -> usize {
-        lock(&self.inner.children)
-            .iter()
-            .filter(|child| matches!(lock(child).try_wait(), Ok(None)))
-            .count()
-    }
-
-    /// How many children (sessions) were spawned in total.
-    pub fn children_spawned(&self) -> usize {
-        lock(&self.inner.children).len()
-    }
-
-    /// Modern era: ids of the requests whose client dropped the response before
-    /// the answer arrived, in the order noticed.
-    pub fn aborted(&self) -> Vec<Value> {
-        lock(&self.inner.aborted).clone()
-    }
-
-    /// Modern era: the `x-mcp-header` annotations learnt per tool from the
-    /// `tools/list` answers, as `(header name, property)` pairs.
-    pub fn learnt_headers(&self) -> HashMap<String, Vec<(String, String)>> {
-        lock(&self.inner.tool_headers).clone()
     }
 }
 
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        // Aborting the accept task drops its JoinSet, which aborts every connection.
-        self.server.abort();
-        for task in lock(&self.inner.tasks).drain(..) {
-            task.abort();
-        }
-        for child in lock(&self.inner.children).iter() {
-            let _ = lock(child).start_kill();
-        }
-        for (_, session) in lock(&self.inner.sessions).drain() {
-            session.end_streams();
-        }
-        if let Some(session) = lock(&self.inner.current).take() {
-            session.end_streams();
-        }
-        if let Some(session) = lock(&self.inner.modern_child).take() {
-            session.end_streams();
-        }
+/// What the server has seen and run so far.
+fn state(inner: &Inner) -> BridgeState {
+    let children = lock(&inner.children);
+    BridgeState {
+        requests: lock(&inner.requests).clone(),
+        children_alive: children
+            .iter()
+            .filter(|child| matches!(lock(child).try_wait(), Ok(None)))
+            .count(),
+        children_spawned: children.len(),
+        aborted: lock(&inner.aborted).clone(),
+        learnt_headers: lock(&inner.tool_headers).clone(),
     }
+}
+
+/// `GET /testkit/state`: the [`BridgeState`] as JSON.
+fn state_response(inner: &Inner) -> Response<Body> {
+    let body = serde_json::to_vec(&state(inner)).expect("the state serializes");
+    let mut response = Response::new(
+        Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed_unsync(),
+    );
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 /// Locks a mutex, ignoring poisoning (a panicking test must not cascade).
@@ -424,7 +281,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// State shared by the server, its connections and the `Bridge` handle.
+/// State shared by the server and its connections.
 struct Inner {
     program: OsString,
     args: Vec<OsString>,
@@ -435,8 +292,6 @@ struct Inner {
     current: Mutex<Option<Arc<Session>>>,
     /// Every child ever spawned.
     children: Mutex<Vec<Arc<Mutex<Child>>>>,
-    /// Per-session reader and writer tasks.
-    tasks: Mutex<Vec<AbortHandle>>,
     requests: Mutex<Vec<RecordedRequest>>,
     /// The long-lived child of the modern era.
     modern_child: Mutex<Option<Arc<Session>>>,
@@ -553,11 +408,8 @@ impl Session {
             learn: modern.then(|| inner.tool_headers.clone()),
         });
         lock(&inner.children).push(child);
-        let writer = tokio::spawn(write_stdin(stdin, rx));
-        let reader = tokio::spawn(read_stdout(session.clone(), stdout));
-        let mut tasks = lock(&inner.tasks);
-        tasks.push(writer.abort_handle());
-        tasks.push(reader.abort_handle());
+        tokio::spawn(write_stdin(stdin, rx));
+        tokio::spawn(read_stdout(session.clone(), stdout));
         Ok(session)
     }
 
@@ -924,11 +776,14 @@ fn text(code: StatusCode, message: &'static str) -> Response<Body> {
     response
 }
 
-/// Records the request, then dispatches on method and path.
+/// Answers the state, or records the request and dispatches on method and path.
 async fn handle(
     inner: Arc<Inner>,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, DropConnection> {
+    if request.method() == Method::GET && request.uri().path() == STATE_PATH {
+        return Ok(state_response(&inner));
+    }
     let (parts, body) = request.into_parts();
     let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -1266,15 +1121,4 @@ async fn json_response(
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     Ok(response)
-}
-
-/// Parses JSON allowing the 128 containers an MCP frame may legally have
-/// (serde_json's default recursion limit stops at 127).
-fn parse_json(bytes: &[u8]) -> Option<Value> {
-    use serde::Deserialize;
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    de.disable_recursion_limit();
-    let value = Value::deserialize(&mut de).ok()?;
-    de.end().ok()?;
-    Some(value)
 }
