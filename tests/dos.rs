@@ -69,7 +69,7 @@ impl ScenarioFile {
     }
 }
 
-fn limits(request_timeout_ms: u64) -> Limits {
+fn limits_with_timeout(request_timeout_ms: u64) -> Limits {
     support::limits(|limits| {
         limits.handshake_timeout_ms = 10_000;
         limits.request_timeout_ms = request_timeout_ms;
@@ -124,7 +124,7 @@ fn deep_scenario() -> Value {
 #[tokio::test]
 async fn every_answer_128_deep() {
     let file = ScenarioFile::new(&deep_scenario());
-    let client = connect(file.server(), limits(5_000)).await;
+    let client = connect(file.server(), limits_with_timeout(5_000)).await;
     let tool = client
         .catalog()
         .get("echo")
@@ -149,7 +149,7 @@ async fn every_answer_128_deep() {
         nest(100_000)
     ));
     let file = ScenarioFile::new(&scenario);
-    let client = connect(file.server(), limits(5_000)).await;
+    let client = connect(file.server(), limits_with_timeout(5_000)).await;
     let error = call(&client, "echo", json!({})).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ProtocolError, "{error}");
 }
@@ -220,7 +220,7 @@ async fn ping_flood_is_answered_and_the_call_completes() {
     const PINGS: usize = 10_000;
     let file = flood_file(PINGS, ping, Play::Worker);
     let recording = Recording::new();
-    let client = connect(recording.attach(file.server()), limits(20_000)).await;
+    let client = connect(recording.attach(file.server()), limits_with_timeout(20_000)).await;
     let result = call(&client, "echo", json!({"text": "after the flood"}))
         .await
         .unwrap();
@@ -255,7 +255,7 @@ async fn ping_flood_from_a_server_that_stops_reading_meets_the_deadline() {
     // while it writes: our pongs back up, the outbound queue fills, and the session
     // must end within requestTimeoutMs instead of waiting on the server forever.
     let file = flood_file(200_000, ping, Play::Inline);
-    let mut limits = limits(500);
+    let mut limits = limits_with_timeout(500);
     limits.queue_capacity = 4;
     let client = connect(file.server(), limits).await;
     let error = call(&client, "echo", json!({"text": "x"}))
@@ -282,7 +282,7 @@ async fn three_echo_rounds(client: &Client) {
 #[tokio::test]
 async fn notification_flood_is_dropped_and_the_call_completes() {
     let file = flood_file(10_000, notification, Play::Worker);
-    let client = connect(file.server(), limits(20_000)).await;
+    let client = connect(file.server(), limits_with_timeout(20_000)).await;
     three_echo_rounds(&client).await;
     client.close().await;
 }
@@ -290,7 +290,7 @@ async fn notification_flood_is_dropped_and_the_call_completes() {
 #[tokio::test]
 async fn ten_thousand_replies_for_unknown_ids_are_dropped() {
     let file = flood_file(10_000, unknown_reply, Play::Worker);
-    let client = connect(file.server(), limits(20_000)).await;
+    let client = connect(file.server(), limits_with_timeout(20_000)).await;
     three_echo_rounds(&client).await;
     assert!(client.terminal_error().is_none());
     client.close().await;
@@ -301,7 +301,7 @@ async fn a_flood_with_a_short_deadline_times_out_and_the_session_survives() {
     // 100 000 notifications (25 MB) cannot be read in 10 ms: the call times out
     // (it does not wait for the flood), and the session is still usable after it.
     let file = flood_file(100_000, notification, Play::WorkerOnce);
-    let mut limits = limits(10);
+    let mut limits = limits_with_timeout(10);
     limits.handshake_timeout_ms = 60_000; // the server first parses a 25 MB scenario
     let client = connect(file.server(), limits).await;
     let error = call(&client, "echo", json!({"text": "x"}))
@@ -334,7 +334,7 @@ async fn stderr_flood_is_drained_and_the_tail_stays_bounded() {
         let client = tokio::time::timeout(
             HANG,
             Client::builder("chatty")
-                .limits(limits(5_000))
+                .limits(limits_with_timeout(5_000))
                 .diagnostics(observer.clone())
                 .connect(server.stdio()),
         )
@@ -416,7 +416,7 @@ async fn stream_server(
 /// `calls` calls in a row: each must time out and leave the session usable.
 /// Returns how late each deadline fired.
 async fn timed_calls(name: &str, server: &TestServer, calls: usize) -> Vec<Duration> {
-    let client = connect_http(name, server, limits(300)).await;
+    let client = connect_http(name, server, limits_with_timeout(300)).await;
     let mut late = Vec::with_capacity(calls);
     for _ in 0..calls {
         let started = Instant::now();
@@ -523,7 +523,7 @@ async fn an_sse_flood_after_the_reply_does_not_hold_the_call() {
         sent.clone(),
     )
     .await;
-    let client = connect_http("after", &server, limits(30_000)).await;
+    let client = connect_http("after", &server, limits_with_timeout(30_000)).await;
     for _ in 0..3 {
         let started = Instant::now();
         let result = call(&client, "echo", json!({})).await.unwrap();
@@ -566,7 +566,7 @@ async fn deadlines_under_a_flood(via: Via, era: Era, calls: usize) -> Vec<Durati
         Era::Modern => BridgeOptions::modern(),
         _ => BridgeOptions::default(),
     };
-    let builder = Client::builder("flood").limits(limits(FLOOD_DEADLINE_MS));
+    let builder = Client::builder("flood").limits(limits_with_timeout(FLOOD_DEADLINE_MS));
     let attempt = eras::connect(via, builder, flooding_server(era), options).await;
     let client = attempt.client();
     assert_eq!(client.era(), era);
@@ -717,7 +717,7 @@ async fn measure_flood(name: &str, line: fn(usize) -> Value, rounds: &[usize]) {
     for &count in rounds {
         let file = flood_file(count, line, Play::Worker);
         report(name, "before", Instant::now(), count, "lines");
-        let client = connect(file.server(), limits(120_000)).await;
+        let client = connect(file.server(), limits_with_timeout(120_000)).await;
         let started = Instant::now();
         call(&client, "echo", json!({"text": "x"})).await.unwrap();
         report(name, "flood", started, count, "lines");
@@ -730,7 +730,7 @@ async fn measure_flood(name: &str, line: fn(usize) -> Value, rounds: &[usize]) {
 async fn measure_deep_nest() {
     let file = ScenarioFile::new(&deep_scenario());
     report("deep_nest", "start", Instant::now(), 0, "calls");
-    let client = connect(file.server(), limits(60_000)).await;
+    let client = connect(file.server(), limits_with_timeout(60_000)).await;
     for calls in [1_000usize, 10_000] {
         let started = Instant::now();
         for _ in 0..calls {
@@ -780,7 +780,7 @@ async fn measure_sse_blank_lines() {
             }
         })
         .await;
-        let client = connect_http("blank", &server, limits(500)).await;
+        let client = connect_http("blank", &server, limits_with_timeout(500)).await;
         let started = Instant::now();
         let result = client.call_tool("echo", args(json!({}))).await;
         println!(
@@ -800,7 +800,7 @@ async fn measure_sse_trickle() {
     let sent = Arc::new(AtomicUsize::new(0));
     let server = trickle_server(Duration::from_millis(10), sent.clone()).await;
     report("sse_trickle", "start", Instant::now(), 0, "calls");
-    let client = connect_http("trickle", &server, limits(3_000)).await;
+    let client = connect_http("trickle", &server, limits_with_timeout(3_000)).await;
     let started = Instant::now();
     let calls = (0..20).map(|_| {
         let client = client.clone();

@@ -27,7 +27,7 @@ async fn connect(name: &str, server: &TestServer, limits: Limits) -> smthrs_mcp:
 
 /// Connects a client named `name` to `server` with the default limits; the
 /// connection must succeed.
-async fn connected(name: &str, server: &TestServer) -> Client {
+async fn connected_to(name: &str, server: &TestServer) -> Client {
     connect(name, server, Limits::default())
         .await
         .expect("connect")
@@ -183,7 +183,7 @@ fn calls_from_another_runtime_are_answered() {
 #[tokio::test]
 async fn expired_session_reinitialises_once_and_retries_with_the_same_catalog() {
     let (server, sessions) = expiring_server(false).await;
-    let client = connected("expiring", &server).await;
+    let client = connected_to("expiring", &server).await;
     let result = echo(&client).await.expect("retried after re-initialise");
     assert_eq!(result.content[0]["text"], "served by s2");
     assert_eq!(sessions.load(Ordering::SeqCst), 2);
@@ -207,7 +207,7 @@ async fn expired_session_reinitialises_once_and_retries_with_the_same_catalog() 
 async fn calls_made_during_a_re_initialise_wait_for_the_new_session() {
     let (server, sessions) =
         expiring_server_with(false, Duration::from_millis(300), Duration::ZERO).await;
-    let client = connected("expiring", &server).await;
+    let client = connected_to("expiring", &server).await;
     let first = tokio::spawn({
         let client = client.clone();
         async move { echo(&client).await }
@@ -246,7 +246,7 @@ async fn calls_made_during_a_re_initialise_wait_for_the_new_session() {
 async fn calls_in_flight_when_the_session_expires_are_all_sent_again() {
     let (server, sessions) =
         expiring_server_with(false, Duration::from_millis(20), Duration::from_millis(300)).await;
-    let client = connected("expiring", &server).await;
+    let client = connected_to("expiring", &server).await;
     let calls: Vec<_> = (0..5)
         .map(|_| {
             let client = client.clone();
@@ -274,7 +274,7 @@ async fn calls_in_flight_when_the_session_expires_are_all_sent_again() {
 #[tokio::test]
 async fn expired_session_with_a_changed_catalog_ends_the_session() {
     let (server, _) = expiring_server(true).await;
-    let client = connected("expiring", &server).await;
+    let client = connected_to("expiring", &server).await;
     let error = echo(&client).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ConnectionClosed, "{error}");
     let later = echo(&client).await.unwrap_err();
@@ -397,7 +397,7 @@ async fn a_request_answered_202_fails_instead_of_waiting_for_its_deadline() {
         }
     })
     .await;
-    let client = connected("accepting", &server).await;
+    let client = connected_to("accepting", &server).await;
     let error = echo(&client).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error}");
     assert!(
@@ -412,7 +412,7 @@ async fn a_request_answered_202_fails_instead_of_waiting_for_its_deadline() {
 #[tokio::test]
 async fn dropping_the_client_without_close_still_sends_delete() {
     let (server, _) = expiring_server(false).await;
-    let client = connected("expiring", &server).await;
+    let client = connected_to("expiring", &server).await;
     drop(client);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while server.requests_with(Method::DELETE).is_empty() {
@@ -568,7 +568,7 @@ async fn resource_subscriptions_are_renewed_after_a_re_initialise() {
         ),
     ] {
         let (server, subscribed) = subscribing_server(resubscribe).await;
-        let client = connected("subscribing", &server).await;
+        let client = connected_to("subscribing", &server).await;
         let mut sub = client
             .subscribe(Interest::new().resource("file:///watched"))
             .await

@@ -98,7 +98,7 @@ fn push_tool(scenario: &mut Value, name: &str) {
 }
 
 /// Test limits: a short poll floor (the server's intervals here are 100-300 ms).
-fn limits(edit: impl FnOnce(&mut Limits)) -> Limits {
+fn short_poll_limits(edit: impl FnOnce(&mut Limits)) -> Limits {
     support::limits(|limits| {
         limits.task_min_poll_interval_ms = 50;
         limits.request_timeout_ms = 10_000;
@@ -203,7 +203,7 @@ async fn a_task_runs_to_its_result(via: Via) {
         ),
         done(ID, "finished"),
     ];
-    let a = open(via, limits(|_| {}), server(Some(150), gets)).await;
+    let a = open(via, short_poll_limits(|_| {}), server(Some(150), gets)).await;
     let seen = TaskUpdates::default();
     let result = call(a.client(), &seen.options())
         .await
@@ -257,7 +257,7 @@ async fn the_cadence_follows_the_server_and_the_floor(via: Via) {
     ];
     let a = open(
         via,
-        limits(|l| l.task_min_poll_interval_ms = 180),
+        short_poll_limits(|l| l.task_min_poll_interval_ms = 180),
         server(Some(100), gets),
     )
     .await;
@@ -274,7 +274,7 @@ async fn the_cadence_follows_the_server_and_the_floor(via: Via) {
 /// Without a server interval the client backs off on its own: 1 s, then ×1.5.
 async fn without_an_interval_the_client_backs_off(via: Via) {
     let gets = vec![polled(ID, "working", None, json!({})), done(ID, "ok")];
-    let a = open(via, limits(|_| {}), server(None, gets)).await;
+    let a = open(via, short_poll_limits(|_| {}), server(None, gets)).await;
     call(a.client(), &CallOptions::new()).await.expect("ok");
     let gaps = gaps_ms(&a);
     assert!(gaps[0] + SLACK_MS >= 1000, "{gaps:?}");
@@ -290,7 +290,7 @@ async fn the_own_backoff_stops_at_the_ceiling(via: Via) {
     let gets = vec![working.clone(), working.clone(), working, done(ID, "ok")];
     let a = open(
         via,
-        limits(|l| l.task_max_poll_interval_ms = 300),
+        short_poll_limits(|l| l.task_max_poll_interval_ms = 300),
         server(None, gets),
     )
     .await;
@@ -343,7 +343,7 @@ async fn input_requests_reach_the_host_once_each(via: Via) {
     ];
     let host = Arc::new(AcceptEveryForm::default());
     let builder = Client::builder("tasks")
-        .limits(limits(|_| {}))
+        .limits(short_poll_limits(|_| {}))
         .host_handler(host.clone());
     let a = open_with(via, builder, server(Some(100), gets)).await;
     let result = call(a.client(), &CallOptions::new()).await.expect("ok");
@@ -388,7 +388,7 @@ async fn too_many_input_keys_cancel_the_task(via: Via) {
         ),
     ];
     let builder = Client::builder("tasks")
-        .limits(limits(|l| l.max_task_input_requests = 2))
+        .limits(short_poll_limits(|l| l.max_task_input_requests = 2))
         .host_handler(Arc::new(AcceptEveryForm::default()));
     let a = open_with(via, builder, server(Some(100), gets)).await;
     let error = call(a.client(), &CallOptions::new())
@@ -425,7 +425,7 @@ async fn a_failed_task_is_a_remote_error(via: Via) {
     );
     push_tool(&mut scenario, "long2");
     scenario["on_call"]["long2"] = json!({"result": created(ID, Some(100), json!(null))});
-    let a = open(via, limits(|_| {}), scenario).await;
+    let a = open(via, short_poll_limits(|_| {}), scenario).await;
     let error = call(a.client(), &CallOptions::new())
         .await
         .expect_err("failed");
@@ -460,7 +460,7 @@ async fn a_failed_task_is_a_remote_error(via: Via) {
 async fn a_cancelled_task_is_task_cancelled(via: Via) {
     let a = open(
         via,
-        limits(|_| {}),
+        short_poll_limits(|_| {}),
         server(
             Some(100),
             vec![polled(ID, "cancelled", Some(100), json!({}))],
@@ -488,7 +488,7 @@ async fn a_task_that_never_ends_times_out(via: Via) {
     let forever = vec![polled(ID, "working", Some(100), json!({}))];
     let a = open(
         via,
-        limits(|l| l.max_task_polls = 3),
+        short_poll_limits(|l| l.max_task_polls = 3),
         server(Some(100), forever.clone()),
     )
     .await;
@@ -509,7 +509,7 @@ async fn a_task_that_never_ends_times_out(via: Via) {
 
     let a = open(
         via,
-        limits(|l| l.max_task_wait_ms = 700),
+        short_poll_limits(|l| l.max_task_wait_ms = 700),
         server(Some(100), forever),
     )
     .await;
@@ -528,7 +528,7 @@ async fn a_task_that_never_ends_times_out(via: Via) {
 
     // An interval longer than the whole wait: given up at once, not after it.
     let far = vec![polled(ID, "working", Some(100_000_000_000), json!({}))];
-    let a = open(via, limits(|_| {}), server(Some(100), far)).await;
+    let a = open(via, short_poll_limits(|_| {}), server(Some(100), far)).await;
     let started = tokio::time::Instant::now();
     let error = call(a.client(), &CallOptions::new())
         .await
@@ -551,7 +551,7 @@ async fn the_ttl_backstop_gives_up(via: Via) {
         vec![polled(ID, "working", Some(100), json!({"ttlMs": 400}))],
     );
     scenario["on_call"]["long"]["result"] = created(ID, Some(100), json!(400));
-    let a = open(via, limits(|_| {}), scenario).await;
+    let a = open(via, short_poll_limits(|_| {}), scenario).await;
     let started = tokio::time::Instant::now();
     let error = call(a.client(), &CallOptions::new())
         .await
@@ -657,7 +657,7 @@ async fn garbage_polls_are_invalid_responses(via: Via) {
     }
     let mut scenario = server(Some(100), gets);
     scenario["on_call"]["long"] = Value::Array(creates);
-    let a = open(via, limits(|_| {}), scenario).await;
+    let a = open(via, short_poll_limits(|_| {}), scenario).await;
     for (index, (_, expected, cancels)) in garbage.iter().enumerate() {
         let error = call(a.client(), &CallOptions::new())
             .await
@@ -694,7 +694,7 @@ async fn a_bad_create_task_result_is_invalid(via: Via) {
         {"result": created(&"x".repeat(257), Some(100), json!(null))},
         {"result": {"resultType": "task", "status": "working"}},
     ]);
-    let a = open(via, limits(|_| {}), scenario).await;
+    let a = open(via, short_poll_limits(|_| {}), scenario).await;
     for expected in [
         "taskId holds",
         "taskId is longer than 256",
@@ -715,7 +715,7 @@ async fn a_bad_create_task_result_is_invalid(via: Via) {
 /// no cancel for a task the server does not have.
 async fn a_forgotten_task_is_not_found(via: Via) {
     let gets = vec![json!({"error": {"code": -32602, "message": "Task has expired"}})];
-    let a = open(via, limits(|_| {}), server(Some(100), gets)).await;
+    let a = open(via, short_poll_limits(|_| {}), server(Some(100), gets)).await;
     let error = call(a.client(), &CallOptions::new())
         .await
         .expect_err("forgotten");
@@ -733,7 +733,7 @@ async fn an_unanswered_poll_is_polled_again(via: Via) {
     let gets = vec![json!({"no_reply": true}), done(ID, "second time")];
     let a = open(
         via,
-        limits(|l| l.request_timeout_ms = 400),
+        short_poll_limits(|l| l.request_timeout_ms = 400),
         server(Some(100), gets),
     )
     .await;
@@ -757,7 +757,7 @@ async fn a_task_result_type_on_tasks_get_is_tolerated(via: Via) {
     finished["result"]["resultType"] = json!("task");
     let a = open(
         via,
-        limits(|_| {}),
+        short_poll_limits(|_| {}),
         server(Some(100), vec![working, finished]),
     )
     .await;
@@ -777,7 +777,7 @@ async fn a_task_result_type_on_tasks_get_is_tolerated(via: Via) {
 /// A server that answers the call directly although it could make a task:
 /// the result as is; the call declared the extension; no polls.
 async fn a_direct_answer_is_the_result(via: Via) {
-    let a = open(via, limits(|_| {}), server(Some(100), vec![])).await;
+    let a = open(via, short_poll_limits(|_| {}), server(Some(100), vec![])).await;
     let result = guard(
         "echo",
         a.client()
@@ -798,7 +798,7 @@ async fn never_declares_and_refuses_a_task(via: Via) {
     let never = CallOptions::new().task(TaskMode::Never);
     let mut hostile = server(Some(100), vec![done(ID, "x")]);
     hostile["check_capabilities"] = json!(false);
-    let a = open(via, limits(|_| {}), hostile).await;
+    let a = open(via, short_poll_limits(|_| {}), hostile).await;
     let error = call(a.client(), &never).await.expect_err("undeclared task");
     assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error:?}");
     assert!(
@@ -815,7 +815,7 @@ async fn never_declares_and_refuses_a_task(via: Via) {
     compliant["on_call"]["old"] =
         json!({"error": {"code": -32003, "message": "Missing required client capability"}});
     push_tool(&mut compliant, "old");
-    let a = open(via, limits(|_| {}), compliant).await;
+    let a = open(via, short_poll_limits(|_| {}), compliant).await;
     let error = call(a.client(), &never).await.expect_err("task-only tool");
     assert_eq!(error.kind(), ErrorKind::MissingCapability, "{error:?}");
     assert_eq!(error.remote_code(), Some(-32021));
@@ -832,7 +832,7 @@ async fn never_declares_and_refuses_a_task(via: Via) {
 async fn require_needs_the_extension(via: Via) {
     let mut scenario = server(Some(100), vec![]);
     scenario["capabilities"] = json!({"tools": {}});
-    let a = open(via, limits(|_| {}), scenario).await;
+    let a = open(via, short_poll_limits(|_| {}), scenario).await;
     let client = a.client();
     let error = call(client, &CallOptions::new().task(TaskMode::Require))
         .await
@@ -863,7 +863,7 @@ async fn require_needs_the_extension(via: Via) {
 async fn dropping_the_call_cancels_the_task(via: Via) {
     let a = open(
         via,
-        limits(|_| {}),
+        short_poll_limits(|_| {}),
         server(Some(100), vec![polled(ID, "working", Some(100), json!({}))]),
     )
     .await;
@@ -897,7 +897,7 @@ async fn dropping_the_call_cancels_the_task(via: Via) {
 async fn the_token_cancels_the_task(via: Via) {
     let a = open(
         via,
-        limits(|_| {}),
+        short_poll_limits(|_| {}),
         server(Some(100), vec![polled(ID, "working", Some(100), json!({}))]),
     )
     .await;
@@ -933,7 +933,7 @@ async fn a_detached_task_is_resumed(via: Via) {
     ];
     let a = open(
         via,
-        limits(|l| l.max_task_polls = 1),
+        short_poll_limits(|l| l.max_task_polls = 1),
         server(Some(100), gets),
     )
     .await;
@@ -995,7 +995,7 @@ async fn an_update_for_a_forgotten_task_is_not_found(via: Via) {
     scenario["methods"]["tasks/update"] =
         json!([{"error": {"code": -32602, "message": "unknown task"}}]);
     let builder = Client::builder("tasks")
-        .limits(limits(|_| {}))
+        .limits(short_poll_limits(|_| {}))
         .host_handler(Arc::new(AcceptEveryForm::default()));
     let a = open_with(via, builder, scenario).await;
     let error = call(a.client(), &CallOptions::new())
@@ -1012,7 +1012,7 @@ async fn an_update_for_a_forgotten_task_is_not_found(via: Via) {
 async fn other_error_codes_on_a_poll_end_the_call(via: Via) {
     let error = |code: i64| json!({"error": {"code": code, "message": "no"}});
     let gets = vec![error(-32603), error(-32601), error(-32021)];
-    let a = open(via, limits(|_| {}), server(Some(100), gets)).await;
+    let a = open(via, short_poll_limits(|_| {}), server(Some(100), gets)).await;
     for (code, kind) in [
         (-32603, ErrorKind::RemoteError),
         (-32601, ErrorKind::RemoteError),
@@ -1116,7 +1116,12 @@ async fn throttled_polls_wait_as_asked() {
         throttled(429, None),
         done(ID, "after the throttling"),
     ];
-    let a = open(Via::Http, limits(|_| {}), server(Some(100), gets)).await;
+    let a = open(
+        Via::Http,
+        short_poll_limits(|_| {}),
+        server(Some(100), gets),
+    )
+    .await;
     let result = call(a.client(), &CallOptions::new()).await.expect("ok");
     assert_eq!(text_of(&result), "after the throttling");
     let gaps = gaps_ms(&a);
@@ -1146,7 +1151,7 @@ async fn a_tasks_polls_carry_no_progress_for_its_call(via: Via) {
     working["before"] = json!([progress(2)]);
     let mut scenario = server(Some(100), vec![working, done(ID, "ok")]);
     scenario["on_call"]["long"]["raw_lines"] = json!([progress(1)]);
-    let a = open(via, limits(|_| {}), scenario).await;
+    let a = open(via, short_poll_limits(|_| {}), scenario).await;
     let events = Arc::new(Mutex::new(Vec::new()));
     let kept = events.clone();
     let options = CallOptions::new().on_event(move |event| kept.lock().unwrap().push(event));
