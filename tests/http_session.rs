@@ -41,14 +41,32 @@ async fn echo(client: &Client) -> smthrs_mcp::Result<smthrs_mcp::ToolResult> {
 /// What a scripted server answers.
 type Response = http::Response<http_server::Body>;
 
+/// A request to a stateful server read as a POST: its JSON-RPC message, the
+/// message's id (`None` for a notification) and the session id it carries.
+/// `None` for `DELETE` and `GET`, which [`not_posted`] answers.
+fn posted(request: &http_server::Recorded) -> Option<(Value, Option<Value>, Option<String>)> {
+    if matches!(request.method, Method::DELETE | Method::GET) {
+        return None;
+    }
+    let (message, id) = message_of(request);
+    let session = request.header("mcp-session-id").map(str::to_string);
+    Some((message, id, session))
+}
+
 /// How a stateful server answers what is not a POST: `DELETE` ends the
 /// session (200), `GET` finds no standalone stream (405).
-fn answer_unless_post(request: &http_server::Recorded) -> Option<Response> {
-    match request.method {
-        Method::DELETE => Some(status(200)),
-        Method::GET => Some(status(405)),
-        _ => None,
+fn not_posted(request: &http_server::Recorded) -> Response {
+    if request.method == Method::DELETE {
+        status(200)
+    } else {
+        status(405)
     }
+}
+
+/// The `initialize` answer of the stateful server `name` opening session `s<n>`.
+fn open_session(id: Option<&Value>, name: &str, capabilities: Value, n: usize) -> Response {
+    let answer = rpc_result(id, initialize_result(name, capabilities));
+    with_header(answer, "mcp-session-id", &format!("s{n}"))
 }
 
 /// The JSON-RPC message a request carries, and its id (`None` for a notification).
@@ -81,19 +99,16 @@ async fn expiring_server_with(
         let sessions = counter.clone();
         let expired = expired.clone();
         async move {
-            if let Some(answer) = answer_unless_post(&request) {
-                return answer;
-            }
-            let (message, id) = message_of(&request);
-            let session = request.header("mcp-session-id").map(str::to_string);
+            let Some((message, id, session)) = posted(&request) else {
+                return not_posted(&request);
+            };
             match message["method"].as_str() {
                 Some("initialize") => {
                     let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
                     if n > 1 {
                         tokio::time::sleep(reinit_delay).await;
                     }
-                    let answer = rpc_result(id.as_ref(), initialize_result("expiring", json!({"tools": {}})));
-                    with_header(answer, "mcp-session-id", &format!("s{n}"))
+                    open_session(id.as_ref(), "expiring", json!({"tools": {}}), n)
                 }
                 Some("tools/list") => {
                     let n = sessions.load(Ordering::SeqCst);
@@ -515,20 +530,16 @@ async fn subscribing_server(resubscribe: Value) -> (TestServer, Subscribed) {
         let record = record.clone();
         let resubscribe = resubscribe.clone();
         async move {
-            if let Some(answer) = answer_unless_post(&request) {
-                return answer;
-            }
-            let (message, id) = message_of(&request);
-            let session = request.header("mcp-session-id").map(str::to_string);
+            let Some((message, id, session)) = posted(&request) else {
+                return not_posted(&request);
+            };
             match message["method"].as_str() {
+                Some("tools/list") => rpc_result(id.as_ref(), echo_catalog()),
                 Some("initialize") => {
                     let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
                     let capabilities = json!({"tools": {}, "resources": {"subscribe": true}});
-                    let reply =
-                        rpc_result(id.as_ref(), initialize_result("subscribing", capabilities));
-                    with_header(reply, "mcp-session-id", &format!("s{n}"))
+                    open_session(id.as_ref(), "subscribing", capabilities, n)
                 }
-                Some("tools/list") => rpc_result(id.as_ref(), echo_catalog()),
                 Some(_) if session.is_none() => status(400),
                 Some("tools/call") if session.as_deref() == Some("s1") => status(404),
                 Some("tools/call") => rpc_result(id.as_ref(), json!({"content": []})),
