@@ -263,15 +263,7 @@ fn state(inner: &Inner) -> BridgeState {
 /// `GET /testkit/state`: the [`BridgeState`] as JSON.
 fn state_response(inner: &Inner) -> Response<Body> {
     let body = serde_json::to_vec(&state(inner)).expect("the state serializes");
-    let mut response = Response::new(
-        Full::new(Bytes::from(body))
-            .map_err(|never| match never {})
-            .boxed_unsync(),
-    );
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
+    whole(StatusCode::OK, "application/json", Bytes::from(body))
 }
 
 /// Locks a mutex, ignoring poisoning (a panicking test must not cascade).
@@ -764,15 +756,20 @@ fn status(code: StatusCode) -> Response<Body> {
 
 /// A response with a status and a short text body (for people reading logs).
 fn text(code: StatusCode, message: &'static str) -> Response<Body> {
+    whole(code, "text/plain", Bytes::from_static(message.as_bytes()))
+}
+
+/// A response with a status and a whole body of `content_type`.
+fn whole(code: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
     let mut response = Response::new(
-        Full::new(Bytes::from_static(message.as_bytes()))
+        Full::new(body)
             .map_err(|never| match never {})
             .boxed_unsync(),
     );
     *response.status_mut() = code;
     response
         .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
 }
 

@@ -224,8 +224,8 @@ fn write_startup_stderr(scenario: &Scenario) {
     for line in &scenario.stderr_lines {
         let _ = writeln!(err, "{line}");
     }
-    let mut remaining = scenario.stderr_flood_bytes;
-    if remaining > 0 {
+    let flood = scenario.stderr_flood_bytes;
+    if flood > 0 {
         let mut chunk = vec![b'e'; FLOOD_CHUNK];
         if !scenario.stderr_flood_no_newline {
             for (index, byte) in chunk.iter_mut().enumerate() {
@@ -234,15 +234,21 @@ fn write_startup_stderr(scenario: &Scenario) {
                 }
             }
         }
-        while remaining > 0 {
-            let len = remaining.min(FLOOD_CHUNK as u64) as usize;
-            if err.write_all(&chunk[..len]).is_err() {
-                break;
-            }
-            remaining -= len as u64;
-        }
+        let _ = write_flood(&mut err, &chunk, flood);
     }
     let _ = err.flush();
+}
+
+/// Writes `bytes` bytes of `chunk` (repeated, [`FLOOD_CHUNK`] bytes long) to `out`;
+/// stops at the first error.
+fn write_flood(out: &mut impl Write, chunk: &[u8], bytes: u64) -> io::Result<()> {
+    let mut remaining = bytes;
+    while remaining > 0 {
+        let len = remaining.min(chunk.len() as u64) as usize;
+        out.write_all(&chunk[..len])?;
+        remaining -= len as u64;
+    }
+    Ok(())
 }
 
 /// A raw line from the scenario, written verbatim except for the `$ID` and
@@ -1001,15 +1007,9 @@ impl Shared {
         if self.stdout_closed.load(Ordering::SeqCst) {
             return;
         }
-        let mut remaining = bytes;
-        while remaining > 0 {
-            let len = remaining.min(FLOOD_CHUNK as u64) as usize;
-            if out.write_all(&chunk[..len]).is_err() {
-                return;
-            }
-            remaining -= len as u64;
+        if write_flood(&mut *out, &chunk, bytes).is_ok() {
+            let _ = out.flush();
         }
-        let _ = out.flush();
     }
 
     /// Writes `notifications/message` lines for `period`, in 64 KiB batches,

@@ -3,12 +3,11 @@
 
 use super::{
     Body, DropConnection, HeaderMap, Inner, Method, Piece, PieceSource, Session, StatusCode,
-    answer_id, json_response, lock, one_line, session_header, sse_response, status, text,
+    answer_id, json_response, lock, one_line, session_header, sse_response, status, text, whole,
 };
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use hyper::Response;
-use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue};
+use hyper::header::{ALLOW, HeaderValue};
 use serde_json::{Map, Value, json};
 use smthrs_mcp_testkit::bridge::{LegacyProbe, parse_json};
 use std::collections::{HashMap, HashSet};
@@ -261,15 +260,7 @@ fn with_session_id(inner: &Inner, mut response: Response<Body>) -> Response<Body
 /// A response with an `application/json` body.
 fn json_body(code: StatusCode, body: String) -> Response<Body> {
     let retry_after = retry_after_of(&body);
-    let mut response = Response::new(
-        Full::new(Bytes::from(body))
-            .map_err(|never| match never {})
-            .boxed_unsync(),
-    );
-    *response.status_mut() = code;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let mut response = whole(code, "application/json", Bytes::from(body));
     if let Some(value) = retry_after {
         response
             .headers_mut()
