@@ -4,6 +4,8 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Empty, Full};
@@ -559,28 +561,9 @@ fn rpc_answer(headers: &HeaderMap, body: &str, id: &Value) -> Value {
         .unwrap_or_else(|| panic!("no answer to {id} in {body}"))
 }
 
-/// Standard base64 with padding, as a client encodes header values.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
+/// `value` in the base64 sentinel form (standard, padded), as a client sends a header.
 fn sentinel(value: &str) -> String {
-    format!("=?base64?{}?=", base64(value.as_bytes()))
+    format!("=?base64?{}?=", STANDARD.encode(value))
 }
 
 #[tokio::test]

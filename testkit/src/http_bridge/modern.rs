@@ -5,6 +5,8 @@ use super::{
     Body, DropConnection, HeaderMap, Inner, Method, Piece, PieceSource, Session, StatusCode,
     answer_id, json_response, lock, one_line, session_header, sse_response, status, text, whole,
 };
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use hyper::Response;
 use hyper::header::{ALLOW, HeaderValue};
@@ -382,49 +384,9 @@ fn decode_value(value: &str) -> Option<String> {
         .strip_prefix(SENTINEL.0)
         .and_then(|rest| rest.strip_suffix(SENTINEL.1))
     {
-        Some(encoded) => String::from_utf8(base64_decode(encoded)?).ok(),
+        Some(encoded) => String::from_utf8(STANDARD.decode(encoded).ok()?).ok(),
         None => Some(value.to_owned()),
     }
-}
-
-/// Decodes standard padded base64 (RFC 4648 §4); `None` on anything else.
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let bytes = text.as_bytes();
-    if !bytes.len().is_multiple_of(4) {
-        return None;
-    }
-    let chunks = bytes.len() / 4;
-    let mut out = Vec::with_capacity(chunks * 3);
-    for (index, chunk) in bytes.chunks(4).enumerate() {
-        let mut sextets = [0u32; 4];
-        let mut padding = 0;
-        for (position, &byte) in chunk.iter().enumerate() {
-            sextets[position] = match byte {
-                b'A'..=b'Z' => u32::from(byte - b'A'),
-                b'a'..=b'z' => u32::from(byte - b'a') + 26,
-                b'0'..=b'9' => u32::from(byte - b'0') + 52,
-                b'+' => 62,
-                b'/' => 63,
-                b'=' if index + 1 == chunks && position >= 2 => {
-                    padding += 1;
-                    0
-                }
-                _ => return None,
-            };
-            if padding > 0 && byte != b'=' {
-                return None;
-            }
-        }
-        let n = sextets[0] << 18 | sextets[1] << 12 | sextets[2] << 6 | sextets[3];
-        out.push((n >> 16) as u8);
-        if padding < 2 {
-            out.push((n >> 8) as u8);
-        }
-        if padding < 1 {
-            out.push(n as u8);
-        }
-    }
-    Some(out)
 }
 
 /// A request stream's receiver that notices when its client goes away before
