@@ -319,7 +319,7 @@ pub fn args(value: Value) -> Map<String, Value> {
     }
 }
 pub mod eras;
-pub mod http_server;
+pub use smthrs_mcp_testkit::http_server;
 pub mod interop;
 pub mod oauth_server;
 pub mod peer_process;

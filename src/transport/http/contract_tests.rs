@@ -1,10 +1,8 @@
 //! The Streamable HTTP transport, driven directly through the frame contract (its
 //! `open`, and the sink and source it returns) as the session engine drives it,
 //! against real hyper servers on 127.0.0.1. A unit test because the contract is
-//! crate-private; the test servers are the integration tests' own.
-
-#[path = "../../../tests/support/http_server.rs"]
-mod http_server;
+//! crate-private; the test servers are the integration tests' own (the test
+//! kit's `http_server`).
 
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,11 +19,11 @@ use crate::transport::{
 use crate::{Error, ErrorKind, Limits};
 use bytes::Bytes;
 use http::Method;
-use http_server::{
-    ConnectProxy, CountingListener, Recorded, TestPki, TestServer, chunked, endless, full, json,
-    sse, status, with_header,
-};
 use secrecy::SecretString;
+use smthrs_mcp_testkit::http_server::{
+    self, ConnectProxy, CountingListener, Recorded, TestPki, TestServer, chunked, endless, full,
+    json, sse, status, with_header,
+};
 use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 

@@ -1,6 +1,6 @@
 //! Real hyper servers on 127.0.0.1 for the HTTP transport tests: one per test, with
-//! every request recorded, accepted connections counted, and optional TLS.
-#![allow(dead_code)]
+//! every request recorded, accepted connections counted, and optional TLS. The
+//! test writes the handler; the helpers below build its answers.
 
 use std::convert::Infallible;
 use std::future::Future;
