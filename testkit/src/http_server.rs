@@ -385,7 +385,14 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+impl Default for TestPki {
+    fn default() -> Self {
+        TestPki::new()
+    }
+}
+
 impl TestPki {
+    /// A fresh CA and a server certificate it signed.
     pub fn new() -> Self {
         use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
         let ca_key = KeyPair::generate().unwrap();
