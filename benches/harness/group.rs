@@ -396,7 +396,7 @@ pub fn role_group(options: &Options) {
         for i in 0..options.servers {
             let name = format!("echo-{i}");
             let transport: Box<dyn smthrs_mcp::Transport> = match options.transport {
-                Transport::Stdio => Box::new(StdioCommand::new(&exe).args(&stdio_args)),
+                Transport::Stdio => Box::new(StdioCommand::new(exe).args(&stdio_args)),
                 _ => {
                     let mut builder = HttpTransport::builder(name.as_str(), format!("{base}/mcp"));
                     if !options.own_pools {
