@@ -37,8 +37,8 @@ use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::server::Shape;
 use crate::{ClientKind, EraChoice, MAX_INFLIGHT, Transport};
+use smthrs_mcp_testkit::echo::Shape;
 
 /// The text every call echoes.
 pub const TEXT: &str = "hello from the benchmark harness";
@@ -245,9 +245,9 @@ where
 /// Where the echo server is.
 #[derive(Clone)]
 pub struct ServerTarget {
-    /// The harness binary (it is the server too).
+    /// The test kit's server binary (`crate::echo_server`).
     pub exe: std::path::PathBuf,
-    /// `serve-stdio` and its options.
+    /// `echo serve-stdio` and its options.
     pub stdio_args: Vec<String>,
     /// `http://127.0.0.1:PORT` of the HTTP server, when one runs.
     pub http_base: Option<String>,
@@ -629,7 +629,7 @@ impl RawHttp {
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json, text/event-stream");
         if self.modern {
-            req = req.header("mcp-protocol-version", crate::server::MODERN);
+            req = req.header("mcp-protocol-version", smthrs_mcp_testkit::echo::MODERN);
             if let Some((method, name)) = request {
                 req = req.header("mcp-method", method);
                 if let Some(name) = name {
@@ -638,7 +638,7 @@ impl RawHttp {
             }
         } else {
             req = req
-                .header("mcp-session-id", crate::server::SESSION_ID)
+                .header("mcp-session-id", smthrs_mcp_testkit::echo::SESSION_ID)
                 .header("mcp-protocol-version", "2025-06-18");
         }
         let response = self.client.request(req.body(Full::new(body))?).await?;

@@ -22,8 +22,8 @@
 use std::time::Instant;
 
 use crate::runner::{Contender, Runner, Samples, Timing, median_of, paired_ratio, peak_mib};
-use crate::server::Shape;
 use crate::{ClientKind, MAX_INFLIGHT, Options, Transport, fmt_mem, fmt_rate, load_average};
+use smthrs_mcp_testkit::echo::Shape;
 
 const CATALOG_SIZES: [usize; 3] = [1, 256, 4096];
 const RESULT_SIZES: [usize; 4] = [100, 10 << 10, 100 << 10, 1 << 20];

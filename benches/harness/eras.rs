@@ -13,8 +13,8 @@ use std::time::Instant;
 use crate::runner::{
     ConnectPoint, Contender, Measured, Plan, Runner, Timing, median_of, paired_ratio, peak_mib,
 };
-use crate::server::Shape;
 use crate::{ClientKind, EraChoice, Options, Transport, fmt_mem, fmt_ms, fmt_rate, load_average};
+use smthrs_mcp_testkit::echo::Shape;
 
 /// The least smthrs-mcp modern / legacy calls/s ratio the issue asks for.
 const TARGET: f64 = 0.85;

@@ -2,7 +2,7 @@
 //!
 //! - **The CLI.** `smthrs-mcp --mcp-config FILE tools` over 1, 10 and 100
 //!   servers: stdio (each entry the CLI's own `demo-server`) and Streamable HTTP
-//!   (each entry the harness's HTTP echo server, one process, one origin, as
+//!   (each entry the test kit's HTTP echo server, one process, one origin, as
 //!   servers behind a gateway are). The whole process is timed (spawn to exit);
 //!   its peak RSS comes from `/usr/bin/time -f %M` when that is installed (the
 //!   column is `-` otherwise). Every run's output is checked: a JSON array of
@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::server::Shape;
 use crate::{HttpServer, Options, Transport, fail, median, peak_rss_kib, report, run_role, wanted};
+use smthrs_mcp_testkit::echo::Shape;
 
 /// The server counts of the CLI table.
 const COUNTS: [usize; 3] = [1, 10, 100];
@@ -378,9 +378,8 @@ pub fn role_group(options: &Options) {
     use smthrs_mcp::transport::http::{HttpTransport, SharedHttpClient};
     use smthrs_mcp::{Client, StdioCommand};
 
-    let exe = std::env::current_exe().expect("the harness binary");
-    let mut stdio_args = vec!["serve-stdio".to_string()];
-    stdio_args.extend(options.shape.args());
+    let exe = crate::echo_server();
+    let stdio_args = crate::echo_stdio_args(options.shape, None);
     let base = options.http_base.clone().unwrap_or_default();
     let before = stats(&base);
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -397,7 +396,7 @@ pub fn role_group(options: &Options) {
         for i in 0..options.servers {
             let name = format!("echo-{i}");
             let transport: Box<dyn smthrs_mcp::Transport> = match options.transport {
-                Transport::Stdio => Box::new(StdioCommand::new(&exe).args(&stdio_args)),
+                Transport::Stdio => Box::new(StdioCommand::new(exe).args(&stdio_args)),
                 _ => {
                     let mut builder = HttpTransport::builder(name.as_str(), format!("{base}/mcp"));
                     if !options.own_pools {

@@ -12,9 +12,12 @@
 //!
 //! Every measured client runs in its own process (this binary, re-executed with a
 //! role), so the peak RSS it reports (`VmHWM` from `/proc/self/status`) is that
-//! client's alone. The echo server is this binary too (`serve-stdio`,
-//! `serve-http`). Each figure is the median over the rounds; the rounds interleave
-//! the clients so drift hits them alike. See `BENCHMARKS.md`.
+//! client's alone. The echo server is the test kit's (`testkit/`):
+//! `smthrs-mcp-scripted-server echo serve-stdio|serve-http` (its code is
+//! `testkit/src/echo_server.rs`, the options both sides share
+//! `smthrs_mcp_testkit::echo`), built once with escargot in this build's profile
+//! ([`echo_server`]). Each figure is the median over the rounds; the rounds
+//! interleave the clients so drift hits them alike. See `BENCHMARKS.md`.
 //!
 //! Options: `--quick`, `--rounds N`, `--duration-ms MS`, `--warmup-ms MS`,
 //! `--only SUBSTRING` (scenario or client names), `--rt current|multi` (the
@@ -27,25 +30,26 @@
 //! role `group` takes `--servers N`, `--max-connects N`, `--own-pools`,
 //! `--no-era-cache`). The `client` role also takes `--calls N` (stop
 //! after N calls, spread over `--inflight` tasks); every role takes the server's
-//! shape (`--tools N`, `--result-bytes N`, `--legacy-only`, see `server.rs`).
+//! shape (`--tools N`, `--result-bytes N`, `--legacy-only`, see
+//! `smthrs_mcp_testkit::echo::Shape`).
 
 mod clients;
 mod curve;
 mod eras;
 mod group;
 mod runner;
-mod server;
 mod table;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use smthrs_mcp_testkit::echo::{self, Shape};
 
 use clients::{ServerTarget, Setup, Until};
-use server::Shape;
 
 /// The in-flight count of the concurrent scenarios.
 pub const MAX_INFLIGHT: usize = 64;
@@ -99,11 +103,7 @@ impl EraChoice {
 
     /// `legacy`, `modern` (or `2026-07-28`), `auto`.
     fn parse(text: &str) -> Option<EraChoice> {
-        let text = if text == server::MODERN {
-            "modern"
-        } else {
-            text
-        };
+        let text = if text == echo::MODERN { "modern" } else { text };
         [EraChoice::Legacy, EraChoice::Modern, EraChoice::Auto]
             .into_iter()
             .find(|era| era.name() == text)
@@ -199,6 +199,11 @@ fn parse_options() -> Options {
     };
     let mut args = std::env::args().skip(1).peekable();
     while let Some(arg) = args.next() {
+        match options.shape.accept(&arg, &mut args) {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(message) => usage(&message),
+        }
         let mut value = |name: &str| {
             args.next()
                 .unwrap_or_else(|| usage(&format!("{name} needs a value")))
@@ -246,12 +251,6 @@ fn parse_options() -> Options {
                 options.era = EraChoice::parse(&value("--era"))
                     .unwrap_or_else(|| usage("--era legacy|modern|auto"))
             }
-            "--tools" => options.shape.tools = number(&arg, value(&arg)) as usize,
-            "--result-bytes" => {
-                options.shape.result_bytes = Some(number(&arg, value(&arg)) as usize)
-            }
-            "--legacy-only" => options.shape.legacy_only = true,
-            "--startup-ms" => options.shape.startup_ms = number(&arg, value(&arg)),
             "--eras" => options.eras = true,
             "--curve" => options.curve = true,
             "--servers" => options.servers = number(&arg, value(&arg)) as usize,
@@ -289,8 +288,6 @@ fn main() {
         None if options.curve => curve::orchestrate(&options),
         None if options.group => group::orchestrate(&options),
         None => table::orchestrate(&options),
-        Some("serve-stdio") => server::serve_stdio(options.flood, options.shape),
-        Some("serve-http") => server::serve_http(options.shape),
         Some("client") => role_client(&options),
         Some("connect") => role_connect(&options),
         Some("servers") => role_servers(&options),
@@ -323,16 +320,52 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn target(options: &Options, flood: Option<u64>) -> ServerTarget {
-    let mut stdio_args = vec!["serve-stdio".to_string()];
-    stdio_args.extend(options.shape.args());
+/// The variable through which the orchestrator hands its client processes the
+/// echo server's path, so that only the orchestrator builds it.
+const ECHO_SERVER_ENV: &str = "SMTHRS_MCP_BENCH_ECHO_SERVER";
+
+/// The echo server: the test kit's `smthrs-mcp-scripted-server` (its `echo`
+/// mode), built once with escargot in the profile this harness was built in, into
+/// the same target directory (as `tests/support/testkit.rs` builds it); a client
+/// process takes the orchestrator's path from [`ECHO_SERVER_ENV`].
+fn echo_server() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        if let Some(path) = std::env::var_os(ECHO_SERVER_ENV) {
+            return PathBuf::from(path);
+        }
+        let run = escargot::CargoBuild::new()
+            .package("smthrs-mcp-testkit")
+            .bin("smthrs-mcp-scripted-server")
+            .current_release()
+            .manifest_path(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+            .run()
+            .unwrap_or_else(|e| {
+                eprintln!(
+                    "harness: building the echo server failed (`cargo build -p smthrs-mcp-testkit` shows the errors): {e}"
+                );
+                std::process::exit(1)
+            });
+        run.path().to_path_buf()
+    })
+}
+
+/// The echo server's stdio command line: `echo serve-stdio`, the shape's options
+/// and, when given, `--flood BYTES`.
+fn echo_stdio_args(shape: Shape, flood: Option<u64>) -> Vec<String> {
+    let mut stdio_args = vec!["echo".to_string(), "serve-stdio".to_string()];
+    stdio_args.extend(shape.args());
     if let Some(bytes) = flood {
         stdio_args.push("--flood".into());
         stdio_args.push(bytes.to_string());
     }
+    stdio_args
+}
+
+fn target(options: &Options, flood: Option<u64>) -> ServerTarget {
     ServerTarget {
-        exe: std::env::current_exe().expect("the harness binary"),
-        stdio_args,
+        exe: echo_server().to_path_buf(),
+        stdio_args: echo_stdio_args(options.shape, flood),
         http_base: options.http_base.clone(),
     }
 }
@@ -488,6 +521,7 @@ fn run_role(args: &[String], limit: Duration) -> Result<Value, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut child = Command::new(exe)
         .args(args)
+        .env(ECHO_SERVER_ENV, echo_server())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -529,9 +563,8 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(shape: Shape) -> HttpServer {
-        let exe = std::env::current_exe().expect("the harness binary");
-        let mut child = Command::new(exe)
-            .arg("serve-http")
+        let mut child = Command::new(echo_server())
+            .args(["echo", "serve-http"])
             .args(shape.args())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -789,6 +822,7 @@ fn callgrind_run(
             dir.join("callgrind.out.%p").display()
         ))
         .arg(exe)
+        .env(ECHO_SERVER_ENV, echo_server())
         .args([
             "client",
             "--client",

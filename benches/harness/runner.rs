@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::server::Shape;
 use crate::{ClientKind, EraChoice, HttpServer, Options, Scenario, Transport, run_role, wanted};
+use smthrs_mcp_testkit::echo::Shape;
 
 /// A client in one era: what a column of a table measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

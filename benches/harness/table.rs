@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::runner::{ConnectPoint, Contender, Plan, Runner, Sample, Timing, paired_ratio};
-use crate::server::Shape;
 use crate::{
     ClientKind, MAX_INFLIGHT, Options, Scenario, Transport, fmt_mem, fmt_ms, fmt_rate, fmt_ratio,
     fmt_times, load_average, machine_line, median, run_role,
 };
+use smthrs_mcp_testkit::echo::Shape;
 
 /// The throughput scenarios: every transport sequential and with
 /// [`MAX_INFLIGHT`] in flight on the default multi-thread runtime (what

@@ -4,6 +4,7 @@
 //! ```text
 //! smthrs-mcp-scripted-server [SCENARIO] [--record PATH]
 //! smthrs-mcp-scripted-server --http OPTIONS [--listen ADDR] [SCENARIO] [--record PATH]
+//! smthrs-mcp-scripted-server echo serve-stdio|serve-http [--tools N] [--result-bytes N] [--legacy-only] [--startup-ms N] [--flood BYTES]
 //! ```
 //!
 //! `SCENARIO` is a path to a JSON file, or inline JSON when it starts with `{`;
@@ -30,9 +31,15 @@
 //! `resultType`, MRTR) or `dual` (both). The modern part lives in
 //! `scripted_server/modern.rs`.
 //!
+//! With `echo` it is not the scripted server but the benchmark harness's echo
+//! server (`echo_server.rs`; `smthrs_mcp_testkit::echo` says what its options
+//! mean): stdio (`serve-stdio`) or Streamable HTTP (`serve-http`, which prints
+//! its port as the first stdout line and serves until its stdin closes).
+//!
 //! This binary never depends on the library it tests, so it builds even when the
 //! library does not.
 
+mod echo_server;
 mod http_bridge;
 #[path = "scripted_server/modern.rs"]
 mod modern;
@@ -64,6 +71,12 @@ const USAGE_EXIT: i32 = 2;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|arg| arg == "echo") {
+        match echo_server::run(args.into_iter().skip(1)) {
+            Ok(()) => return,
+            Err(message) => usage_exit(&message),
+        }
+    }
     if args.first().is_some_and(|arg| arg == "--http") {
         serve_http(args)
     }
@@ -163,6 +176,9 @@ fn usage_exit(message: &str) -> ! {
     eprintln!("usage: smthrs-mcp-scripted-server [SCENARIO.json | '{{...}}'] [--record PATH]");
     eprintln!(
         "       smthrs-mcp-scripted-server --http OPTIONS [--listen ADDR] [SCENARIO] [--record PATH]"
+    );
+    eprintln!(
+        "       smthrs-mcp-scripted-server echo serve-stdio|serve-http [--tools N] [--result-bytes N] [--legacy-only] [--startup-ms N] [--flood BYTES]"
     );
     process::exit(USAGE_EXIT)
 }

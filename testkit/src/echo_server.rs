@@ -1,7 +1,9 @@
-//! The echo server every client in the benchmark talks to: one Rust MCP server, in
-//! this same binary, speaking stdio (`serve-stdio`) or Streamable HTTP
-//! (`serve-http`: `/mcp` answers with JSON bodies, `/sse` with a one-event SSE
-//! stream).
+//! The echo server every client in the benchmark harness (`benches/harness/`)
+//! talks to: one Rust MCP server, the `echo` mode of this binary, speaking stdio
+//! (`echo serve-stdio`) or Streamable HTTP (`echo serve-http`: `/mcp` answers
+//! with JSON bodies, `/sse` with a one-event SSE stream). What the harness must
+//! agree with it on ([`Shape`], [`MODERN`], [`SESSION_ID`]) is the library's
+//! `smthrs_mcp_testkit::echo`.
 //!
 //! It is deliberately cheap so the clients, not the server, are measured: requests
 //! are parsed with borrowed fields (`RawValue` ids and arguments are echoed as
@@ -39,54 +41,44 @@ use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::sync::OnceLock;
 
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use smthrs_mcp_testkit::echo::{MODERN, SESSION_ID, Shape};
 
 /// The tool every client calls.
 const ECHO_TOOL: &str = r#"{"name":"echo","description":"Echoes its text argument","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}"#;
 
-/// The 2026-07-28 revision.
-pub const MODERN: &str = "2026-07-28";
-
-/// What the server offers and answers: the command line's `--tools`,
-/// `--result-bytes` and `--legacy-only`, the same for every role that spawns or
-/// starts a server.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Shape {
-    /// Tools in the catalog (0 means the default, 1: `echo` alone).
-    pub tools: usize,
-    /// Every call answered with a text of this many bytes instead of the echo.
-    pub result_bytes: Option<usize>,
-    /// Answer `server/discover` as a legacy server.
-    pub legacy_only: bool,
-    /// `serve-stdio`: use this much CPU time before reading anything (a server
-    /// that starts as slowly as a `node` or `python` one).
-    pub startup_ms: u64,
-}
-
-impl Shape {
-    /// The options that give this shape, for a child's command line.
-    pub fn args(&self) -> Vec<String> {
-        let mut args = Vec::new();
-        if self.tools > 1 {
-            args.extend(["--tools".to_string(), self.tools.to_string()]);
+/// `echo serve-stdio [SHAPE] [--flood BYTES]` or `echo serve-http [SHAPE]` (the
+/// arguments after `echo`): serves, then exits; a usage problem is returned.
+pub fn run(args: impl Iterator<Item = String>) -> Result<(), String> {
+    let mut role = None;
+    let mut flood = None;
+    let mut shape = Shape::default();
+    let mut args = args;
+    while let Some(arg) = args.next() {
+        if shape.accept(&arg, &mut args)? {
+            continue;
         }
-        if let Some(bytes) = self.result_bytes {
-            args.extend(["--result-bytes".to_string(), bytes.to_string()]);
+        match arg.as_str() {
+            "--flood" => {
+                let bytes = args.next().ok_or("--flood needs a value")?;
+                flood = Some(bytes.parse().map_err(|_| "--flood needs a number")?);
+            }
+            "serve-stdio" | "serve-http" if role.is_none() => role = Some(arg),
+            other => return Err(format!("echo: unexpected argument {other:?}")),
         }
-        if self.legacy_only {
-            args.push("--legacy-only".into());
-        }
-        if self.startup_ms > 0 {
-            args.extend(["--startup-ms".to_string(), self.startup_ms.to_string()]);
-        }
-        args
     }
+    match role.as_deref() {
+        Some("serve-stdio") => serve_stdio(flood, shape),
+        Some(_) => serve_http(shape),
+        None => return Err("echo needs serve-stdio or serve-http".into()),
+    }
+    Ok(())
 }
 
 /// Everything a shape makes the server say, built once per process.
@@ -150,9 +142,6 @@ impl Canned {
 
 /// The `server/discover` result.
 const DISCOVER: &str = r#"{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"bench-echo","version":"1.0.0"}}}"#;
-
-/// The session id the HTTP server hands out (constant: the server keeps no state).
-pub const SESSION_ID: &str = "bench-session-1";
 
 #[derive(Deserialize)]
 struct Envelope<'a> {
@@ -574,11 +563,14 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static(content_type),
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(content_type),
     );
     if initialize {
-        headers.insert("mcp-session-id", http::HeaderValue::from_static(SESSION_ID));
+        headers.insert(
+            "mcp-session-id",
+            hyper::header::HeaderValue::from_static(SESSION_ID),
+        );
     }
     Ok(response)
 }
