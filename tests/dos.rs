@@ -31,12 +31,12 @@ use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, Era, ErrorKind, Limits};
 use smthrs_mcp_testkit::bridge::BridgeOptions;
-use support::eras;
-use support::eras::Via;
-use support::http_server;
-use support::http_server::{
+use smthrs_mcp_testkit::http_server;
+use smthrs_mcp_testkit::http_server::{
     Recorded, TestServer, echo_catalog, initialize_result, rpc_result, status, streaming,
 };
+use support::eras;
+use support::eras::Via;
 use support::{Recording, Server, args, inline};
 
 /// A guard against a hang: far above every deadline a test sets.

@@ -17,7 +17,7 @@ use smthrs_mcp::flows::{ProjectionErrorKind, ProjectionOptions};
 use smthrs_mcp::group::{ClientGroup, EraCache, GroupEntry, GroupError};
 use smthrs_mcp::transport::http::{HttpTransport, SharedHttpClient};
 use smthrs_mcp::{Client, Era, ErrorKind, Limits, ProtocolMode, StdioCommand};
-use support::http_server::{
+use smthrs_mcp_testkit::http_server::{
     Body, Recorded, TestServer, full, initialize_result, json, status, with_header,
 };
 use support::text_of;

@@ -11,8 +11,8 @@ use http::Method;
 use serde_json::{Value, json};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, ErrorKind, Limits};
-use support::http_server;
-use support::http_server::{
+use smthrs_mcp_testkit::http_server;
+use smthrs_mcp_testkit::http_server::{
     TestServer, echo_catalog, initialize_result, json, rpc_result, status, with_header,
 };
 

@@ -42,7 +42,9 @@ use futures_util::stream::{self, StreamExt};
 use http::{Method, Response};
 use serde_json::{Value, json};
 use smthrs_mcp::{Client, ErrorKind, Limits};
-use support::http_server::{Body, Recorded, TestServer, full, sse, status, streaming, with_header};
+use smthrs_mcp_testkit::http_server::{
+    Body, Recorded, TestServer, full, sse, status, streaming, with_header,
+};
 use support::{Collect, Recording, args, inline, text_of};
 
 /// The late error did reach the client (reported privately, like any error reply to

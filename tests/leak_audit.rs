@@ -20,8 +20,8 @@ use serde_json::{Value, json};
 use smthrs_mcp::config::{decode_server_file, load_server_file};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, EgressGrants, Error, ErrorKind, Limits, StdioCommand};
-use support::http_server;
-use support::http_server::{TestServer, full, status, with_header};
+use smthrs_mcp_testkit::http_server;
+use smthrs_mcp_testkit::http_server::{TestServer, full, status, with_header};
 use support::{Collect, args, inline};
 
 // ----- the planted secrets (each unique, none a substring of another) -----

@@ -14,8 +14,8 @@ use smthrs_mcp::auth::token::TokenSet;
 use smthrs_mcp::auth::{FileStore, HeadlessAuthorizer, MemoryStore, OAuth, StoredAuth, TokenStore};
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, EgressGrants, ErrorKind};
-use support::http_server;
-use support::http_server::{
+use smthrs_mcp_testkit::http_server;
+use smthrs_mcp_testkit::http_server::{
     ConnectProxy, CountingListener, TestPki, TestServer, full, status, with_header,
 };
 use support::oauth_server;

@@ -17,7 +17,7 @@ use smthrs_mcp::auth::{
 };
 use smthrs_mcp::transport::http::HttpTransport;
 use smthrs_mcp::{Client, ErrorKind};
-use support::http_server;
+use smthrs_mcp_testkit::http_server;
 use support::oauth_server;
 use support::oauth_server::{Idp, OAuthServer, REMOTE_TEXT};
 

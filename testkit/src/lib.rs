@@ -12,10 +12,13 @@
 //!   `src/echo_server.rs`): deliberately cheap, so the benchmark harness
 //!   (`benches/harness/`) measures the clients; it takes an [`echo::Shape`].
 //!
-//! [`http_server`] is the in-process hyper server whose handler a test writes
-//! (HTTP transport, OAuth and denial-of-service tests): a library module, so it
-//! is compiled once rather than into every test binary.
+//! Two in-process servers are library modules, compiled once rather than into
+//! every test binary: [`http_server`], the hyper server whose handler a test
+//! writes (HTTP transport, session and denial-of-service tests), and
+//! [`oauth_server`], an MCP server protected by OAuth with its authorization
+//! server, built on it.
 
 pub mod bridge;
 pub mod echo;
 pub mod http_server;
+pub mod oauth_server;

@@ -6,9 +6,14 @@
 //!
 //! - [`eras`]: one rule run over stdio and over Streamable HTTP, in either era
 //!   (`Via`, [`both_transports!`](eras::both_transports), `Attempt`);
-//! - [`http_server`]: a hyper server on loopback whose handler a test writes;
-//! - [`oauth_server`]: an OAuth authorization server and protected resource;
+//! - [`oauth_server`]: the test kit's OAuth server, and the helpers the OAuth tests
+//!   share on top of it;
 //! - [`interop`] and [`peer_process`]: the third-party MCP servers and how to run them.
+//!
+//! The servers themselves live in the test kit's library, which tests import
+//! directly: `smthrs_mcp_testkit::bridge::Bridge` (the scripted server on
+//! Streamable HTTP), `http_server` (a hyper server on loopback whose handler a test
+//! writes) and `oauth_server`.
 #![allow(dead_code)]
 
 use std::ffi::OsString;
@@ -319,7 +324,6 @@ pub fn args(value: Value) -> Map<String, Value> {
     }
 }
 pub mod eras;
-pub use smthrs_mcp_testkit::http_server;
 pub mod interop;
 pub mod oauth_server;
 pub mod peer_process;
