@@ -12,7 +12,8 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, mpsc};
 use std::time::Duration;
 
 /// The endpoint path the server serves.
@@ -21,14 +22,22 @@ pub const ENDPOINT: &str = "/mcp";
 /// Where the server reports its [`BridgeState`] (never recorded as a request).
 pub const STATE_PATH: &str = "/testkit/state";
 
+/// How long [`Bridge::start`] waits for the server's address: a hang guard.
+pub const STARTUP_WAIT: Duration = Duration::from_secs(30);
+
 /// How long [`Bridge::state`] waits for the server's answer: a hang guard.
 pub const STATE_WAIT: Duration = Duration::from_secs(30);
 
 /// A running `smthrs-mcp-scripted-server --http`: the handle a test holds.
-/// Dropping it kills the server's process group: the server and every session
-/// child it started.
+///
+/// The handle holds the server's stdin: the server serves until it closes, so
+/// however the test ends (its handle dropped, a panic, the test binary killed)
+/// the server ends with it and kills its session children. Dropping the handle
+/// also kills the server's process group (Unix), at once.
 pub struct Bridge {
-    process: Child,
+    process: Mutex<Child>,
+    /// The write end of the server's stdin, closed when the handle drops.
+    _stdin: ChildStdin,
     addr: SocketAddr,
 }
 
@@ -39,7 +48,8 @@ impl Bridge {
     ///
     /// # Panics
     ///
-    /// When the server does not start (its stderr, inherited, says why).
+    /// When the server does not print its address within [`STARTUP_WAIT`] (its
+    /// stderr, which the test run's stderr shows, says why).
     pub fn start(program: &str, args: Vec<OsString>, options: BridgeOptions) -> Bridge {
         Bridge::spawn(program, None, args, options)
     }
@@ -75,24 +85,42 @@ impl Bridge {
         }
         command
             .args(args)
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let mut process = command.spawn().expect("spawning the scripted HTTP server");
-        // The server prints its address once bound, or exits saying why it cannot.
-        let mut line = String::new();
+        let mut process = command
+            .spawn()
+            .unwrap_or_else(|error| panic!("spawning the scripted HTTP server {program}: {error}"));
+        let stdin = process.stdin.take().expect("piped stdin");
         let stdout = process.stdout.take().expect("piped stdout");
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let Ok(addr) = line.trim().parse() else {
+        // The server prints its address once bound, or exits saying why it cannot;
+        // the read runs on a thread so that a server doing neither cannot hang the test.
+        let (line_tx, line_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = line_tx.send(line);
+        });
+        let line = line_rx.recv_timeout(STARTUP_WAIT);
+        let Some(addr) = line
+            .as_deref()
+            .ok()
+            .and_then(|line| line.trim().parse().ok())
+        else {
             let _ = process.kill();
-            let _ = process.wait();
+            let exit = process.wait();
             panic!(
-                "the scripted HTTP server did not start (it printed {line:?}; its stderr is above)"
+                "the scripted HTTP server did not start within {STARTUP_WAIT:?} (it printed \
+                 {line:?} and exited {exit:?}; its stderr is on the test run's stderr)"
             );
         };
-        Bridge { process, addr }
+        Bridge {
+            process: Mutex::new(process),
+            _stdin: stdin,
+            addr,
+        }
     }
 
     /// The endpoint URL, `http://127.0.0.1:PORT/mcp`.
@@ -111,7 +139,10 @@ impl Bridge {
     ///
     /// When the server does not answer within [`STATE_WAIT`] (a hang guard).
     pub fn state(&self) -> BridgeState {
-        let mut stream = TcpStream::connect(self.addr).expect("connecting to the scripted server");
+        let mut stream = TcpStream::connect(self.addr).unwrap_or_else(|error| {
+            let exit = self.lock_process().try_wait();
+            panic!("the scripted HTTP server does not answer ({error}; its exit: {exit:?})")
+        });
         stream
             .set_read_timeout(Some(STATE_WAIT))
             .expect("a read timeout");
@@ -135,6 +166,12 @@ impl Bridge {
             String::from_utf8_lossy(&response[..head_end])
         );
         serde_json::from_slice(&response[head_end + 4..]).expect("the state is JSON")
+    }
+
+    fn lock_process(&self) -> MutexGuard<'_, Child> {
+        self.process
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Every request received so far, in arrival order.
@@ -167,13 +204,17 @@ impl Bridge {
 
 impl Drop for Bridge {
     fn drop(&mut self) {
+        let process = self
+            .process
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         #[cfg(unix)]
         let _ = rustix::process::kill_process_group(
-            rustix::process::Pid::from_child(&self.process),
+            rustix::process::Pid::from_child(process),
             rustix::process::Signal::KILL,
         );
-        let _ = self.process.kill();
-        let _ = self.process.wait();
+        let _ = process.kill();
+        let _ = process.wait();
     }
 }
 

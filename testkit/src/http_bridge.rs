@@ -2,7 +2,8 @@
 //!
 //! [`run`] binds a real hyper HTTP/1.1 server (on `--listen ADDR`, else
 //! `127.0.0.1:0`), prints the bound address as its first stdout line, and serves
-//! one endpoint, `/mcp`, until it is killed. Every MCP session runs in a child
+//! one endpoint, `/mcp`, until its stdin closes (the test holding it ended),
+//! then kills its sessions and exits. Every MCP session runs in a child
 //! process: this same binary in its stdio mode, with the same scenario arguments
 //! (stdin and stdout piped, stderr discarded). A process per session is what keeps
 //! the scenarios' process-level behaviour real over HTTP: a server that exits
@@ -46,7 +47,7 @@
 //! A line routed to a stream whose client has just gone may be lost with it. A
 //! POST whose line cannot be written because the child closed its stdin gets
 //! `500`. With session ids off, each `initialize` starts a new child and earlier
-//! children stay alive (unreachable) until the bridge is dropped.
+//! children stay alive (unreachable) until the server ends.
 //!
 //! # The modern era (2026-07-28)
 //!
@@ -123,6 +124,7 @@ mod modern;
 use smthrs_mcp_testkit::bridge::{
     BridgeOptions, BridgeState, ENDPOINT, HttpEra, RecordedRequest, STATE_PATH, parse_json,
 };
+use smthrs_mcp_testkit::http_server::{self, Body, full};
 
 use std::collections::{HashMap, VecDeque};
 use std::error::Error as StdError;
@@ -138,8 +140,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Empty, Full, Limited, StreamBody};
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderValue};
 use hyper::server::conn::http1;
@@ -183,7 +184,7 @@ const STDIN_CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// released a moment ago.
 const REBIND_WAIT: Duration = Duration::from_secs(10);
 
-/// Serves HTTP on `listen` (else `127.0.0.1:0`) until the process is killed, each
+/// Serves HTTP on `listen` (else `127.0.0.1:0`) until stdin closes, each
 /// session running this binary with `args`; prints the bound address first.
 /// Returns only when the server cannot start, saying why.
 pub fn run(
@@ -220,9 +221,24 @@ pub fn run(
             children: Mutex::new(Vec::new()),
             requests: Mutex::new(Vec::new()),
         });
+        end_with_stdin(inner.clone());
         serve(listener, inner).await;
         Ok(())
     })
+}
+
+/// Reads stdin on a thread of its own until it closes (whoever started the
+/// server has gone, however it ended), then kills every session child and exits.
+fn end_with_stdin(inner: Arc<Inner>) {
+    std::thread::spawn(move || {
+        use std::io::Read as _;
+        let mut sink = [0u8; 256];
+        while matches!(io::stdin().read(&mut sink), Ok(n) if n > 0) {}
+        for child in lock(&inner.children).iter() {
+            let _ = lock(child).start_kill();
+        }
+        std::process::exit(0)
+    });
 }
 
 /// Binds `listen`, retrying for [`REBIND_WAIT`] while a stopped server's
@@ -263,7 +279,7 @@ fn state(inner: &Inner) -> BridgeState {
 /// `GET /testkit/state`: the [`BridgeState`] as JSON.
 fn state_response(inner: &Inner) -> Response<Body> {
     let body = serde_json::to_vec(&state(inner)).expect("the state serializes");
-    whole(StatusCode::OK, "application/json", Bytes::from(body))
+    full(200, "application/json", body)
 }
 
 /// Locks a mutex, ignoring poisoning (a panicking test must not cascade).
@@ -294,9 +310,6 @@ struct Inner {
     /// The id sent with [`ModernOptions::send_session_id`].
     modern_session_id: String,
 }
-
-/// The response body type: SSE streams, JSON, or nothing.
-type Body = UnsyncBoxBody<Bytes, io::Error>;
 
 /// An error that makes hyper drop the connection without a response.
 type DropConnection = Box<dyn StdError + Send + Sync>;
@@ -749,28 +762,12 @@ async fn serve(listener: TcpListener, inner: Arc<Inner>) {
 
 /// A response with a status and no body.
 fn status(code: StatusCode) -> Response<Body> {
-    let mut response = Response::new(Empty::new().map_err(|never| match never {}).boxed_unsync());
-    *response.status_mut() = code;
-    response
+    http_server::status(code.as_u16())
 }
 
 /// A response with a status and a short text body (for people reading logs).
 fn text(code: StatusCode, message: &'static str) -> Response<Body> {
-    whole(code, "text/plain", Bytes::from_static(message.as_bytes()))
-}
-
-/// A response with a status and a whole body of `content_type`.
-fn whole(code: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
-    let mut response = Response::new(
-        Full::new(body)
-            .map_err(|never| match never {})
-            .boxed_unsync(),
-    );
-    *response.status_mut() = code;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    response
+    full(code.as_u16(), "text/plain", message)
 }
 
 /// Answers the state, or records the request and dispatches on method and path.

@@ -244,12 +244,14 @@ impl Drop for CountingListener {
 
 // ----- responses -----
 
+/// A response with status `code` and no body.
 pub fn status(code: u16) -> Response<Body> {
     let mut response = Response::new(Empty::new().map_err(|e| match e {}).boxed_unsync());
     *response.status_mut() = StatusCode::from_u16(code).unwrap();
     response
 }
 
+/// A response with status `code` and a whole body of `content_type`.
 pub fn full(code: u16, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
     let mut response = Response::new(
         Full::new(body.into())
@@ -263,6 +265,7 @@ pub fn full(code: u16, content_type: &str, body: impl Into<Bytes>) -> Response<B
     response
 }
 
+/// A `200 application/json` response holding `body`.
 pub fn json(body: &str) -> Response<Body> {
     full(200, "application/json", body.to_owned())
 }
@@ -290,10 +293,12 @@ pub fn echo_catalog() -> serde_json::Value {
     serde_json::json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
 }
 
+/// A `200 text/event-stream` response holding `body` (whole SSE events).
 pub fn sse(body: &str) -> Response<Body> {
     full(200, "text/event-stream", body.to_owned())
 }
 
+/// `response` with header `name` set to `value`.
 pub fn with_header(
     mut response: Response<Body>,
     name: &'static str,

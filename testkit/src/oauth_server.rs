@@ -227,7 +227,9 @@ fn issued_grants() -> &'static Mutex<IssuedGrants> {
     ISSUED.get_or_init(Default::default)
 }
 
+/// The JWT bearer grant type (RFC 7523).
 pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+/// The ID-JAG token type of the enterprise-managed authorization extension.
 pub const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
 
 /// The IdP's token exchange: every parameter checked, an ID-JAG for the AS.
@@ -463,6 +465,7 @@ impl AsState {
     }
 }
 
+/// The running server: its hyper server and the state its routes share.
 pub struct OAuthServer {
     pub server: TestServer,
     pub state: Arc<AsState>,

@@ -46,7 +46,7 @@ mod modern;
 
 use serde_json::json;
 use serde_json::{Map, Value};
-use smthrs_mcp_testkit::bridge::BridgeOptions;
+use smthrs_mcp_testkit::bridge::{BridgeOptions, parse_json};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -139,7 +139,7 @@ fn load_scenario(arg: Option<String>) -> Scenario {
 }
 
 /// `--http OPTIONS [--listen ADDR] [SCENARIO] [--record PATH]`: checks the
-/// scenario once, then serves Streamable HTTP until killed.
+/// scenario once, then serves Streamable HTTP until stdin closes.
 fn serve_http(args: Vec<String>) -> ! {
     let mut args = args.into_iter().skip(1);
     let options = args
@@ -1238,7 +1238,7 @@ impl Server {
                 entry.push(b'\n');
                 let _ = file.write_all(&entry);
             }
-            let Ok(message) = parse_line(line) else {
+            let Some(message) = parse_json(line) else {
                 continue;
             };
             match self.handle(message) {
@@ -1918,17 +1918,6 @@ fn request_report(request: &ServerRequest, asked: Asked) -> Value {
         report["late_reply"] = asked.late.unwrap_or(Value::Null);
     }
     report
-}
-
-/// Parses one client line. The client may legally send 128 nested containers,
-/// one more than serde_json's default recursion limit allows.
-fn parse_line(line: &[u8]) -> serde_json::Result<Value> {
-    use serde::Deserialize;
-    let mut de = serde_json::Deserializer::from_slice(line);
-    de.disable_recursion_limit();
-    let value = Value::deserialize(&mut de)?;
-    de.end()?;
-    Ok(value)
 }
 
 /// Byte `i` of a `big_blob`: `(i % 251) ^ (i >> 12)`, cut to eight bits (no short

@@ -1,8 +1,7 @@
 //! The Streamable HTTP transport, driven directly through the frame contract (its
 //! `open`, and the sink and source it returns) as the session engine drives it,
 //! against real hyper servers on 127.0.0.1. A unit test because the contract is
-//! crate-private; the test servers are the integration tests' own (the test
-//! kit's `http_server`).
+//! crate-private; the servers are the test kit's `http_server` (a dev-dependency).
 
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicUsize, Ordering};

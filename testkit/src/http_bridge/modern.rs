@@ -3,7 +3,7 @@
 
 use super::{
     Body, DropConnection, HeaderMap, Inner, Method, Piece, PieceSource, Session, StatusCode,
-    answer_id, json_response, lock, one_line, session_header, sse_response, status, text, whole,
+    answer_id, json_response, lock, one_line, session_header, sse_response, status, text,
 };
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -12,6 +12,7 @@ use hyper::Response;
 use hyper::header::{ALLOW, HeaderValue};
 use serde_json::{Map, Value, json};
 use smthrs_mcp_testkit::bridge::{LegacyProbe, parse_json};
+use smthrs_mcp_testkit::http_server::full;
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -262,7 +263,7 @@ fn with_session_id(inner: &Inner, mut response: Response<Body>) -> Response<Body
 /// A response with an `application/json` body.
 fn json_body(code: StatusCode, body: String) -> Response<Body> {
     let retry_after = retry_after_of(&body);
-    let mut response = whole(code, "application/json", Bytes::from(body));
+    let mut response = full(code.as_u16(), "application/json", body);
     if let Some(value) = retry_after {
         response
             .headers_mut()
