@@ -47,7 +47,7 @@ pub fn orchestrate(options: &Options) {
     let started = Instant::now();
     let load_at_start = load_average();
     let (rounds, timing) = Timing::for_mode("--eras", options, [1, 150, 30, 3], [3, 1500, 300, 15]);
-    let scenarios = crate::table::scenarios(options);
+    let scenarios = crate::Scenario::all(options);
     let both = |kind| [EraChoice::Legacy, EraChoice::Modern].map(|era| Contender::new(kind, era));
     let contenders: Vec<Contender> = ClientKind::ALL.into_iter().flat_map(both).collect();
     let dual = Shape::default();

@@ -602,6 +602,38 @@ struct Scenario {
 }
 
 impl Scenario {
+    /// The throughput scenarios: every transport sequential and with
+    /// [`MAX_INFLIGHT`] in flight on the default multi-thread runtime (what
+    /// `#[tokio::main]` gives); stdio also on a current-thread runtime, where the
+    /// runtime adds least and the clients' own costs show most. `--rt` runs
+    /// everything on one.
+    fn all(options: &Options) -> Vec<Scenario> {
+        let default_rt = options.rt.is_none();
+        let rt = options.rt.clone().unwrap_or_else(|| "multi".into());
+        let mut scenarios = Vec::new();
+        for transport in [Transport::Stdio, Transport::Http, Transport::Sse] {
+            for inflight in [1, MAX_INFLIGHT] {
+                scenarios.push(Scenario {
+                    transport,
+                    inflight,
+                    rt: rt.clone(),
+                    tagged: default_rt && transport == Transport::Stdio,
+                });
+            }
+            if default_rt && transport == Transport::Stdio {
+                for inflight in [1, MAX_INFLIGHT] {
+                    scenarios.push(Scenario {
+                        transport,
+                        inflight,
+                        rt: "current".into(),
+                        tagged: true,
+                    });
+                }
+            }
+        }
+        scenarios
+    }
+
     fn name(&self) -> String {
         let mode = if self.inflight == 1 {
             "seq".to_string()

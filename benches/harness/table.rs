@@ -12,42 +12,10 @@ use serde_json::{Value, json};
 
 use crate::runner::{ConnectPoint, Contender, Plan, Runner, Sample, Timing, paired_ratio};
 use crate::{
-    ClientKind, MAX_INFLIGHT, Options, Scenario, Transport, fmt_mem, fmt_ms, fmt_rate, fmt_ratio,
-    fmt_times, load_average, machine_line, median, run_role,
+    ClientKind, Options, Scenario, Transport, fmt_mem, fmt_ms, fmt_rate, fmt_ratio, fmt_times,
+    load_average, machine_line, median, run_role,
 };
 use smthrs_mcp_testkit::echo::Shape;
-
-/// The throughput scenarios: every transport sequential and with
-/// [`MAX_INFLIGHT`] in flight on the default multi-thread runtime (what
-/// `#[tokio::main]` gives); stdio also on a current-thread runtime, where the
-/// runtime adds least and the clients' own costs show most. `--rt` runs
-/// everything on one.
-pub fn scenarios(options: &Options) -> Vec<Scenario> {
-    let default_rt = options.rt.is_none();
-    let rt = options.rt.clone().unwrap_or_else(|| "multi".into());
-    let mut scenarios = Vec::new();
-    for transport in [Transport::Stdio, Transport::Http, Transport::Sse] {
-        for inflight in [1, MAX_INFLIGHT] {
-            scenarios.push(Scenario {
-                transport,
-                inflight,
-                rt: rt.clone(),
-                tagged: default_rt && transport == Transport::Stdio,
-            });
-        }
-        if default_rt && transport == Transport::Stdio {
-            for inflight in [1, MAX_INFLIGHT] {
-                scenarios.push(Scenario {
-                    transport,
-                    inflight,
-                    rt: "current".into(),
-                    tagged: true,
-                });
-            }
-        }
-    }
-    scenarios
-}
 
 pub fn orchestrate(options: &Options) {
     let quick = options.quick;
@@ -62,7 +30,7 @@ pub fn orchestrate(options: &Options) {
     let load_at_start = load_average();
     eprintln!("harness: {rounds} round(s), {duration_ms} ms per run; load average {load_at_start}");
     let rt = options.rt.clone().unwrap_or_else(|| "multi".into());
-    let scenarios = scenarios(options);
+    let scenarios = Scenario::all(options);
     let era = options.era;
     let timing = Timing {
         duration_ms,

@@ -2,7 +2,7 @@
 //! stripped, control and bidi characters turned into spaces, whitespace collapsed,
 //! with a variant that tracks where given byte ranges end up.
 
-use super::redactor::Span;
+use super::span::Span;
 use super::work::{self, Pass};
 
 // ---------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
 use std::fmt;
 
 use super::clean::clean_tracking;
-use super::redactor::{PemState, Redactor, ceil_char_boundary};
+use super::redactor::Redactor;
+use super::span::{PemState, ceil_char_boundary};
 use super::work::{self, Pass};
 use super::{MAX_STDERR_LINE_BYTES, WITHHELD_LINE};
 

@@ -5,7 +5,7 @@
 use aho_corasick::{AhoCorasick, MatchKind};
 
 use super::clean::{is_bidi_control, skip_escape};
-use super::redactor::{ceil_char_boundary, floor_char_boundary};
+use super::span::{ceil_char_boundary, floor_char_boundary};
 use super::work::{self, Pass};
 
 /// The exact values, matched together: one Aho-Corasick automaton finds every

@@ -3,7 +3,7 @@
 //! finds its value, with the exceptions that keep ordinary logs readable.
 
 use super::patterns::run_end;
-use super::redactor::Span;
+use super::span::Span;
 use super::work::{self, Pass};
 
 /// Longer words are not taken for keys (this keeps key matching cheap).

@@ -125,6 +125,7 @@ mod exact;
 mod keyed;
 mod patterns;
 mod redactor;
+mod span;
 mod withheld;
 mod work;
 

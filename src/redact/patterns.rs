@@ -2,7 +2,7 @@
 //! userinfo, well-known token prefixes and high-entropy runs, with the small byte
 //! search helpers they share.
 
-use super::redactor::{PemState, Span};
+use super::span::{PemState, Span};
 use super::work::{self, Pass};
 
 /// The longest PEM label accepted between `-----BEGIN ` and `-----`.
