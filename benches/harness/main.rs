@@ -15,7 +15,7 @@
 //! client's alone. The echo server is the test kit's (`testkit/`):
 //! `smthrs-mcp-scripted-server echo serve-stdio|serve-http` (its code is
 //! `testkit/src/echo_server.rs`, the options both sides share
-//! `smthrs_mcp_testkit::echo`), built once with escargot in this build's profile
+//! `smthrs_mcp_testkit::echo`), built once in this build's profile
 //! ([`echo_server`]). Each figure is the median over the rounds; the rounds
 //! interleave the clients so drift hits them alike. See `BENCHMARKS.md`.
 //!
@@ -325,28 +325,19 @@ fn peak_rss_kib() -> u64 {
 const ECHO_SERVER_ENV: &str = "SMTHRS_MCP_BENCH_ECHO_SERVER";
 
 /// The echo server: the test kit's `smthrs-mcp-scripted-server` (its `echo`
-/// mode), built once with escargot in the profile this harness was built in, into
-/// the same target directory (as `tests/support/testkit.rs` builds it); a client
-/// process takes the orchestrator's path from [`ECHO_SERVER_ENV`].
+/// mode), built once by `smthrs_mcp_testkit::build_server` in the profile this
+/// harness was built in; a client process takes the orchestrator's path from
+/// [`ECHO_SERVER_ENV`].
 fn echo_server() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
         if let Some(path) = std::env::var_os(ECHO_SERVER_ENV) {
             return PathBuf::from(path);
         }
-        let run = escargot::CargoBuild::new()
-            .package("smthrs-mcp-testkit")
-            .bin("smthrs-mcp-scripted-server")
-            .current_release()
-            .manifest_path(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
-            .run()
-            .unwrap_or_else(|e| {
-                eprintln!(
-                    "harness: building the echo server failed (`cargo build -p smthrs-mcp-testkit` shows the errors): {e}"
-                );
-                std::process::exit(1)
-            });
-        run.path().to_path_buf()
+        smthrs_mcp_testkit::build_server().unwrap_or_else(|message| {
+            eprintln!("harness: {message}");
+            std::process::exit(1)
+        })
     })
 }
 
