@@ -1,4 +1,4 @@
-//! OAuth 2.1 against the in-repo authorization server (`tests/support/oauth_server.rs`)
+//! OAuth 2.1 against the in-repo authorization server (`testkit/src/oauth_server.rs`)
 //! on loopback: the flow, refresh and rotation, step-up, a change of
 //! authorization server, the refusals of the egress and address policies, TLS,
 //! and the CLI (`login`, two processes refreshing at once, `logout`).

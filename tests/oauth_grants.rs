@@ -1,5 +1,5 @@
 //! The JWT bearer grants against the in-repo authorization server and identity
-//! provider (`tests/support/oauth_server.rs`) on loopback: workload identity
+//! provider (`testkit/src/oauth_server.rs`) on loopback: workload identity
 //! (SEP-1933) and enterprise-managed authorization (SEP-990), their refusals
 //! (no retry, no other grant), the token file's bounds and rotation, the
 //! configuration conflicts, and the CLI's server-file fields.
